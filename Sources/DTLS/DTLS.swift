@@ -1,0 +1,1 @@
+// DTLS: work in progress

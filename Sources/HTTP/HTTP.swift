@@ -1,0 +1,1 @@
+// HTTP: work in progress

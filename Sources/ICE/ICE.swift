@@ -1,0 +1,1 @@
+// ICE: work in progress

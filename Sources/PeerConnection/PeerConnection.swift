@@ -1,0 +1,1 @@
+// PeerConnection: work in progress

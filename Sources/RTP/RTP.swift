@@ -1,0 +1,1 @@
+// RTP: work in progress

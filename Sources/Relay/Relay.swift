@@ -1,0 +1,1 @@
+// Relay: work in progress

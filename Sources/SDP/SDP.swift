@@ -1,0 +1,1 @@
+// SDP: work in progress

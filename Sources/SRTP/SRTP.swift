@@ -1,0 +1,1 @@
+// SRTP: work in progress

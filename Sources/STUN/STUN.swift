@@ -1,0 +1,1 @@
+// STUN: work in progress

@@ -1,0 +1,3 @@
+// The umbrella module: `import SwiftRTC` brings the whole public API.
+@_exported import PeerConnection
+@_exported import Relay

@@ -1,0 +1,1 @@
+// Transport: work in progress
