@@ -33,7 +33,8 @@ let package = Package(
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP"]),
-        .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC"]),
+        .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
+        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["SwiftRTC", "SRTP", "CSRTP", "Transport"], path: "Sources/bench"),
 
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),

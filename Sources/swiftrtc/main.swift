@@ -1,1 +1,33 @@
-print("swiftrtc")
+import Foundation
+
+// swiftrtc: the command-line front of SwiftRTC. Thin: parse arguments, wire the library,
+// print progress.
+let topUsage = """
+usage: swiftrtc <command> [options]    (swiftrtc <command> --help for each)
+
+commands:
+  echo     a WHIP-style echo endpoint: your media comes back to you
+  probe    offer audio+video to a WHIP-style URL, send raw RTP, report what returns
+"""
+
+let argv = Array(CommandLine.arguments.dropFirst())
+let code: Int32
+do {
+    switch argv.first {
+    case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
+    case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))
+    case nil, "--help", "-h", "help":
+        say(topUsage)
+        code = argv.isEmpty ? 2 : 0
+    default:
+        printError("swiftrtc: unknown command \"\(argv[0])\"\n" + topUsage)
+        code = 2
+    }
+} catch let error as UsageError {
+    printError(error.description + "\n(see --help)")
+    code = 2
+} catch {
+    printError("swiftrtc: \(error)")
+    code = 1
+}
+exit(code)

@@ -2,3 +2,28 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+
+// ---- DTLS datagram link (dtls_bio.c) ----
+// A BIO for DTLS that keeps datagram boundaries in both directions: each BIO_write by OpenSSL
+// becomes one outgoing datagram, each BIO_read returns exactly one incoming datagram. It reports
+// a fixed MTU (no per-packet overhead: the MTU is the UDP payload size). OpenSSL types are
+// declared opaquely so this header does not pull OpenSSL's headers into a second module.
+struct bio_st;
+struct ssl_st;
+
+/// A new datagram BIO (refcount 1) whose link MTU is `mtu` bytes, or NULL when out of memory.
+struct bio_st *_Nullable swiftrtc_dgram_bio_new(long mtu);
+/// Queues one incoming datagram for OpenSSL to read. Returns 1, or 0 when out of memory or the
+/// queue is full (the datagram is then dropped, as a full socket buffer would).
+int swiftrtc_dgram_bio_push_incoming(struct bio_st *_Nonnull bio, const uint8_t *_Nullable bytes, size_t length);
+/// Drops every queued incoming datagram (after OpenSSL has taken what it wanted).
+void swiftrtc_dgram_bio_clear_incoming(struct bio_st *_Nonnull bio);
+/// Length of the oldest outgoing datagram, or -1 when there is none.
+long swiftrtc_dgram_bio_next_outgoing_length(struct bio_st *_Nonnull bio);
+/// Copies the oldest outgoing datagram into `buffer` (at most `capacity` bytes), removes it and
+/// returns its length; 0 when there is none.
+size_t swiftrtc_dgram_bio_pop_outgoing(struct bio_st *_Nonnull bio, uint8_t *_Nullable buffer, size_t capacity);
+/// Installs a DTLS retransmission timer on `ssl` (whose read BIO must be a datagram BIO from
+/// swiftrtc_dgram_bio_new): the first flight waits `initial_us`, each retransmission doubles
+/// the wait up to `max_us`.
+void swiftrtc_dtls_set_retransmit_timer(struct ssl_st *_Nonnull ssl, unsigned int initial_us, unsigned int max_us);

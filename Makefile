@@ -1,0 +1,69 @@
+# SwiftRTC — every target installs what it needs on a fresh Debian 12 machine and is idempotent.
+SHELL := /bin/bash
+APT_PACKAGES := libssl-dev libsrtp2-dev pkg-config chromium iproute2 util-linux
+VENV := .venv
+PY := $(VENV)/bin/python
+SWIFT_BUILD := swift build
+FUZZ_SECONDS ?= 30
+BIN := .build/debug/swiftrtc
+
+.PHONY: all deps venv build demo echo test unit interop fuzz bench clean
+
+all: build
+
+# Debian packages: only runs apt-get when something is missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q $$missing; \
+	fi
+
+# Python test peers: aiortc (PyPI) and pytest in a venv.
+venv: $(VENV)/.ok
+$(VENV)/.ok:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q aiortc pytest
+	touch $@
+
+build: deps
+	$(SWIFT_BUILD)
+
+# The main job. For now: the echo endpoint (Ctrl-C stops it); point a WebRTC page at it.
+demo: build
+	$(BIN) echo --http 127.0.0.1:8088
+
+# Everything CI checks: unit tests, interop with Chromium and aiortc, bounded fuzzing.
+test: deps venv
+	$(MAKE) unit
+	$(MAKE) interop
+	$(MAKE) fuzz
+
+unit: deps
+	swift build --build-tests
+	swift test --skip-build
+
+# Interop suite in a private network namespace with only loopback.
+interop: deps venv build
+	bash interop/run.sh
+
+fuzz: deps
+	swift build --product swiftrtc-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING --scratch-path .build/fuzz
+	@mkdir -p artifacts/fuzz
+	@for t in sdp stun rtp rtcp http; do \
+	  echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  mkdir -p .build/fuzz-corpus/$$t; \
+	  SWIFTRTC_FUZZ_TARGET=$$t .build/fuzz/debug/swiftrtc-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -artifact_prefix=artifacts/fuzz/$$t- .build/fuzz-corpus/$$t 2>artifacts/fuzz/$$t.log \
+	    || { tail -40 artifacts/fuzz/$$t.log; exit 1; }; \
+	  grep -E "^(#[0-9]+\s+DONE|Done)" artifacts/fuzz/$$t.log | tail -1; \
+	done
+
+bench: deps venv
+	swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc-bench
+	swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc
+	.build/release/swiftrtc-bench
+
+clean:
+	rm -rf .build artifacts

@@ -1,1 +1,0 @@
-// DTLS: work in progress

@@ -1,1 +1,0 @@
-// HTTP: work in progress

@@ -1,1 +1,0 @@
-// ICE: work in progress

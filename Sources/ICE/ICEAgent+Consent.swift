@@ -1,0 +1,81 @@
+import STUN
+
+/// Selection, consent freshness (RFC 7675) and the connection-state timers.
+extension ICEAgent {
+    func select(_ key: PairKey, now: ContinuousClock.Instant) {
+        guard selected != key else { return }
+        selected = key
+        nominationWanted = false
+        events.append(.selectedPairChanged(local: key.local, remote: key.remote))
+        lastConsentAt = now
+        consentPendingSince = nil
+        if !isLite { nextConsentAt = now + jitteredConsentInterval() }
+        if state != .completed { setState(.connected) }
+    }
+
+    func refreshConsent(_ key: PairKey, now: ContinuousClock.Instant) {
+        guard key == selected else { return }
+        lastConsentAt = now
+        consentPendingSince = nil
+        if state == .disconnected { setState(stateBeforeDisconnect) }
+    }
+
+    func jitteredConsentInterval() -> Duration {
+        configuration.consentInterval * Double.random(in: 0.8...1.2, using: &random)
+    }
+
+    /// Deadline-driven work: consent requests, disconnection, failure.
+    func runTimers(_ now: ContinuousClock.Instant) {
+        if selected == nil {
+            if let start = checkingClockStart, now >= start + configuration.checkingTimeout { fail() }
+            return
+        }
+        if isLite {
+            if let last = lastValidRequestAt, now >= last + configuration.consentTimeout { fail() }
+            return
+        }
+        if let last = lastConsentAt, now >= last + configuration.consentTimeout {
+            fail()
+            return
+        }
+        if let since = consentPendingSince, now >= since + configuration.disconnectedTimeout,
+           state == .connected || state == .completed {
+            stateBeforeDisconnect = state
+            setState(.disconnected)
+        }
+        if let due = nextConsentAt, now >= due, let key = selected, let credentials = remoteCredentials,
+           let base = base(for: key.local) {
+            // Consent requests skip the pacer: one every few seconds cannot crowd the checks.
+            nextConsentAt = now + jitteredConsentInterval()
+            let message = STUNMessage(messageClass: .request, attributes: [
+                .username("\(credentials.ufrag):\(localCredentials.ufrag)"),
+                role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
+                .priority(Candidate.priority(type: .prflx, localPreference: base.localPreference)),
+            ])
+            startTransaction(kind: .consent(key), message: message, key: Array(credentials.pwd.utf8),
+                             local: key.local, remote: key.remote, maxTries: 3, now: now)
+            if let index = pairIndex(key) { pairs[index].requestsSent += 1 }
+            if consentPendingSince == nil { consentPendingSince = now }
+        }
+    }
+
+    func updateState() {
+        guard !isTerminal else { return }
+        if selected != nil {
+            if state == .connected, remoteEndOfCandidates { setState(.completed) }
+            return
+        }
+        if !isLite, remoteEndOfCandidates, !pairs.isEmpty, pairs.allSatisfy({ $0.state == .failed }),
+           !triggeredQueue.contains(where: isTriggerable) {
+            fail()
+        }
+    }
+
+    func fail() {
+        transactions.removeAll()
+        triggeredQueue.removeAll()
+        gatherQueue.removeAll()
+        nextConsentAt = nil
+        setState(.failed)
+    }
+}

@@ -1,0 +1,296 @@
+import STUN
+
+/// Sans-I/O ICE agent (RFC 8445, trickle RFC 8838, consent RFC 7675) for one component.
+///
+/// Feed it local bases, remote credentials and candidates, received STUN datagrams and the time;
+/// take datagrams to send (`pollTransmit`), events (`pollEvent`) and the next deadline
+/// (`pollTimeout`, then call `handleTimeout`). Not thread-safe: call it from one serial context.
+public final class ICEAgent {
+    public private(set) var role: ICERole
+    public private(set) var state: ICEConnectionState = .new
+    public var selectedPair: (local: SocketAddress, remote: SocketAddress)? {
+        selected.map { ($0.local, $0.remote) }
+    }
+    public let localCredentials: ICECredentials
+    public private(set) var remoteCredentials: ICECredentials?
+    public private(set) var remoteIsLite = false
+    public let configuration: ICEConfiguration
+    public let tieBreaker: UInt64
+
+    /// Every local candidate so far (host, srflx and learned prflx).
+    public internal(set) var localCandidates: [Candidate] = []
+    /// Every usable remote candidate so far (signalled and learned prflx).
+    public var remoteCandidates: [Candidate] { remotes.map(\.candidate) }
+
+    // Jitter source; tests replace it with a fixed seed.
+    var random: SplitMix64
+
+    struct Base {
+        var address: SocketAddress
+        var localPreference: UInt16
+        var host: Candidate
+    }
+
+    struct Remote {
+        var candidate: Candidate
+        var address: SocketAddress
+    }
+
+    var bases: [Base] = []
+    var remotes: [Remote] = []
+    var pairs: [CandidatePair] = []
+    var transactions: [[UInt8]: Transaction] = [:]
+    var triggeredQueue: [PairKey] = []
+    var gatherQueue: [(server: SocketAddress, base: SocketAddress)] = []
+    var transmits: [ICETransmit] = []
+    var events: [ICEEvent] = []
+    var statsCounters = ICEStats()
+
+    var selected: PairKey?
+    /// Controlling side: nominate the best valid pair at the next pacing slot; its check is out.
+    var nominationWanted = false
+    var nominationInFlight = false
+    var nextSendSlot: ContinuousClock.Instant?
+    var gatheringFinished = false
+    var gatheringCompleteSent = false
+    var remoteEndOfCandidates = false
+    var checkingClockStart: ContinuousClock.Instant?
+    var prflxCounter = 0
+
+    // Consent freshness (full agents) and request liveness (lite agents).
+    var nextConsentAt: ContinuousClock.Instant?
+    var lastConsentAt: ContinuousClock.Instant?
+    var consentPendingSince: ContinuousClock.Instant?
+    var lastValidRequestAt: ContinuousClock.Instant?
+    /// State to return to when consent recovers from `disconnected`.
+    var stateBeforeDisconnect: ICEConnectionState = .connected
+
+    public init(role: ICERole, local: ICECredentials, configuration: ICEConfiguration = ICEConfiguration(),
+                tieBreaker: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+        // A lite agent is always controlled (RFC 8445 §6.1.1).
+        self.role = configuration.lite ? .controlled : role
+        self.localCredentials = local
+        self.configuration = configuration
+        self.tieBreaker = tieBreaker
+        self.random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+    }
+
+    var isLite: Bool { configuration.lite }
+    var isTerminal: Bool { state == .closed || state == .failed }
+
+    // MARK: - local side
+
+    /// Adds a local socket address: emits its host candidate and starts server-reflexive queries.
+    public func addLocalBase(_ address: SocketAddress, now: ContinuousClock.Instant) {
+        guard !isTerminal, !bases.contains(where: { $0.address == address }) else { return }
+        // Earlier bases are preferred; the driver adds them in its order of preference.
+        let preference = UInt16(clamping: 65535 - bases.count)
+        let host = Candidate(foundation: foundation(type: .host, base: address, server: nil),
+                             priority: Candidate.priority(type: .host, localPreference: preference),
+                             address: address.host, port: address.port, type: .host)
+        bases.append(Base(address: address, localPreference: preference, host: host))
+        localCandidates.append(host)
+        events.append(.localCandidate(host))
+        for remote in remotes { addPair(base: bases[bases.count - 1], remote: remote) }
+        if !isLite, !address.isLoopback, !address.isLinkLocal {
+            for server in configuration.stunServers where server.isIPv4 == address.isIPv4 {
+                gatherQueue.append((server, address))
+            }
+        }
+        pump(now)
+    }
+
+    /// The driver has added every base; `gatheringComplete` follows once srflx queries are done.
+    public func finishGathering(now: ContinuousClock.Instant) {
+        guard !isTerminal else { return }
+        gatheringFinished = true
+        pump(now)
+    }
+
+    // MARK: - remote side
+
+    public func setRemoteCredentials(_ credentials: ICECredentials, remoteIsLite: Bool, now: ContinuousClock.Instant) {
+        guard !isTerminal else { return }
+        remoteCredentials = credentials
+        self.remoteIsLite = remoteIsLite
+        // Against a lite peer the full agent must control (RFC 8445 §6.1.1).
+        if remoteIsLite, !isLite, role != .controlling { switchRole(to: .controlling) }
+        if checkingClockStart == nil { checkingClockStart = now }
+        if isLite, state == .new { setState(.checking) }
+        pump(now)
+    }
+
+    /// Adds a signalled (or trickled) remote candidate. Names (mDNS) and non-UDP are ignored:
+    /// the peer's checks reveal such addresses as peer-reflexive candidates.
+    public func addRemoteCandidate(_ candidate: Candidate, now: ContinuousClock.Instant) {
+        guard !isTerminal else { return }
+        guard candidate.transport == "udp", candidate.component == 1, let address = candidate.socketAddress,
+              !address.isUnspecified, address.port != 0 else {
+            statsCounters.ignoredRemoteCandidates += 1
+            return
+        }
+        if let index = remotes.firstIndex(where: { $0.address == address }) {
+            // A signalled candidate replaces one learned as peer-reflexive (RFC 8445 §7.3.1.3).
+            if remotes[index].candidate.type == .prflx, candidate.type != .prflx {
+                remotes[index].candidate = candidate
+                for i in pairs.indices where pairs[i].key.remote == address {
+                    pairs[i].remotePriority = candidate.priority
+                    pairs[i].updatePriority(role: role)
+                }
+                sortPairs()
+            }
+            return
+        }
+        let remote = Remote(candidate: candidate, address: address)
+        remotes.append(remote)
+        for base in bases { addPair(base: base, remote: remote) }
+        pump(now)
+    }
+
+    public func endOfRemoteCandidates(now: ContinuousClock.Instant) {
+        guard !isTerminal else { return }
+        remoteEndOfCandidates = true
+        pump(now)
+    }
+
+    // MARK: - driver plumbing
+
+    public func handleTimeout(now: ContinuousClock.Instant) {
+        guard !isTerminal else { return }
+        pump(now)
+    }
+
+    public func pollTransmit() -> ICETransmit? {
+        transmits.isEmpty ? nil : transmits.removeFirst()
+    }
+
+    public func pollEvent() -> ICEEvent? {
+        events.isEmpty ? nil : events.removeFirst()
+    }
+
+    /// The earliest instant at which `handleTimeout` has work to do.
+    public func pollTimeout() -> ContinuousClock.Instant? {
+        guard !isTerminal else { return nil }
+        var earliest: ContinuousClock.Instant?
+        func consider(_ t: ContinuousClock.Instant?) {
+            guard let t else { return }
+            if earliest.map({ t < $0 }) ?? true { earliest = t }
+        }
+        if hasPendingRequest, let slot = nextSendSlot { consider(slot) }
+        for transaction in transactions.values where !transaction.retransmitDue {
+            consider(transaction.deadline)
+        }
+        consider(nextConsentAt)
+        if let since = consentPendingSince, state != .disconnected { consider(since + configuration.disconnectedTimeout) }
+        if let last = lastConsentAt { consider(last + configuration.consentTimeout) }
+        if isLite, let last = lastValidRequestAt { consider(last + configuration.consentTimeout) }
+        if selected == nil, let start = checkingClockStart { consider(start + configuration.checkingTimeout) }
+        return earliest
+    }
+
+    /// Stops everything; no more transmits, events after `stateChanged(.closed)`, or deadlines.
+    public func close() {
+        guard state != .closed else { return }
+        transactions.removeAll()
+        triggeredQueue.removeAll()
+        gatherQueue.removeAll()
+        transmits.removeAll()
+        nextConsentAt = nil
+        setState(.closed)
+    }
+
+    public var stats: ICEStats {
+        var s = statsCounters
+        s.pairs = pairs.map { pair in
+            ICEPairStats(local: pair.key.local, remote: pair.key.remote, state: pair.state,
+                         nominated: pair.nominated, selected: pair.key == selected, priority: pair.priority,
+                         currentRTT: pair.rtt, requestsSent: pair.requestsSent,
+                         responsesReceived: pair.responsesReceived, requestsReceived: pair.requestsReceived,
+                         responsesSent: pair.responsesSent)
+        }
+        if let selected, let pair = pairs.first(where: { $0.key == selected }) { s.selectedPairRTT = pair.rtt }
+        return s
+    }
+
+    // MARK: - internals shared by the other files
+
+    func setState(_ new: ICEConnectionState) {
+        guard new != state else { return }
+        state = new
+        events.append(.stateChanged(new))
+    }
+
+    func switchRole(to new: ICERole) {
+        guard new != role else { return }
+        role = new
+        events.append(.roleChanged(new))
+        for i in pairs.indices { pairs[i].updatePriority(role: role) }
+        sortPairs()
+        if role == .controlled {
+            nominationWanted = false
+            nominationInFlight = false
+        } else if selected == nil, !isLite {
+            nominationWanted = bestValidPair() != nil
+        }
+    }
+
+    /// Foundation: equal for candidates of the same type, base IP and STUN server (RFC 8445 §5.1.1.3).
+    func foundation(type: CandidateType, base: SocketAddress, server: SocketAddress?) -> String {
+        let text = "\(type.rawValue)|\(base.host)|\(server?.description ?? "")|udp"
+        return String(fnv1a(text) % 1_000_000_000)
+    }
+
+    private func fnv1a(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
+    }
+
+    func base(for address: SocketAddress) -> Base? {
+        bases.first { $0.address == address }
+    }
+
+    func pairIndex(_ key: PairKey) -> Int? {
+        pairs.firstIndex { $0.key == key }
+    }
+
+    /// Forms the pair (base, remote) if the families match and it is new. Returns its key.
+    @discardableResult
+    func addPair(base: Base, remote: Remote) -> PairKey? {
+        guard base.address.isIPv4 == remote.address.isIPv4 else { return nil }
+        let key = PairKey(local: base.address, remote: remote.address)
+        if pairIndex(key) != nil { return key }
+        var pair = CandidatePair(key: key, localPriority: base.host.priority, remotePriority: remote.candidate.priority,
+                                 foundation: base.host.foundation + ":" + remote.candidate.foundation)
+        pair.updatePriority(role: role)
+        // The first pair of a foundation waits; others stay frozen until it succeeds (§6.1.2.6).
+        let foundationBusy = pairs.contains {
+            $0.foundation == pair.foundation && ($0.state == .waiting || $0.state == .inProgress)
+        }
+        pair.state = foundationBusy ? .frozen : .waiting
+        pairs.append(pair)
+        sortPairs()
+        if pairs.count > configuration.maxPairs {
+            // Drop the lowest-priority pair nobody is using.
+            if let victim = pairs.lastIndex(where: { ($0.state == .frozen || $0.state == .waiting) && $0.key != key }) {
+                let removed = pairs.remove(at: victim).key
+                triggeredQueue.removeAll { $0 == removed }
+            }
+        }
+        return key
+    }
+
+    func sortPairs() {
+        pairs.sort { $0.priority > $1.priority }
+    }
+
+    /// The highest-priority succeeded pair, ranked by the local candidate the peer saw.
+    func bestValidPair() -> PairKey? {
+        pairs.filter { $0.state == .succeeded }
+            .max { $0.validPriority(role: role) < $1.validPriority(role: role) }?.key
+    }
+
+    func emit(_ transmit: ICETransmit) {
+        transmits.append(transmit)
+    }
+}

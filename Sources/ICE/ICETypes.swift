@@ -1,0 +1,88 @@
+import STUN
+
+public enum ICERole: Sendable, Hashable {
+    case controlling, controlled
+
+    var opposite: ICERole { self == .controlling ? .controlled : .controlling }
+}
+
+/// W3C `RTCIceConnectionState` values.
+public enum ICEConnectionState: String, Sendable {
+    case new, checking, connected, completed, failed, disconnected, closed
+}
+
+/// Short-term credentials (RFC 8445 §5.3): ufrag ≥ 4 and pwd ≥ 22 ice-chars.
+public struct ICECredentials: Sendable, Hashable {
+    public var ufrag: String
+    public var pwd: String
+
+    public init(ufrag: String, pwd: String) {
+        self.ufrag = ufrag
+        self.pwd = pwd
+    }
+
+    static let iceChars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+    /// 8-character ufrag, 24-character pwd, from the system's secure random source.
+    public static func random() -> ICECredentials {
+        var rng = SystemRandomNumberGenerator()
+        func make(_ n: Int) -> String {
+            String((0..<n).map { _ in iceChars[Int.random(in: 0..<iceChars.count, using: &rng)] })
+        }
+        return ICECredentials(ufrag: make(8), pwd: make(24))
+    }
+}
+
+public struct ICEConfiguration: Sendable {
+    /// STUN servers used for server-reflexive candidates (full agents only).
+    public var stunServers: [SocketAddress] = []
+    /// ICE-lite (RFC 8445 §2.5): host candidates only, never sends checks, always controlled.
+    public var lite = false
+    /// Consent freshness request interval (RFC 7675), randomized 0.8–1.2×.
+    public var consentInterval: Duration = .seconds(5)
+    /// No consent (full) or no valid request (lite) for this long: `failed`.
+    public var consentTimeout: Duration = .seconds(30)
+    /// A consent request unanswered this long: `disconnected`.
+    public var disconnectedTimeout: Duration = .seconds(5)
+    /// No pair selected this long after checking began: `failed`.
+    public var checkingTimeout: Duration = .seconds(30)
+    /// Pacing: at most one new STUN request per Ta (RFC 8445 §14.2).
+    public var pacingInterval: Duration = .milliseconds(50)
+    /// Initial retransmission timeout of a connectivity check; doubles per try up to `maxCheckRTO`.
+    public var checkRTO: Duration = .milliseconds(500)
+    public var maxCheckRTO: Duration = .seconds(8)
+    /// Sends per check before the pair fails (RFC 8489 Rc).
+    public var maxCheckTries = 7
+    /// Sends per server-reflexive query before that server is given up.
+    public var maxGatherTries = 3
+    /// Upper bound on the check list (RFC 8445 §6.1.2.5 suggests 100).
+    public var maxPairs = 100
+
+    public init(stunServers: [SocketAddress] = [], lite: Bool = false) {
+        self.stunServers = stunServers
+        self.lite = lite
+    }
+}
+
+/// A datagram the driver must send from the socket bound to `local`.
+public struct ICETransmit: Sendable, Equatable {
+    public var local: SocketAddress
+    public var remote: SocketAddress
+    public var bytes: [UInt8]
+
+    public init(local: SocketAddress, remote: SocketAddress, bytes: [UInt8]) {
+        self.local = local
+        self.remote = remote
+        self.bytes = bytes
+    }
+}
+
+public enum ICEEvent: Sendable, Equatable {
+    /// Signal this to the peer (trickle). Peer-reflexive local candidates are never signalled.
+    case localCandidate(Candidate)
+    case gatheringComplete
+    case stateChanged(ICEConnectionState)
+    /// Media should now flow between these addresses (local is the socket to send from).
+    case selectedPairChanged(local: SocketAddress, remote: SocketAddress)
+    case roleChanged(ICERole)
+}

@@ -1,0 +1,60 @@
+import DTLS
+import SRTP
+import STUN
+import Transport
+
+extension PeerConnection {
+    /// W3C `RTCConfiguration`, plus what a server-side endpoint needs.
+    public struct Configuration: Sendable {
+        public var iceServers: [IceServer] = []
+        /// Only max-bundle is implemented: every m-line shares one transport.
+        public var bundlePolicy: BundlePolicy = .maxBundle
+        /// Act as an ICE-lite endpoint (servers: the echo endpoint, the relay).
+        public var iceLite = false
+        /// DTLS role we take when answering an actpass offer: `.client` answers `a=setup:active`
+        /// like browsers; servers answer `passive` like SRS.
+        public var answererDTLSRole: DTLSRole = .client
+        public var certificate: DTLSCertificate?
+        /// Local addresses to gather on; nil means every up interface (loopback included).
+        public var interfaceAddresses: [SocketAddress]?
+        public var srtpBackend: SRTPBackend = .openssl
+        /// Codecs for transceivers that a remote offer creates.
+        public var audioCodecs: [RtpCodecCapability] = RtpCodecCapability.defaultAudio
+        public var videoCodecs: [RtpCodecCapability] = RtpCodecCapability.defaultVideo
+        /// Direction of transceivers that a remote offer creates (W3C: recvonly until a track is added).
+        public var remoteTransceiverDirection: TransceiverDirection = .recvonly
+        /// Offer `a=ice-options:trickle`.
+        public var trickle = true
+        public init() {}
+    }
+}
+
+/// Makes the datagram path for a connection on its loop thread; `ufrag` is the local ICE ufrag
+/// (a shared server socket routes by it).
+public typealias PacketIOFactory = @Sendable (_ loop: EventLoop, _ ufrag: String) throws -> PacketIO
+
+func defaultPacketIO(addresses: [SocketAddress]?) -> PacketIOFactory {
+    { loop, _ in
+        let bases = addresses ?? localInterfaceAddresses()
+        return try SocketSet(loop: loop, addresses: bases.map { SocketAddress(ip: $0.ip, port: 0) })
+    }
+}
+
+/// `stun:host:port` URLs that name an IP address (no DNS lookups on the hot path of set-up).
+func stunServerAddresses(_ servers: [IceServer]) -> [SocketAddress] {
+    servers.flatMap(\.urls).compactMap { url -> SocketAddress? in
+        guard url.hasPrefix("stun:") else { return nil }
+        var rest = Substring(url.dropFirst(5))
+        if let q = rest.firstIndex(of: "?") { rest = rest[..<q] }
+        var host = rest, port: UInt16 = 3478
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if after.hasPrefix(":"), let p = UInt16(after.dropFirst()) { port = p }
+        } else if let colon = rest.lastIndex(of: ":"), let p = UInt16(rest[rest.index(after: colon)...]) {
+            host = rest[..<colon]
+            port = p
+        }
+        return SocketAddress(host: String(host), port: port)
+    }
+}

@@ -1,0 +1,265 @@
+import DTLS
+import ICE
+import RTP
+import SRTP
+import STUN
+import Transport
+
+/// One connection's transport stack on its loop thread: ICE picks the path, DTLS makes the
+/// keys, SRTP protects media; RFC 7983 demultiplexes the shared port. Only the owning loop
+/// thread touches it; sends from other threads hop there first.
+final class MediaTransport: @unchecked Sendable {
+    // @unchecked: every member is used on `loop`'s thread only (see `sendRTP`).
+    let loop: EventLoop
+    let io: PacketIO
+    let ice: ICEAgent
+    let certificate: DTLSCertificate
+    private(set) var dtls: DTLSTransport?
+    private(set) var srtp: SRTPSession?
+    private(set) var dtlsRole: DTLSRole?
+    private var earlyDTLS: [[UInt8]] = []
+    private var lastDTLSSource: SocketAddress?
+    private var timerID: Int?
+    private var closed = false
+    private let srtpBackend: SRTPBackend
+
+    var onIceEvent: ((ICEEvent) -> Void)?
+    var onDTLSConnected: ((SRTPKeyingMaterial?) -> Void)?
+    var onDTLSFailed: ((String) -> Void)?
+    var onDTLSClosed: (() -> Void)?
+    var onRTP: ((RTPPacket, Int) -> Void)?
+    var onRTCP: (([RTCPPacket]) -> Void)?
+    var onApplicationData: (([UInt8]) -> Void)?
+
+    private(set) var counters = TransportCounters()
+
+    init(loop: EventLoop, io: PacketIO, ice: ICEAgent, certificate: DTLSCertificate, srtpBackend: SRTPBackend) {
+        self.loop = loop
+        self.io = io
+        self.ice = ice
+        self.certificate = certificate
+        self.srtpBackend = srtpBackend
+        io.onReceive = { [unowned self] bytes, from, local in self.receive(bytes, from: from, local: local) }
+    }
+
+    var dtlsState: DTLSState { dtls?.state ?? .new }
+
+    // MARK: set-up
+
+    /// Adds our bases to ICE: host candidates appear as ICE events.
+    func gather() {
+        let now = ContinuousClock.now
+        for address in io.localAddresses { ice.addLocalBase(address, now: now) }
+        ice.finishGathering(now: now)
+        pump()
+    }
+
+    /// Called once the remote description fixed who is the DTLS client.
+    func configureDTLS(role: DTLSRole, remoteFingerprints: [Fingerprint]) throws(DTLSError) {
+        guard dtls == nil else { return }
+        let transport = try DTLSTransport(role: role, certificate: certificate, remoteFingerprints: remoteFingerprints)
+        dtls = transport
+        dtlsRole = role
+        if role == .server || ice.selectedPair != nil { transport.start(now: .now) }
+        for datagram in earlyDTLS { transport.handleDatagram(datagram, now: .now) }
+        earlyDTLS.removeAll()
+        pump()
+    }
+
+    // MARK: receive
+
+    private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
+        guard !closed, let first = bytes.first else { return }
+        let now = ContinuousClock.now
+        switch first {
+        case 0...3:
+            ice.handleSTUN(Array(bytes), from: from, local: local, now: now)
+        case 20...63:
+            lastDTLSSource = from
+            if let dtls {
+                dtls.handleDatagram(Array(bytes), now: now)
+            } else if earlyDTLS.count < 16 {
+                earlyDTLS.append(Array(bytes))
+            }
+        case 128...191:
+            receiveMedia(bytes)
+        default:
+            counters.unknownDatagrams += 1
+        }
+        pump()
+    }
+
+    private func receiveMedia(_ bytes: UnsafeRawBufferPointer) {
+        guard let srtp else {
+            counters.mediaBeforeKeys += 1
+            return
+        }
+        let isRTCP = bytes.count >= 2 && (192...223).contains(bytes[1])
+        do {
+            if isRTCP {
+                let plain = try srtp.unprotectRTCP(Array(bytes))
+                do {
+                    let packets = try RTCPPacket.parseCompound(plain)
+                    counters.rtcpReceived += 1
+                    onRTCP?(packets)
+                } catch {
+                    counters.malformedRTCP += 1
+                }
+            } else {
+                let plain = try srtp.unprotectRTP(Array(bytes))
+                do {
+                    let packet = try RTPPacket(parsing: plain)
+                    counters.rtpReceived += 1
+                    onRTP?(packet, plain.count)
+                } catch {
+                    counters.malformedRTP += 1
+                }
+            }
+        } catch {
+            counters.srtpErrors += 1
+        }
+    }
+
+    // MARK: send
+
+    /// Protects and sends one RTP packet on the selected pair; any thread.
+    func sendRTP(_ packet: [UInt8]) {
+        guard loop.inLoop else {
+            loop.execute { [self] in sendRTP(packet) }
+            return
+        }
+        guard let srtp, let (local, remote) = ice.selectedPair else {
+            counters.sendsWithoutPath += 1
+            return
+        }
+        do {
+            let protected = try srtp.protectRTP(packet)
+            if io.send(protected, from: local, to: remote) { counters.rtpSent += 1 } else { counters.sendErrors += 1 }
+        } catch {
+            counters.srtpErrors += 1
+        }
+    }
+
+    /// Protects and sends a compound RTCP packet; any thread.
+    func sendRTCP(_ packet: [UInt8]) {
+        guard loop.inLoop else {
+            loop.execute { [self] in sendRTCP(packet) }
+            return
+        }
+        guard let srtp, let (local, remote) = ice.selectedPair else {
+            counters.sendsWithoutPath += 1
+            return
+        }
+        do {
+            let protected = try srtp.protectRTCP(packet)
+            if io.send(protected, from: local, to: remote) { counters.rtcpSent += 1 } else { counters.sendErrors += 1 }
+        } catch {
+            counters.srtpErrors += 1
+        }
+    }
+
+    // MARK: the pump
+
+    /// Drains every core's output and re-arms the single timer.
+    func pump() {
+        guard !closed else { return }
+        var progressed = true
+        while progressed {
+            progressed = false
+            while let t = ice.pollTransmit() {
+                progressed = true
+                io.send(t.bytes, from: t.local, to: t.remote)
+            }
+            while let event = ice.pollEvent() {
+                progressed = true
+                handle(event)
+            }
+            if let dtls {
+                while let datagram = dtls.pollTransmit() {
+                    progressed = true
+                    if let (local, remote) = ice.selectedPair {
+                        io.send(datagram, from: local, to: remote)
+                    } else if let remote = lastDTLSSource, let local = io.localAddresses.first {
+                        io.send(datagram, from: local, to: remote)
+                    }
+                }
+                while let event = dtls.pollEvent() {
+                    progressed = true
+                    handle(event)
+                }
+            }
+        }
+        rearmTimer()
+    }
+
+    private func handle(_ event: ICEEvent) {
+        if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
+            dtls.start(now: .now)
+        }
+        onIceEvent?(event)
+    }
+
+    private func handle(_ event: DTLSEvent) {
+        switch event {
+        case .connected(let keys, _):
+            if let keys {
+                do {
+                    srtp = try SRTPSession(profile: keys.profile.srtpProfile, localKey: keys.localKey, localSalt: keys.localSalt,
+                                           remoteKey: keys.remoteKey, remoteSalt: keys.remoteSalt, backend: srtpBackend)
+                } catch {
+                    onDTLSFailed?("SRTP set-up failed: \(error)")
+                    return
+                }
+            }
+            onDTLSConnected?(keys)
+        case .applicationData(let data):
+            onApplicationData?(data)
+        case .closed:
+            onDTLSClosed?()
+        case .failed(let error):
+            onDTLSFailed?(error.description)
+        }
+    }
+
+    private func rearmTimer() {
+        if let timerID { loop.cancelTimer(timerID) }
+        timerID = nil
+        let deadlines = [ice.pollTimeout(), dtls?.pollTimeout()].compactMap { $0 }
+        guard let next = deadlines.min() else { return }
+        timerID = loop.schedule(at: next) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.timerID = nil
+            let now = ContinuousClock.now
+            self.ice.handleTimeout(now: now)
+            self.dtls?.handleTimeout(now: now)
+            self.pump()
+        }
+    }
+
+    func close() {
+        guard !closed else { return }
+        dtls?.close()
+        if let dtls, let (local, remote) = ice.selectedPair {
+            while let datagram = dtls.pollTransmit() { io.send(datagram, from: local, to: remote) }
+        }
+        closed = true
+        ice.close()
+        if let timerID { loop.cancelTimer(timerID) }
+        io.close()
+    }
+}
+
+struct TransportCounters: Sendable {
+    var rtpReceived = 0, rtcpReceived = 0, rtpSent = 0, rtcpSent = 0
+    var malformedRTP = 0, malformedRTCP = 0, srtpErrors = 0, unknownDatagrams = 0
+    var mediaBeforeKeys = 0, sendsWithoutPath = 0, sendErrors = 0
+}
+
+extension SRTPProtectionProfile {
+    var srtpProfile: SRTPProfile {
+        switch self {
+        case .aes128CmHmacSha1_80: return .aes128CmHmacSha1_80
+        case .aeadAes128Gcm: return .aeadAes128Gcm
+        }
+    }
+}

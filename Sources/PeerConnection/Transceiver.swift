@@ -1,0 +1,167 @@
+import RTP
+import Synchronization
+
+/// W3C `RTCRtpTransceiverInit`.
+public struct TransceiverInit: Sendable {
+    public var direction: TransceiverDirection
+    public var streamIds: [String]
+    public init(direction: TransceiverDirection = .sendrecv, streamIds: [String] = []) {
+        self.direction = direction
+        self.streamIds = streamIds
+    }
+}
+
+/// Counters a sender or receiver keeps; read from any thread.
+public struct RtpStreamCounters: Sendable, Equatable {
+    public var packets: Int = 0
+    public var bytes: Int = 0
+    public var payloadTypes: Set<UInt8> = []
+    public var dropped: Int = 0
+}
+
+/// W3C `RTCRtpTransceiver`: one m-line's worth of sending and receiving.
+public final class RtpTransceiver: @unchecked Sendable {
+    // @unchecked: mutable fields are written on the owning PeerConnection's loop thread only;
+    // the few read from other threads (mid, currentDirection, codecs) go through `shared`.
+    public let kind: MediaKind
+    public let sender: RtpSender
+    public let receiver: RtpReceiver
+    var mLineIndex: Int?
+    private let shared: Mutex<Shared>
+
+    struct Shared {
+        var mid: String?
+        var current: TransceiverDirection?
+        var codecs: [RtpCodecParameters] = []
+        var direction: TransceiverDirection
+        var preferences: [RtpCodecCapability]
+    }
+
+    init(kind: MediaKind, init options: TransceiverInit, codecs: [RtpCodecCapability], ssrc: UInt32, cname: String) {
+        self.kind = kind
+        self.shared = Mutex(Shared(direction: options.direction, preferences: codecs))
+        self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds)
+        self.receiver = RtpReceiver(kind: kind)
+    }
+
+    /// The media id, known once a description is applied.
+    public internal(set) var mid: String? {
+        get { shared.withLock { $0.mid } }
+        set { shared.withLock { $0.mid = newValue } }
+    }
+
+    /// The negotiated direction (nil before negotiation, like the W3C attribute).
+    public internal(set) var currentDirection: TransceiverDirection? {
+        get { shared.withLock { $0.current } }
+        set { shared.withLock { $0.current = newValue } }
+    }
+
+    /// The codecs negotiated for this m-line, in preference order.
+    public internal(set) var negotiatedCodecs: [RtpCodecParameters] {
+        get { shared.withLock { $0.codecs } }
+        set { shared.withLock { $0.codecs = newValue } }
+    }
+
+    /// The direction we want (W3C `direction`); takes effect at the next offer/answer.
+    public var direction: TransceiverDirection {
+        get { shared.withLock { $0.direction } }
+        set { shared.withLock { $0.direction = newValue } }
+    }
+
+    /// The codecs the next offer/answer may use, in preference order.
+    public var codecCapabilities: [RtpCodecCapability] { shared.withLock { $0.preferences } }
+
+    /// W3C `setCodecPreferences`: restricts and orders what the next offer/answer uses.
+    public func setCodecPreferences(_ codecs: [RtpCodecCapability]) {
+        shared.withLock { $0.preferences = codecs }
+    }
+}
+
+/// W3C `RTCRtpSender`. Until encoders exist it sends RTP the application builds.
+public final class RtpSender: @unchecked Sendable {
+    // @unchecked: see RtpTransceiver; `transport` is set on the loop thread before media flows.
+    public let kind: MediaKind
+    public let ssrc: UInt32
+    public let cname: String
+    public let streamIds: [String]
+    public let trackId: String
+    private let counters = Mutex(RtpStreamCounters())
+    private let nextSequence = Mutex<UInt16>(UInt16.random(in: 0...UInt16.max))
+    weak var transport: MediaTransport?
+    var midExtensionID: UInt8?
+    var mid: String?
+    /// RTCP feedback about what this sender sends (NACK, PLI, FIR, REMB, TWCC, receiver reports).
+    /// Called on the connection's loop thread.
+    public var onRTCP: (@Sendable (RTCPPacket) -> Void)?
+
+    init(kind: MediaKind, ssrc: UInt32, cname: String, streamIds: [String]) {
+        self.kind = kind
+        self.ssrc = ssrc
+        self.cname = cname
+        self.streamIds = streamIds
+        self.trackId = "\(kind.rawValue)-\(String(ssrc, radix: 16))"
+    }
+
+    public var stats: RtpStreamCounters { counters.withLock { $0 } }
+
+    /// Sends one packet: fills in our SSRC, the next sequence number and the mid extension.
+    /// Safe from any thread; the packet is protected and sent on the connection's loop.
+    public func send(payloadType: UInt8, payload: [UInt8], timestamp: UInt32, marker: Bool = false) {
+        let seq = nextSequence.withLock { s -> UInt16 in defer { s &+= 1 }; return s }
+        var packet = RTPPacket(marker: marker, payloadType: payloadType, sequenceNumber: seq,
+                               timestamp: timestamp, ssrc: ssrc, payload: payload)
+        if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+        sendPrepared(packet)
+    }
+
+    /// Sends a packet as given but with this sender's SSRC (for forwarding: the echo keeps the
+    /// original sequence numbers so the far end's NACKs map one to one).
+    public func forward(_ packet: RTPPacket) {
+        var packet = packet
+        packet.ssrc = ssrc
+        if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+        sendPrepared(packet)
+    }
+
+    private func sendPrepared(_ packet: RTPPacket) {
+        guard let transport else {
+            counters.withLock { $0.dropped += 1 }
+            return
+        }
+        let bytes = packet.serialize()
+        counters.withLock {
+            $0.packets += 1
+            $0.bytes += bytes.count
+            $0.payloadTypes.insert(packet.payloadType)
+        }
+        transport.sendRTP(bytes)
+    }
+}
+
+/// W3C `RTCRtpReceiver`. Exposes the RTP that arrives for its m-line.
+public final class RtpReceiver: @unchecked Sendable {
+    // @unchecked: callbacks are set before media flows and called on the loop thread.
+    public let kind: MediaKind
+    private let counters = Mutex(RtpStreamCounters())
+    private let ssrcs = Mutex<Set<UInt32>>([])
+    /// Every RTP packet received for this m-line, after SRTP. Called on the loop thread.
+    public var onRTP: (@Sendable (RTPPacket) -> Void)?
+    /// RTCP about the remote's stream (sender reports, BYE). Called on the loop thread.
+    public var onRTCP: (@Sendable (RTCPPacket) -> Void)?
+
+    init(kind: MediaKind) { self.kind = kind }
+
+    public var stats: RtpStreamCounters { counters.withLock { $0 } }
+    /// The remote SSRCs seen on this m-line.
+    public var remoteSSRCs: Set<UInt32> { ssrcs.withLock { $0 } }
+
+    func deliver(_ packet: RTPPacket, size: Int) {
+        counters.withLock {
+            $0.packets += 1
+            $0.bytes += size
+            $0.payloadTypes.insert(packet.payloadType)
+        }
+        ssrcs.withLock { _ = $0.insert(packet.ssrc) }
+        onRTP?(packet)
+    }
+}

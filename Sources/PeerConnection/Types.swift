@@ -1,0 +1,108 @@
+import SDP
+
+/// offer / answer / pranswer / rollback, as in W3C `RTCSdpType`.
+public enum SdpType: String, Sendable {
+    case offer, answer, pranswer, rollback
+}
+
+/// A description as exchanged with the remote side (W3C `RTCSessionDescription`).
+public struct SessionDescription: Sendable, Equatable {
+    public var type: SdpType
+    public var sdp: String
+    public init(type: SdpType, sdp: String) {
+        self.type = type
+        self.sdp = sdp
+    }
+}
+
+/// A remote or local ICE candidate as the W3C API passes it around.
+public struct IceCandidate: Sendable, Equatable {
+    /// "candidate:…" (without "a="); empty string means end of candidates.
+    public var candidate: String
+    public var sdpMid: String?
+    public var sdpMLineIndex: Int?
+    public init(candidate: String, sdpMid: String? = nil, sdpMLineIndex: Int? = nil) {
+        self.candidate = candidate
+        self.sdpMid = sdpMid
+        self.sdpMLineIndex = sdpMLineIndex
+    }
+}
+
+public enum MediaKind: String, Sendable {
+    case audio, video
+}
+
+/// W3C `RTCRtpTransceiverDirection`.
+public enum TransceiverDirection: String, Sendable {
+    case sendrecv, sendonly, recvonly, inactive
+
+    var sends: Bool { self == .sendrecv || self == .sendonly }
+    var receives: Bool { self == .sendrecv || self == .recvonly }
+
+    init(sends: Bool, receives: Bool) {
+        switch (sends, receives) {
+        case (true, true): self = .sendrecv
+        case (true, false): self = .sendonly
+        case (false, true): self = .recvonly
+        case (false, false): self = .inactive
+        }
+    }
+
+    /// What the other side's direction means from our side.
+    var reversed: TransceiverDirection { TransceiverDirection(sends: receives, receives: sends) }
+
+    func intersection(_ other: TransceiverDirection) -> TransceiverDirection {
+        TransceiverDirection(sends: sends && other.sends, receives: receives && other.receives)
+    }
+}
+
+/// W3C `RTCPeerConnectionState`.
+public enum PeerConnectionState: String, Sendable {
+    case new, connecting, connected, disconnected, failed, closed
+}
+
+/// W3C `RTCIceConnectionState`.
+public enum IceConnectionState: String, Sendable {
+    case new, checking, connected, completed, failed, disconnected, closed
+}
+
+/// W3C `RTCIceGatheringState`.
+public enum IceGatheringState: String, Sendable {
+    case new, gathering, complete
+}
+
+/// W3C `RTCSignalingState`.
+public enum SignalingState: String, Sendable {
+    case stable, haveLocalOffer = "have-local-offer", haveRemoteOffer = "have-remote-offer", closed
+}
+
+public enum BundlePolicy: String, Sendable {
+    case balanced, maxCompat = "max-compat", maxBundle = "max-bundle"
+}
+
+/// W3C `RTCIceServer`: only `stun:` URLs are used by this stack for now.
+public struct IceServer: Sendable, Equatable {
+    public var urls: [String]
+    public var username: String?
+    public var credential: String?
+    public init(urls: [String], username: String? = nil, credential: String? = nil) {
+        self.urls = urls
+        self.username = username
+        self.credential = credential
+    }
+}
+
+/// What a PeerConnection reports; also delivered through its `events` stream.
+public enum PeerConnectionEvent: Sendable {
+    case iceCandidate(IceCandidate)
+    case iceGatheringStateChanged(IceGatheringState)
+    case iceConnectionStateChanged(IceConnectionState)
+    case connectionStateChanged(PeerConnectionState)
+    case signalingStateChanged(SignalingState)
+    case error(String)
+}
+
+public struct PeerConnectionError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,1 +1,0 @@
-// RTP: work in progress

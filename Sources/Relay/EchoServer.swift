@@ -1,0 +1,193 @@
+import HTTP
+import PeerConnection
+import RTP
+import STUN
+import Synchronization
+import Transport
+
+/// `swiftrtc echo`: a diagnostic endpoint like Janus's EchoTest. A WHIP-style POST of an offer
+/// creates a session whose every received RTP stream is sent back on the same m-line, so the
+/// peer decodes its own media. ICE-lite, DTLS passive, all sessions on one UDP port.
+public final class EchoServer: Sendable {
+    public let loop: EventLoop
+    private let mux: UDPMux
+    private let http: Mutex<HTTPServer?>
+    private let sessions = Mutex<[String: EchoSession]>([:])
+    private let log: @Sendable (String) -> Void
+    public let httpHost: String
+    public let httpPort: UInt16
+    public let udpAddress: SocketAddress
+
+    /// Binds HTTP on `httpHost:httpPort` and UDP on `udpHost:udpPort` (0 = any port).
+    public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 8088, udpHost: String? = nil, udpPort: UInt16 = 0,
+                log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
+        let loop = try EventLoop(name: "swiftrtc-echo")
+        let udpHost = udpHost ?? httpHost
+        guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
+            throw PeerConnectionError("--udp host \(udpHost) is not an IP address")
+        }
+        self.loop = loop
+        self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
+        self.udpAddress = mux.socket.localAddress
+        self.log = log
+        self.http = Mutex(nil)
+        self.httpHost = httpHost
+        // The handler needs `self`, which needs the bound port: route through a box set below.
+        let target = WeakBox<EchoServer>()
+        let server = try HTTPServer(host: httpHost, port: httpPort) { request in
+            guard let echo = target.value else { return .text(503, "shutting down\n") }
+            return await echo.handle(request)
+        }
+        self.httpPort = server.port
+        http.withLock { $0 = server }
+        target.value = self
+        server.start()
+    }
+
+    public var url: String { "http://\(httpHost):\(httpPort)/echo" }
+    public var sessionCount: Int { sessions.withLock { $0.count } }
+
+    public func stop() async {
+        let server = http.withLock { s -> HTTPServer? in defer { s = nil }; return s }
+        server?.stop()
+        for session in sessions.withLock({ s -> [EchoSession] in defer { s.removeAll() }; return Array(s.values) }) {
+            await session.pc.close()
+        }
+        _ = try? await loop.submit { [mux] in mux.close() }
+        loop.shutdown()
+    }
+
+    private func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let parts = request.path.split(separator: "/").map(String.init)
+        switch (request.method, parts.count) {
+        case ("POST", 1) where parts[0] == "echo":
+            return await createSession(request)
+        case ("DELETE", 2) where parts[0] == "echo":
+            guard let session = sessions.withLock({ $0.removeValue(forKey: parts[1]) }) else {
+                return .text(404, "no echo session \(parts[1])\n")
+            }
+            await session.pc.close()
+            log("echo: session \(parts[1]) deleted: \(session.summary())")
+            return .empty(200)
+        case ("GET", 0):
+            return .text(200, "swiftrtc echo: POST an SDP offer (Content-Type: application/sdp) to /echo\n")
+        default:
+            return .text(404, "not found: \(request.method) \(request.path)\n")
+        }
+    }
+
+    private func createSession(_ request: HTTPRequest) async -> HTTPResponse {
+        let type = request.headers["Content-Type"]?.lowercased() ?? ""
+        guard type.hasPrefix("application/sdp") else {
+            return .text(415, "Content-Type must be application/sdp, got \"\(type)\"\n")
+        }
+        guard let offer = String(validating: request.body, as: UTF8.self), !offer.isEmpty else {
+            return .text(400, "the offer is empty or not UTF-8\n")
+        }
+        var config = PeerConnection.Configuration()
+        config.iceLite = true
+        config.answererDTLSRole = .server
+        config.audioCodecs = RtpCodecCapability.passThroughAudio
+        config.videoCodecs = RtpCodecCapability.passThroughVideo
+        config.remoteTransceiverDirection = .sendrecv
+        let id = randomID()
+        do {
+            let pc = try PeerConnection(configuration: config, loop: loop) { [mux] _, ufrag in mux.endpoint(ufrag: ufrag) }
+            try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: offer))
+            let session = EchoSession(id: id, pc: pc, remote: request.remoteAddress)
+            session.wire(log: log) { [weak self] in _ = self?.sessions.withLock { $0.removeValue(forKey: id) } }
+            let answer = try await pc.createAnswer()
+            try await pc.setLocalDescription(answer)
+            await pc.waitForGatheringComplete(timeout: .seconds(2))
+            guard let local = pc.localDescription else { return .text(500, "no local description\n") }
+            sessions.withLock { $0[id] = session }
+            return .sdp(201, local.sdp, location: "/echo/\(id)")
+        } catch {
+            log("echo: rejected offer from \(request.remoteAddress): \(error)")
+            return .text(400, "\(error)\n")
+        }
+    }
+
+    private func randomID() -> String {
+        String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    }
+}
+
+/// One echo call: wires each m-line's receiver back to its sender.
+final class EchoSession: Sendable {
+    let id: String
+    let pc: PeerConnection
+    let remote: String
+
+    init(id: String, pc: PeerConnection, remote: String) {
+        self.id = id
+        self.pc = pc
+        self.remote = remote
+    }
+
+    func wire(log: @escaping @Sendable (String) -> Void, onEnd: @escaping @Sendable () -> Void) {
+        for t in pc.transceivers {
+            let sender = t.sender, receiver = t.receiver
+            receiver.onRTP = { packet in sender.forward(packet) }
+            // Sender reports about the far end's stream describe exactly what we echo.
+            receiver.onRTCP = { [pc] packet in
+                guard case .senderReport(var sr) = packet else { return }
+                sr.ssrc = sender.ssrc
+                sr.reports = []
+                pc.sendRTCP([.senderReport(sr)])
+            }
+            // Feedback about what we send is feedback about what the far end sends us.
+            sender.onRTCP = { [pc] packet in
+                guard let source = receiver.remoteSSRCs.first else { return }
+                switch packet {
+                case .nack(var nack):
+                    nack.senderSSRC = sender.ssrc
+                    nack.mediaSSRC = source
+                    pc.sendRTCP([.nack(nack)])
+                case .pli:
+                    pc.sendRTCP([.pli(senderSSRC: sender.ssrc, mediaSSRC: source)])
+                case .fir(var fir):
+                    fir.senderSSRC = sender.ssrc
+                    fir.entries = fir.entries.map { FullIntraRequest.Entry(ssrc: source, sequenceNumber: $0.sequenceNumber) }
+                    pc.sendRTCP([.fir(fir)])
+                default:
+                    break
+                }
+            }
+        }
+        pc.onEvent = { [self] event in
+            guard case .connectionStateChanged(let state) = event else { return }
+            switch state {
+            case .connected:
+                log("echo: session \(id) from \(remote) connected via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?"): \(describeMedia())")
+            case .failed, .closed:
+                log("echo: session \(id) \(state.rawValue): \(summary())")
+                onEnd()
+            default:
+                break
+            }
+        }
+    }
+
+    func describeMedia() -> String {
+        pc.transceivers.map { t in
+            "\(t.kind.rawValue)=\(t.negotiatedCodecs.first.map { $0.mimeType.split(separator: "/").last.map(String.init) ?? "" } ?? "none")"
+        }.joined(separator: " ")
+    }
+
+    func summary() -> String {
+        pc.transceivers.map { t in
+            "\(t.mid ?? "?")/\(t.kind.rawValue) rx=\(t.receiver.stats.packets) tx=\(t.sender.stats.packets)"
+        }.joined(separator: ", ")
+    }
+}
+
+/// A weak reference that can be filled in after the closure holding it was made.
+final class WeakBox<T: AnyObject & Sendable>: Sendable {
+    private let storage = Mutex<Weak>(Weak())
+    private struct Weak: @unchecked Sendable { weak var object: T? }   // T is Sendable
+    var value: T? {
+        get { storage.withLock { $0.object } }
+        set { storage.withLock { $0.object = newValue } }
+    }
+}

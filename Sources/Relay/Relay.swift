@@ -1,1 +1,0 @@
-// Relay: work in progress

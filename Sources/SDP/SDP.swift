@@ -1,1 +1,0 @@
-// SDP: work in progress

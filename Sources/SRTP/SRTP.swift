@@ -1,1 +1,0 @@
-// SRTP: work in progress

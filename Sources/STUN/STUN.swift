@@ -1,1 +1,0 @@
-// STUN: work in progress

@@ -1,0 +1,78 @@
+import Glibc
+import STUN
+
+/// The datagram path of one connection: the local bases it gathers candidates on, a way to
+/// send from a base, and a callback for what arrives. Used only on the owning loop's thread.
+public protocol PacketIO: AnyObject {
+    var localAddresses: [SocketAddress] { get }
+    /// Called on the loop thread; the buffer is valid only during the call.
+    var onReceive: ((UnsafeRawBufferPointer, _ from: SocketAddress, _ local: SocketAddress) -> Void)? { get set }
+    @discardableResult
+    func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool
+    func close()
+}
+
+extension PacketIO {
+    @discardableResult
+    public func send(_ bytes: [UInt8], from local: SocketAddress, to remote: SocketAddress) -> Bool {
+        bytes.withUnsafeBytes { send($0, from: local, to: remote) }
+    }
+}
+
+/// Reads every waiting datagram from a socket into one reused buffer.
+func drain(_ socket: UDPSocket, buffer: UnsafeMutableRawBufferPointer,
+           _ deliver: (UnsafeRawBufferPointer, SocketAddress) -> Void) {
+    for _ in 0..<256 {   // bounded so one busy socket cannot starve the loop's timers
+        guard let (n, from) = socket.receive(into: buffer) else { return }
+        deliver(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from)
+    }
+}
+
+/// One socket per local interface address: what a client PeerConnection uses.
+public final class SocketSet: PacketIO {
+    public let loop: EventLoop
+    private var sockets: [UDPSocket] = []
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
+    public var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
+
+    /// Binds each address (port 0 = any). Loop thread only.
+    public init(loop: EventLoop, addresses: [SocketAddress]) throws(TransportError) {
+        self.loop = loop
+        for address in addresses {
+            do { sockets.append(try UDPSocket(bind: address)) } catch {
+                // An interface that cannot be bound (gone, or no permission) is skipped, not fatal.
+                continue
+            }
+        }
+        guard !sockets.isEmpty else {
+            buffer.deallocate()
+            throw TransportError("could not bind a UDP socket on any of \(addresses.map(\.description).joined(separator: ", "))")
+        }
+        for socket in sockets {
+            loop.register(fd: socket.fd) { [weak self, socket] in
+                guard let self else { return }
+                drain(socket, buffer: self.buffer) { bytes, from in
+                    self.onReceive?(bytes, from, socket.localAddress)
+                }
+            }
+        }
+    }
+
+    public var localAddresses: [SocketAddress] { sockets.map(\.localAddress) }
+
+    public func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool {
+        guard let socket = sockets.first(where: { $0.localAddress == local }) ?? sockets.first else { return false }
+        return socket.send(bytes, to: remote)
+    }
+
+    public func close() {
+        for socket in sockets {
+            loop.unregister(fd: socket.fd)
+            socket.close()
+        }
+        sockets.removeAll()
+        onReceive = nil
+    }
+
+    deinit { buffer.deallocate() }
+}

@@ -1,1 +1,0 @@
-// Transport: work in progress

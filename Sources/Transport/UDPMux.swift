@@ -1,0 +1,93 @@
+import Glibc
+import STUN
+
+/// One UDP socket shared by many connections (a server such as the echo endpoint or the relay).
+/// A datagram from a known remote address goes to the connection that address belongs to; a
+/// STUN request from a new address is routed by the local ufrag in its USERNAME, and teaches
+/// the mux that address.
+public final class UDPMux: @unchecked Sendable {
+    // @unchecked: used only on `loop`'s thread (connections are created there too).
+    public let loop: EventLoop
+    public let socket: UDPSocket
+    private var byUfrag: [String: MuxEndpoint] = [:]
+    private var byAddress: [SocketAddress: MuxEndpoint] = [:]
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
+    public private(set) var unroutedDatagrams = 0
+
+    /// Loop thread only.
+    public init(loop: EventLoop, bind address: SocketAddress) throws(TransportError) {
+        self.loop = loop
+        socket = try UDPSocket(bind: address, receiveBuffer: 16 << 20, sendBuffer: 16 << 20)
+        loop.register(fd: socket.fd) { [weak self] in
+            guard let self else { return }
+            drain(self.socket, buffer: self.buffer) { bytes, from in self.route(bytes, from: from) }
+        }
+    }
+
+    /// An endpoint for the connection whose local ICE ufrag is `ufrag`. Loop thread only.
+    public func endpoint(ufrag: String, advertised: SocketAddress? = nil) -> MuxEndpoint {
+        let endpoint = MuxEndpoint(mux: self, ufrag: ufrag, advertised: advertised ?? socket.localAddress)
+        byUfrag[ufrag] = endpoint
+        return endpoint
+    }
+
+    func remove(_ endpoint: MuxEndpoint) {
+        if byUfrag[endpoint.ufrag] === endpoint { byUfrag[endpoint.ufrag] = nil }
+        for (address, owner) in byAddress where owner === endpoint { byAddress[address] = nil }
+    }
+
+    private func route(_ bytes: UnsafeRawBufferPointer, from: SocketAddress) {
+        if let endpoint = byAddress[from] {
+            endpoint.deliver(bytes, from: from)
+            return
+        }
+        guard bytes.count >= 20, bytes[0] < 4,
+              let message = try? STUNMessage(parsing: Array(bytes)),
+              let username = message.username,
+              let localUfrag = username.split(separator: ":", maxSplits: 1).first,
+              let endpoint = byUfrag[String(localUfrag)] else {
+            unroutedDatagrams += 1
+            return
+        }
+        byAddress[from] = endpoint
+        endpoint.deliver(bytes, from: from)
+    }
+
+    public func close() {
+        loop.unregister(fd: socket.fd)
+        socket.close()
+        byUfrag.removeAll()
+        byAddress.removeAll()
+    }
+
+    deinit { buffer.deallocate() }
+}
+
+/// A connection's view of a shared mux socket.
+public final class MuxEndpoint: PacketIO {
+    weak var mux: UDPMux?
+    let ufrag: String
+    private let advertised: SocketAddress
+    public var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
+
+    init(mux: UDPMux, ufrag: String, advertised: SocketAddress) {
+        self.mux = mux
+        self.ufrag = ufrag
+        self.advertised = advertised
+    }
+
+    public var localAddresses: [SocketAddress] { [advertised] }
+
+    func deliver(_ bytes: UnsafeRawBufferPointer, from: SocketAddress) {
+        onReceive?(bytes, from, advertised)
+    }
+
+    public func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool {
+        mux?.socket.send(bytes, to: remote) ?? false
+    }
+
+    public func close() {
+        mux?.remove(self)
+        onReceive = nil
+    }
+}

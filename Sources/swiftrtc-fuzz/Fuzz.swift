@@ -1,0 +1,45 @@
+import Foundation
+import HTTP
+import RTP
+import SDP
+import STUN
+
+// libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
+// (sdp, stun, rtp, rtcp, http). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// a normal build replays files given as arguments (regression runs of saved crashes).
+
+nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
+    switch ProcessInfo.processInfo.environment["SWIFTRTC_FUZZ_TARGET"] ?? "" {
+    case "sdp": return fuzzSDP
+    case "stun": return fuzzSTUN
+    case "rtp": return fuzzRTP
+    case "rtcp": return fuzzRTCP
+    case "http": return fuzzHTTPRequest
+    default:
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp or http\n".utf8))
+        exit(2)
+    }
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let data else { return 0 }
+    fuzzTarget(Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
+}
+
+#if !FUZZING
+@main
+struct Replay {
+    static func main() {
+        for path in CommandLine.arguments.dropFirst() {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
+                exit(1)
+            }
+            fuzzTarget(Array(data))
+            print("ok \(path)")
+        }
+    }
+}
+#endif

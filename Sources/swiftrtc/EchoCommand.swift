@@ -1,0 +1,63 @@
+import Foundation
+import SwiftRTC
+
+enum EchoCommand {
+    static let usage = """
+    usage: swiftrtc echo [--http HOST:PORT] [--udp-port PORT]
+
+    A diagnostic endpoint like Janus's EchoTest: POST an SDP offer (Content-Type:
+    application/sdp) to http://HOST:PORT/echo; the 201 answer's Location names the session
+    (DELETE it to stop). Every RTP stream received is sent back on its m-line.
+
+      --http HOST:PORT   where to listen for HTTP (default 127.0.0.1:8088)
+      --udp-port PORT    the one UDP port all sessions share (default: any free port)
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc echo", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(8088)), parseHostPort)
+        let udpPort = try a.option("udp-port", default: UInt16(0)) { UInt16($0) }
+        try a.finish()
+        let server = try await EchoServer(httpHost: http.host, httpPort: http.port, udpPort: udpPort) { line in
+            say(line)
+        }
+        say("echo: listening on \(server.url) (UDP \(server.udpAddress))")
+        await waitForTermination()
+        say("echo: stopping")
+        await server.stop()
+        return 0
+    }
+}
+
+/// Suspends until SIGINT or SIGTERM.
+func waitForTermination() async {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
+        let once = OnceFlag()
+        for sig in [SIGINT, SIGTERM] {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                if once.fire() { cont.resume() }
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+}
+
+nonisolated(unsafe) private var signalSources: [DispatchSourceSignal] = []
+
+final class OnceFlag: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var fired = false
+    func fire() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if fired { return false }
+        fired = true
+        return true
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import HTTP
+import SwiftRTC
+
+/// `swiftrtc probe`: Swift as the offerer. Offers audio + video to a WHIP-style URL, connects,
+/// sends raw RTP on every m-line and reports what came back, as JSON. A transport check that
+/// needs no codecs.
+enum ProbeCommand {
+    static let usage = """
+    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS]
+
+    Offers one audio (Opus) and one video (VP8, H.264) m-line, sendrecv, to URL (POST,
+    Content-Type: application/sdp, expects 201 + answer), connects with ICE and DTLS-SRTP,
+    sends synthetic RTP on each m-line for SEC seconds and counts the RTP received.
+    Exit code 0 only if the connection was established and RTP arrived on every m-line
+    the answer lets the peer send on.
+
+      --duration SEC   how long to send after connecting (default 3)
+      --json PATH      write the result as JSON
+      --rate PPS       packets per second per m-line (default 50)
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc probe", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let duration = try a.option("duration", default: 3.0) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let jsonPath = try a.option("json")
+        let rate = try a.option("rate", default: 50) { Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } }
+        let url = try a.positional("URL")
+        try a.finish()
+        guard url.hasPrefix("http://") else { throw UsageError("swiftrtc probe: URL must start with http://") }
+
+        let started = ContinuousClock.now
+        let pc = try PeerConnection()
+        _ = try await pc.addTransceiver(.audio)
+        _ = try await pc.addTransceiver(.video, codecs: [.vp8, .h264])
+        let offer = try await pc.createOffer()
+        try await pc.setLocalDescription(offer)
+        await pc.waitForGatheringComplete(timeout: .seconds(3))
+        let client = HTTPClient(timeout: .seconds(10))
+        let response = try await client.send(method: "POST", url: url, headers: ["Content-Type": "application/sdp"],
+                                             body: Array((pc.localDescription ?? offer).sdp.utf8))
+        guard response.status == 201 || response.status == 200 else {
+            let text = String(decoding: response.body.prefix(300), as: UTF8.self)
+            throw ProbeError("\(url) answered \(response.status): \(text)")
+        }
+        let resource = response.headers["Location"].flatMap { HTTPClient.resolve($0, against: response.finalURL) }
+        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: String(decoding: response.body, as: UTF8.self)))
+        var connectMs: Double?
+        var result: [String: Any] = [:]
+        do {
+            try await pc.waitConnected(timeout: .seconds(15))
+            connectMs = msSince(started)
+            say("probe: connected in \(Int(connectMs ?? 0)) ms via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
+            try await sendRTP(pc, seconds: duration, rate: rate)
+        } catch {
+            printError("swiftrtc probe: \(error)")
+        }
+        let transceivers = pc.transceivers
+        var ok = pc.peerConnectionState == .connected
+        var rows: [[String: Any]] = []
+        for t in transceivers {
+            let rx = t.receiver.stats, tx = t.sender.stats
+            let receives = t.currentDirection?.receivesMedia ?? false
+            if receives && rx.packets == 0 { ok = false }
+            rows.append([
+                "mid": t.mid ?? "", "kind": t.kind.rawValue,
+                "direction": t.currentDirection?.rawValue ?? "none",
+                "sentPackets": tx.packets, "receivedPackets": rx.packets,
+                "receivedPayloadTypes": rx.payloadTypes.sorted().map(Int.init),
+                "negotiatedPayloadTypes": t.negotiatedCodecs.map { Int($0.payloadType) },
+                "negotiatedCodecs": t.negotiatedCodecs.map(\.mimeType),
+            ])
+            say("probe: mid \(t.mid ?? "?") \(t.kind.rawValue) sent \(tx.packets) received \(rx.packets) PTs \(rx.payloadTypes.sorted())")
+        }
+        result["connected"] = pc.peerConnectionState == .connected
+        result["iceState"] = pc.iceConnectionState.rawValue
+        result["connectionState"] = pc.peerConnectionState.rawValue
+        result["dtlsState"] = pc.dtlsState
+        result["connectMs"] = connectMs ?? NSNull()
+        result["transceivers"] = rows
+        result["transport"] = pc.transportCounters
+        if let jsonPath {
+            let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
+            try data.write(to: URL(fileURLWithPath: jsonPath))
+        }
+        if let resource { _ = try? await client.send(method: "DELETE", url: resource) }
+        await pc.close()
+        return ok ? 0 : 1
+    }
+
+    /// Synthetic RTP on each sending m-line: the first negotiated payload type, a counter in the payload.
+    static func sendRTP(_ pc: PeerConnection, seconds: Double, rate: Int) async throws {
+        let senders = pc.transceivers.filter { $0.currentDirection?.sendsMedia == true }
+        let interval = Duration.seconds(1.0 / Double(rate))
+        let end = ContinuousClock.now.advanced(by: .seconds(seconds))
+        var tick: UInt32 = 0
+        var next = ContinuousClock.now
+        while ContinuousClock.now < end {
+            for t in senders {
+                guard let codec = t.negotiatedCodecs.first else { continue }
+                let size = t.kind == .audio ? 120 : 900
+                var payload = [UInt8](repeating: 0, count: size)
+                withUnsafeBytes(of: tick.bigEndian) { for i in 0..<4 { payload[i] = $0[i] } }
+                let step = UInt32(codec.clockRate / rate)
+                t.sender.send(payloadType: codec.payloadType, payload: payload, timestamp: tick &* step, marker: true)
+            }
+            tick &+= 1
+            next = next.advanced(by: interval)
+            try await Task.sleep(until: next, clock: .continuous)
+        }
+        try await Task.sleep(for: .milliseconds(300))   // let the last echoes arrive
+    }
+
+    static func msSince(_ start: ContinuousClock.Instant) -> Double {
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+    }
+}
+
+struct ProbeError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension TransceiverDirection {
+    var sendsMedia: Bool { self == .sendrecv || self == .sendonly }
+    var receivesMedia: Bool { self == .sendrecv || self == .recvonly }
+}

@@ -1,0 +1,250 @@
+import Glibc
+import Testing
+@testable import HTTP
+
+/// An echo handler: `METHOD path query body from remote`, with the request's headers reflected
+/// as X-Echo-*. `/status/N` answers N.
+@Sendable func echoHandler(_ request: HTTPRequest) async -> HTTPResponse {
+    if request.path.hasPrefix("/status/"), let status = Int(request.path.dropFirst(8)) {
+        return .text(status, "status \(status)")
+    }
+    let query = request.query.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+    var response = HTTPResponse.text(200, "\(request.method) \(request.path) \(query) \(request.bodyText)")
+    response.headers.add("X-Remote", request.remoteAddress)
+    if let type = request.headers["Content-Type"] { response.headers.add("X-Echo-Content-Type", type) }
+    return response
+}
+
+func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Handler = echoHandler,
+                _ body: (HTTPServer) async throws -> Void) async throws {
+    let server = try HTTPServer(host: "127.0.0.1", port: 0, limits: limits, handler: handler)
+    server.start()
+    defer { server.stop() }
+    try await body(server)
+}
+
+@Suite struct ServerTests {
+    let client = HTTPClient(timeout: .seconds(10))
+
+    @Test func roundTripsGetPostDelete() async throws {
+        try await withServer { server in
+            let base = "http://127.0.0.1:\(server.port)"
+            let get = try await client.send(method: "GET", url: "\(base)/hello%20there?a=1&b=x+y")
+            #expect(get.status == 200 && get.reason == "OK")
+            #expect(get.text == "GET /hello there a=1&b=x y ")
+            #expect(get.headers["Content-Type"] == "text/plain; charset=utf-8")
+            #expect(get.headers["Access-Control-Allow-Origin"] == "*")
+            #expect(get.headers["X-Remote"]?.hasPrefix("127.0.0.1:") == true)
+
+            let post = try await client.send(method: "POST", url: "\(base)/rtc/v1/publish/",
+                                             headers: ["Content-Type": "application/json"], body: Array(#"{"sdp":"v=0"}"#.utf8))
+            #expect(post.status == 200)
+            #expect(post.text == #"POST /rtc/v1/publish/  {"sdp":"v=0"}"#)
+            #expect(post.headers["X-Echo-Content-Type"] == "application/json")
+
+            let delete = try await client.send(method: "DELETE", url: "\(base)/session/1")
+            #expect(delete.text == "DELETE /session/1  ")
+            #expect(delete.finalURL == "\(base)/session/1")
+
+            let created = try await client.send(method: "GET", url: "\(base)/status/201")
+            #expect(created.status == 201 && created.reason == "Created")
+        }
+    }
+
+    @Test func servesTwoRequestsOnOneKeepAliveConnection() async throws {
+        try await withServer { server in
+            let connection = try RawConnection(port: server.port)
+            try connection.send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = try await connection.readResponse()
+            try connection.send("POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+            let second = try await connection.readResponse()
+            #expect(first.head.status == 200 && first.body == "GET /one  ")
+            #expect(second.head.status == 200 && second.body == "POST /two  abc")
+            // Same client port: the same TCP connection carried both.
+            #expect(first.head.headers["X-Remote"] == second.head.headers["X-Remote"])
+            #expect(first.head.headers["Connection"] == nil)
+
+            try connection.send("GET /three HTTP/1.1\r\nConnection: close\r\n\r\n")
+            let rest = statusAndBody(try await connection.readToEnd())
+            #expect(rest.statusLine == "HTTP/1.1 200 OK")
+            #expect(rest.body == "GET /three  ")
+        }
+    }
+
+    @Test func answersCORSPreflightWithoutCallingTheHandler() async throws {
+        let calls = Locked(0)
+        try await withServer(handler: { request in
+            calls.withLock { $0 += 1 }
+            return await echoHandler(request)
+        }) { server in
+            let preflight = try await client.send(method: "OPTIONS", url: "http://127.0.0.1:\(server.port)/rtc/v1/whip/",
+                                                  headers: ["Origin": "http://page", "Access-Control-Request-Method": "POST",
+                                                            "Access-Control-Request-Headers": "content-type, x-custom"])
+            #expect(preflight.status == 204)
+            #expect(preflight.body.isEmpty)
+            #expect(preflight.headers["Access-Control-Allow-Origin"] == "*")
+            #expect(preflight.headers["Access-Control-Allow-Methods"] == "GET, POST, DELETE, PATCH, OPTIONS")
+            #expect(preflight.headers["Access-Control-Allow-Headers"] == "content-type, authorization, if-match, x-custom")
+            #expect(preflight.headers["Access-Control-Expose-Headers"] == "Location, Link, Content-Type")
+            #expect(calls.withLock { $0 } == 0)
+
+            server.cors = false
+            let plain = try await client.send(method: "OPTIONS", url: "http://127.0.0.1:\(server.port)/x")
+            #expect(plain.status == 200 && plain.headers["Access-Control-Allow-Origin"] == nil)
+            #expect(calls.withLock { $0 } == 1)
+        }
+    }
+
+    @Test(arguments: [
+        ("GARBAGE\r\n\r\n", "HTTP/1.1 400 Bad Request", "malformed request line: expected METHOD SP target SP HTTP-version\n"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nbroken\r\n\r\n", "HTTP/1.1 400 Bad Request", "header line without colon at line 3\n"),
+        ("POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n", "HTTP/1.1 400 Bad Request", "Content-Length is not a number: \"ten\"\n"),
+        ("POST / HTTP/1.1\r\nContent-Length: 2000\r\n\r\n", "HTTP/1.1 413 Content Too Large", "2000-byte request body exceeds the limit of 1000 bytes\n"),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n", "HTTP/1.1 413 Content Too Large", "chunked body exceeds 1000 bytes\n"),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", "HTTP/1.1 400 Bad Request", "malformed chunk size line \"xyz\" for chunk 1\n"),
+        ("GET / HTTP/1.1\r\nCookie: \(String(repeating: "c", count: 600))\r\n\r\n", "HTTP/1.1 431 Request Header Fields Too Large", "request head exceeds 512 bytes\n"),
+        ("GET / HTTP/3.0\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported", "HTTP version 3.0 not supported\n"),
+    ])
+    func rejectsBadRequestsWithStatusAndReason(raw: String, statusLine: String, body: String) async throws {
+        let calls = Locked(0)
+        try await withServer(limits: HTTPLimits(maxHeaderBytes: 512, maxBodyBytes: 1000), handler: { request in
+            calls.withLock { $0 += 1 }
+            return await echoHandler(request)
+        }) { server in
+            let connection = try RawConnection(port: server.port)
+            try connection.send(raw)
+            let reply = statusAndBody(try await connection.readToEnd())
+            #expect(reply.statusLine == statusLine)
+            #expect(reply.body == body)
+            #expect(calls.withLock { $0 } == 0)
+            // Other clients are unaffected.
+            let after = try await client.send(method: "GET", url: "http://127.0.0.1:\(server.port)/ok")
+            #expect(after.text == "GET /ok  ")
+        }
+    }
+
+    @Test func decodesChunkedRequestBodies() async throws {
+        try await withServer { server in
+            let connection = try RawConnection(port: server.port)
+            try connection.send("PUT /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            let reply = statusAndBody(try await connection.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 200 OK")
+            #expect(reply.body == "PUT /up  abcde")
+        }
+    }
+
+    @Test func headRequestGetsLengthWithoutBody() async throws {
+        try await withServer { server in
+            let connection = try RawConnection(port: server.port)
+            try connection.send("HEAD /h HTTP/1.1\r\nConnection: close\r\n\r\n")
+            let text = String(decoding: try await connection.readToEnd(), as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(text.contains("Content-Length: 9\r\n"))
+            #expect(text.hasSuffix("\r\n\r\n"))
+        }
+    }
+
+    @Test func clientClosingMidRequestDoesNotStopTheServer() async throws {
+        try await withServer { server in
+            for partial in ["GET / HT", "POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", "GET / HTTP/1.1\r\nHost"] {
+                let connection = try RawConnection(port: server.port)
+                try connection.send(partial)
+                connection.finishSending()
+                #expect((try await connection.readToEnd()).isEmpty)
+            }
+            let response = try await client.send(method: "GET", url: "http://127.0.0.1:\(server.port)/still")
+            #expect(response.text == "GET /still  ")
+        }
+    }
+
+    @Test func slowClientTimesOutWith408() async throws {
+        try await withServer(limits: HTTPLimits(readTimeout: .milliseconds(200))) { server in
+            let connection = try RawConnection(port: server.port)
+            try connection.send("GET /slow HTTP/1.1\r\nHos")
+            let reply = statusAndBody(try await connection.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 408 Request Timeout")
+            #expect(reply.body == "request not received within 200 ms\n")
+            // An idle keep-alive connection is closed without a response.
+            let idle = try RawConnection(port: server.port)
+            #expect((try await idle.readToEnd()).isEmpty)
+        }
+    }
+
+    @Test func fiftyConcurrentClientsAllGetAnswers() async throws {
+        try await withServer { server in
+            let port = server.port
+            let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        try await HTTPClient().send(method: "POST", url: "http://127.0.0.1:\(port)/n/\(index)", body: Array("\(index)".utf8)).text
+                    }
+                }
+                var all: [String] = []
+                for try await body in group { all.append(body) }
+                return all
+            }
+            #expect(Set(bodies) == Set((0..<50).map { "POST /n/\($0)  \($0)" }))
+        }
+    }
+
+    @Test func refusesConnectionsBeyondTheLimitWith503() async throws {
+        try await withServer(limits: HTTPLimits(maxConnections: 1)) { server in
+            let first = try RawConnection(port: server.port)
+            try first.send("GET /a HTTP/1.1\r\n\r\n")
+            _ = try await first.readResponse()  // the first connection is now being served and held open
+            let second = try RawConnection(port: server.port)
+            let reply = statusAndBody(try await second.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 503 Service Unavailable")
+        }
+    }
+
+    @Test func awaitsAsyncHandlers() async throws {
+        try await withServer(handler: { request in
+            // Suspends on the concurrency pool while the connection thread waits.
+            let answer = await Task.detached { "answer to \(request.bodyText)" }.value
+            return .sdp(201, answer, location: "/whip/session/1")
+        }) { server in
+            let response = try await client.send(method: "POST", url: "http://127.0.0.1:\(server.port)/whip",
+                                                 headers: ["Content-Type": "application/sdp"], body: Array("offer".utf8))
+            #expect(response.status == 201)
+            #expect(response.text == "answer to offer")
+            #expect(response.headers["Location"] == "/whip/session/1")
+            #expect(response.headers["Content-Type"] == "application/sdp")
+        }
+    }
+
+    @Test func stopClosesEverythingAndJoinsThreads() async throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, handler: echoHandler)
+        server.start()
+        let port = server.port
+        let idle = try RawConnection(port: port)  // an open keep-alive connection
+        try idle.send("GET / HTTP/1.1\r\n\r\n")
+        _ = try await idle.readResponse()
+        server.stop()
+        #expect(server.threadCount == 0)
+        #expect((try await idle.readToEnd()).isEmpty)  // closed by stop()
+        await #expect(throws: HTTPError(.connectionRefused, "connection refused to 127.0.0.1:\(port)")) {
+            try await HTTPClient().send(method: "GET", url: "http://127.0.0.1:\(port)/")
+        }
+        server.stop()  // idempotent
+    }
+
+    @Test func stopCancelsHandlersStillRunning() async throws {
+        let (events, continuation) = AsyncStream.makeStream(of: String.self)
+        let server = try HTTPServer(host: "127.0.0.1", port: 0) { _ in
+            continuation.yield("started")
+            try? await Task.sleep(for: .seconds(600))  // returns early when cancelled
+            continuation.yield(Task.isCancelled ? "cancelled" : "finished")
+            return .text(200, "late")
+        }
+        server.start()
+        let connection = try RawConnection(port: server.port)
+        try connection.send("GET /hang HTTP/1.1\r\n\r\n")
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == "started")
+        server.stop()
+        #expect(server.threadCount == 0)
+        #expect(try await connection.readToEnd().isEmpty)  // closed without the late response
+        #expect(await iterator.next() == "cancelled")
+    }
+}

@@ -1,0 +1,25 @@
+@testable import RTP
+
+/// Bytes from a hex string; spaces and underscores are ignored.
+func hex(_ s: String) -> [UInt8] {
+    let digits = s.filter { $0.isHexDigit }
+    var out: [UInt8] = []
+    var it = digits.makeIterator()
+    while let hi = it.next(), let lo = it.next() {
+        out.append(UInt8(String([hi, lo]), radix: 16) ?? 0)
+    }
+    return out
+}
+
+/// Deterministic PRNG (SplitMix64) so mutation runs are reproducible.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,167 @@
+// Page side of the SwiftRTC interop tests. Driven over CDP with Runtime.evaluate:
+//   echoCall(url, codec)  -> offer audio+video to a WHIP-style echo endpoint, show the echo
+//   answerOffer(offerSdp) -> answer someone else's offer with the fake camera/microphone
+//   stats()               -> compact getStats() summary of the current connection
+'use strict';
+
+window.pc = null;
+window.log = [];
+
+function note(line) {
+  window.log.push(`${(performance.now() / 1000).toFixed(3)} ${line}`);
+  const el = document.getElementById('status');
+  if (el) el.textContent = window.log.slice(-12).join('\n');
+}
+
+function waitGatheringComplete(pc, timeoutMs = 5000) {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => { note('gathering timeout, using what we have'); resolve(); }, timeoutMs);
+    pc.addEventListener('icegatheringstatechange', () => {
+      if (pc.iceGatheringState === 'complete') { clearTimeout(timer); resolve(); }
+    });
+  });
+}
+
+function watch(pc) {
+  pc.addEventListener('connectionstatechange', () => note(`connectionState ${pc.connectionState}`));
+  pc.addEventListener('iceconnectionstatechange', () => note(`iceConnectionState ${pc.iceConnectionState}`));
+  pc.addEventListener('track', (ev) => {
+    note(`track ${ev.track.kind} mid=${ev.transceiver.mid}`);
+    if (ev.track.kind === 'video') {
+      const v = document.getElementById('remote');
+      v.srcObject = ev.streams[0] || new MediaStream([ev.track]);
+      v.play().catch((e) => note(`remote play: ${e}`));
+    }
+  });
+}
+
+// Video codec preferences: only `codec` (VP8 or H264) plus the resilience formats.
+function videoCodecs(codec) {
+  const all = RTCRtpReceiver.getCapabilities('video').codecs;
+  const want = `video/${codec}`.toLowerCase();
+  const main = all.filter((c) => c.mimeType.toLowerCase() === want);
+  if (main.length === 0) throw new Error(`Chromium has no ${codec} codec`);
+  if (codec.toUpperCase() === 'H264') {
+    // Constrained baseline, packetization-mode=1 first (what everybody implements).
+    const rank = (c) => (/packetization-mode=1/.test(c.sdpFmtpLine || '') ? 0 : 2) +
+                        (/profile-level-id=42e01f/.test(c.sdpFmtpLine || '') ? 0 : 1);
+    main.sort((a, b) => rank(a) - rank(b));
+  }
+  const extra = all.filter((c) => ['video/rtx', 'video/red', 'video/ulpfec'].includes(c.mimeType.toLowerCase()));
+  return [...main, ...extra];
+}
+
+async function postOffer(url, sdp) {
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: sdp });
+  const body = await res.text();
+  if (res.status !== 201) throw new Error(`POST ${url}: HTTP ${res.status}: ${body.slice(0, 300)}`);
+  return { answer: body, location: res.headers.get('Location') };
+}
+
+window.echoCall = async function echoCall(url, codec) {
+  const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } });
+  document.getElementById('local').srcObject = stream;
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  window.pc = pc;
+  watch(pc);
+  for (const track of stream.getTracks()) {
+    const t = pc.addTransceiver(track, { direction: 'sendrecv', streams: [stream] });
+    if (track.kind === 'video') t.setCodecPreferences(videoCodecs(codec));
+  }
+  await pc.setLocalDescription(await pc.createOffer());
+  await waitGatheringComplete(pc);
+  const offer = pc.localDescription.sdp;
+  note(`POST offer (${offer.length} bytes) to ${url}`);
+  const { answer, location } = await postOffer(url, offer);
+  window.lastOffer = offer;
+  window.lastAnswer = answer;
+  window.resourceLocation = location ? new URL(location, url).href : null;
+  await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+  note('answer applied');
+  return { offer, answer, location };
+};
+
+window.hangup = async function hangup() {
+  if (window.resourceLocation) {
+    try { await fetch(window.resourceLocation, { method: 'DELETE' }); } catch (e) { note(`DELETE: ${e}`); }
+  }
+  if (window.pc) window.pc.close();
+  return true;
+};
+
+window.answerOffer = async function answerOffer(offerSdp) {
+  const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } });
+  document.getElementById('local').srcObject = stream;
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  window.pc = pc;
+  watch(pc);
+  window.lastOffer = offerSdp;
+  await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
+  const used = new Set();
+  for (const t of pc.getTransceivers()) {
+    const kind = t.receiver.track.kind;
+    const track = stream.getTracks().find((tr) => tr.kind === kind && !used.has(tr));
+    t.direction = 'sendrecv';
+    if (track) {
+      used.add(track);
+      await t.sender.replaceTrack(track);
+      t.sender.setStreams(stream);
+    }
+  }
+  await pc.setLocalDescription(await pc.createAnswer());
+  await waitGatheringComplete(pc);
+  window.lastAnswer = pc.localDescription.sdp;
+  note(`answer ready (${window.lastAnswer.length} bytes)`);
+  return pc.localDescription.sdp;
+};
+
+window.stats = async function stats() {
+  const pc = window.pc;
+  if (!pc) return null;
+  const report = await pc.getStats();
+  const out = {
+    connectionState: pc.connectionState,
+    iceConnectionState: pc.iceConnectionState,
+    video: null, audio: null, outVideo: null, outAudio: null, transport: null, pair: null, localCandidates: [],
+  };
+  const codecs = {};
+  report.forEach((s) => { if (s.type === 'codec') codecs[s.id] = s; });
+  report.forEach((s) => {
+    if (s.type === 'inbound-rtp' && s.kind === 'video') {
+      const c = codecs[s.codecId];
+      out.video = {
+        mid: s.mid, framesDecoded: s.framesDecoded || 0, frameWidth: s.frameWidth || 0,
+        frameHeight: s.frameHeight || 0, packetsReceived: s.packetsReceived || 0,
+        codec: c ? c.mimeType : null, payloadType: c ? c.payloadType : null, keyFramesDecoded: s.keyFramesDecoded || 0,
+      };
+    } else if (s.type === 'inbound-rtp' && s.kind === 'audio') {
+      const c = codecs[s.codecId];
+      out.audio = { mid: s.mid, packetsReceived: s.packetsReceived || 0, codec: c ? c.mimeType : null,
+                    payloadType: c ? c.payloadType : null, totalSamplesReceived: s.totalSamplesReceived || 0 };
+    } else if (s.type === 'outbound-rtp' && s.kind === 'video') {
+      const c = codecs[s.codecId];
+      out.outVideo = { packetsSent: s.packetsSent || 0, framesEncoded: s.framesEncoded || 0,
+                       frameWidth: s.frameWidth || 0, frameHeight: s.frameHeight || 0, codec: c ? c.mimeType : null };
+    } else if (s.type === 'outbound-rtp' && s.kind === 'audio') {
+      out.outAudio = { packetsSent: s.packetsSent || 0 };
+    } else if (s.type === 'transport') {
+      out.transport = { dtlsState: s.dtlsState, iceState: s.iceState, srtpCipher: s.srtpCipher,
+                        dtlsCipher: s.dtlsCipher, tlsVersion: s.tlsVersion, selectedCandidatePairId: s.selectedCandidatePairId };
+    } else if (s.type === 'local-candidate') {
+      out.localCandidates.push(`${s.candidateType} ${s.protocol} ${s.address}:${s.port}`);
+    }
+  });
+  if (out.transport && out.transport.selectedCandidatePairId) {
+    const p = report.get(out.transport.selectedCandidatePairId);
+    if (p) {
+      const l = report.get(p.localCandidateId), r = report.get(p.remoteCandidateId);
+      out.pair = { state: p.state, nominated: p.nominated,
+                   local: l ? `${l.candidateType} ${l.address}:${l.port}` : null,
+                   remote: r ? `${r.candidateType} ${r.address}:${r.port}` : null };
+    }
+  }
+  return out;
+};
+
+note('webrtc.js loaded');
