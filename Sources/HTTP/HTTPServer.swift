@@ -210,9 +210,10 @@ public final class HTTPServer: @unchecked Sendable {
                 let interim = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
                 guard case .done = Sockets.writeAll(fd, interim, wake: wake.readFD, deadline: deadline) else { return }
             case .request(let request):
-                guard let response = respond(to: request, connection: id) else { return }  // stopping
+                guard var response = respond(to: request, connection: id) else { return }  // stopping
                 let stopping = state.withLock { $0.phase == .stopped }
                 let close = stopping || !request.keepAlive || response.headers.hasToken("Connection", "close")
+                if !close && request.version == "HTTP/1.0" { response.headers.set("Connection", "keep-alive") }
                 let bytes = response.serialize(headOnly: request.method == "HEAD", close: close)
                 let written = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: limits.readTimeout))
                 guard case .done = written, !close else { return }

@@ -22,7 +22,8 @@ enum EchoCommand {
         let server = try await EchoServer(httpHost: http.host, httpPort: http.port, udpPort: udpPort) { line in
             say(line)
         }
-        say("echo: listening on \(server.url) (UDP \(server.udpAddress))")
+        say("echo: listening on \(server.url)")
+        say("echo: media on UDP \(server.udpAddress)")
         await waitForTermination()
         say("echo: stopping")
         await server.stop()
