@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP"]),
+        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

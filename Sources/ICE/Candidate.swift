@@ -64,7 +64,7 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
     /// Parses "candidate:…" with or without a leading "a=" and with or without "candidate:".
     public init(parsing attribute: String) throws(ICEError) {
         var text = Substring(attribute)
-        while let last = text.last, last == "\r" || last == "\n" { text = text.dropLast() }
+        while let last = text.last, last.isNewline || last == " " { text = text.dropLast() }
         if text.hasPrefix("a=") { text = text.dropFirst(2) }
         if text.lowercased().hasPrefix("candidate:") { text = text.dropFirst("candidate:".count) }
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)

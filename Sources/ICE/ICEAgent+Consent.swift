@@ -9,6 +9,7 @@ extension ICEAgent {
         events.append(.selectedPairChanged(local: key.local, remote: key.remote))
         lastConsentAt = now
         consentPendingSince = nil
+        consentDue = false
         if !isLite { nextConsentAt = now + jitteredConsentInterval() }
         if state != .completed { setState(.connected) }
     }
@@ -43,20 +44,26 @@ extension ICEAgent {
             stateBeforeDisconnect = state
             setState(.disconnected)
         }
-        if let due = nextConsentAt, now >= due, let key = selected, let credentials = remoteCredentials,
-           let base = base(for: key.local) {
-            // Consent requests skip the pacer: one every few seconds cannot crowd the checks.
+        if let due = nextConsentAt, now >= due {
+            // The request itself goes out through the pacer (`sendConsentRequest`).
             nextConsentAt = now + jitteredConsentInterval()
-            let message = STUNMessage(messageClass: .request, attributes: [
-                .username("\(credentials.ufrag):\(localCredentials.ufrag)"),
-                role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
-                .priority(Candidate.priority(type: .prflx, localPreference: base.localPreference)),
-            ])
-            startTransaction(kind: .consent(key), message: message, key: Array(credentials.pwd.utf8),
-                             local: key.local, remote: key.remote, maxTries: 3, now: now)
-            if let index = pairIndex(key) { pairs[index].requestsSent += 1 }
-            if consentPendingSince == nil { consentPendingSince = now }
+            consentDue = true
         }
+    }
+
+    /// One consent freshness request on the selected pair (RFC 7675 §5.1).
+    func sendConsentRequest(_ now: ContinuousClock.Instant) {
+        consentDue = false
+        guard let key = selected, let credentials = remoteCredentials, let base = base(for: key.local) else { return }
+        let message = STUNMessage(messageClass: .request, attributes: [
+            .username("\(credentials.ufrag):\(localCredentials.ufrag)"),
+            role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
+            .priority(Candidate.priority(type: .prflx, localPreference: base.localPreference)),
+        ])
+        startTransaction(kind: .consent(key), message: message, key: Array(credentials.pwd.utf8),
+                         local: key.local, remote: key.remote, maxTries: 3, now: now)
+        if let index = pairIndex(key) { pairs[index].requestsSent += 1 }
+        if consentPendingSince == nil { consentPendingSince = now }
     }
 
     func updateState() {
@@ -65,7 +72,7 @@ extension ICEAgent {
             if state == .connected, remoteEndOfCandidates { setState(.completed) }
             return
         }
-        if !isLite, remoteEndOfCandidates, !pairs.isEmpty, pairs.allSatisfy({ $0.state == .failed }),
+        if !isLite, remoteEndOfCandidates, gatheringFinished, !pairs.isEmpty, pairs.allSatisfy({ $0.state == .failed }),
            !triggeredQueue.contains(where: isTriggerable) {
             fail()
         }

@@ -1,7 +1,7 @@
 import STUN
 
 /// Outgoing requests: one per pacing slot (Ta), in the order retransmissions, server-reflexive
-/// queries, triggered checks, nomination, consent, ordinary checks.
+/// queries, triggered checks, nomination, consent freshness, ordinary checks.
 extension ICEAgent {
     /// Runs everything that is due at `now`. Every public entry point ends here.
     func pump(_ now: ContinuousClock.Instant) {
@@ -65,6 +65,7 @@ extension ICEAgent {
         if !gatherQueue.isEmpty { return true }
         if remoteCredentials != nil, triggeredQueue.contains(where: isTriggerable) { return true }
         if wantsNomination { return true }
+        if consentDue { return true }
         return ordinaryCheckCandidate() != nil
     }
 
@@ -116,7 +117,12 @@ extension ICEAgent {
             sendCheck(key, useCandidate: true, now: now)
             return true
         }
-        // 5. Ordinary checks: the best Waiting pair, else the best Frozen one (§6.1.4.2).
+        // 5. Consent freshness on the selected pair.
+        if consentDue {
+            sendConsentRequest(now)
+            return true
+        }
+        // 6. Ordinary checks: the best Waiting pair, else the best Frozen one (§6.1.4.2).
         if let key = ordinaryCheckCandidate() {
             sendCheck(key, useCandidate: false, now: now)
             return true

@@ -59,6 +59,7 @@ public final class ICEAgent {
 
     // Consent freshness (full agents) and request liveness (lite agents).
     var nextConsentAt: ContinuousClock.Instant?
+    var consentDue = false
     var lastConsentAt: ContinuousClock.Instant?
     var consentPendingSince: ContinuousClock.Instant?
     var lastValidRequestAt: ContinuousClock.Instant?
@@ -180,11 +181,18 @@ public final class ICEAgent {
         for transaction in transactions.values where !transaction.retransmitDue {
             consider(transaction.deadline)
         }
-        consider(nextConsentAt)
-        if let since = consentPendingSince, state != .disconnected { consider(since + configuration.disconnectedTimeout) }
-        if let last = lastConsentAt { consider(last + configuration.consentTimeout) }
-        if isLite, let last = lastValidRequestAt { consider(last + configuration.consentTimeout) }
-        if selected == nil, let start = checkingClockStart { consider(start + configuration.checkingTimeout) }
+        // These mirror the conditions in `runTimers`, so a reported deadline always makes progress.
+        if selected == nil {
+            if let start = checkingClockStart { consider(start + configuration.checkingTimeout) }
+        } else if isLite {
+            if let last = lastValidRequestAt { consider(last + configuration.consentTimeout) }
+        } else {
+            consider(nextConsentAt)
+            if let since = consentPendingSince, state == .connected || state == .completed {
+                consider(since + configuration.disconnectedTimeout)
+            }
+            if let last = lastConsentAt { consider(last + configuration.consentTimeout) }
+        }
         return earliest
     }
 
@@ -196,6 +204,7 @@ public final class ICEAgent {
         gatherQueue.removeAll()
         transmits.removeAll()
         nextConsentAt = nil
+        consentDue = false
         setState(.closed)
     }
 

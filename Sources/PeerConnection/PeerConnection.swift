@@ -56,7 +56,6 @@ public final class PeerConnection: @unchecked Sendable {
         var remoteDescription: SessionDescription?
         var transceivers: [RtpTransceiver] = []
         var selectedPair: (local: String, remote: String)?
-        var counters = TransportCounters()
         var dtlsState = "new"
         var failure: String?
         var onEvent: (@Sendable (PeerConnectionEvent) -> Void)?
@@ -566,10 +565,7 @@ public final class PeerConnection: @unchecked Sendable {
     private func updateConnectionState() {
         guard !closed, let transport else { return }
         let dtls = transport.dtlsState
-        snapshot.withLock {
-            $0.dtlsState = "\(dtls)"
-            $0.counters = transport.counters
-        }
+        snapshot.withLock { $0.dtlsState = "\(dtls)" }
         let next: PeerConnectionState
         if iceState == .failed || dtls == .failed {
             next = .failed
@@ -624,12 +620,21 @@ public final class PeerConnection: @unchecked Sendable {
         }
     }
 
-    /// Transport counters (dropped/malformed packets) for diagnostics and tests.
-    public var transportCounters: [String: Int] {
-        let c = snapshot.withLock { $0.counters }
-        return ["rtpReceived": c.rtpReceived, "rtcpReceived": c.rtcpReceived, "rtpSent": c.rtpSent, "rtcpSent": c.rtcpSent,
+    /// Transport counters for diagnostics and tests: what was received, sent, and dropped at
+    /// each layer (malformed RTP/RTCP, SRTP failures, STUN and DTLS garbage).
+    public func transportStatistics() async -> [String: Int] {
+        (try? await loop.submit { [self] () -> [String: Int] in
+            guard let transport else { return [:] }
+            let c = transport.counters, ice = transport.ice.stats, dtls = transport.dtls?.stats
+            return [
+                "rtpReceived": c.rtpReceived, "rtcpReceived": c.rtcpReceived, "rtpSent": c.rtpSent, "rtcpSent": c.rtcpSent,
                 "malformedRTP": c.malformedRTP, "malformedRTCP": c.malformedRTCP, "srtpErrors": c.srtpErrors,
-                "unknownDatagrams": c.unknownDatagrams]
+                "unknownDatagrams": c.unknownDatagrams, "mediaBeforeKeys": c.mediaBeforeKeys, "unroutedRTP": unroutedRTP,
+                "stunGarbage": ice.droppedGarbage, "stunBadIntegrity": ice.droppedBadIntegrity,
+                "stunBadFingerprint": ice.droppedBadFingerprint, "stunUnauthorized": ice.droppedUnauthorized,
+                "dtlsDroppedRecords": dtls?.droppedRecords ?? 0,
+            ]
+        }) ?? [:]
     }
 }
 

@@ -28,10 +28,23 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     return 0
 }
 
-#if !FUZZING
+#if FUZZING
+// libFuzzer's driver, started from our own main: SwiftPM renames an executable's entry point,
+// so libFuzzer's `main` cannot be the one that runs.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
+                         _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+#endif
+
 @main
-struct Replay {
+struct FuzzMain {
     static func main() {
+        #if FUZZING
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, { data, size in fuzzOne(data, size) }))
+        #else
         for path in CommandLine.arguments.dropFirst() {
             guard let data = FileManager.default.contents(atPath: path) else {
                 FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
@@ -40,6 +53,6 @@ struct Replay {
             fuzzTarget(Array(data))
             print("ok \(path)")
         }
+        #endif
     }
 }
-#endif

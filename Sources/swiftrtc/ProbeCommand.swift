@@ -79,7 +79,7 @@ enum ProbeCommand {
         result["dtlsState"] = pc.dtlsState
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows
-        result["transport"] = pc.transportCounters
+        result["transport"] = await pc.transportStatistics()
         if let jsonPath {
             let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
             try data.write(to: URL(fileURLWithPath: jsonPath))

@@ -1,3 +1,4 @@
+import Testing
 import STUN
 @testable import ICE
 
@@ -93,6 +94,7 @@ final class SimulatedNetwork {
     @discardableResult
     func run(for limit: Duration, until stop: () -> Bool = { false }) -> Bool {
         let end = now + limit
+        var stalled = 0
         while true {
             collect()
             if stop() { return true }
@@ -105,7 +107,16 @@ final class SimulatedNetwork {
                 collect()
                 return stop()
             }
-            if wake > now { now = wake }
+            if wake > now {
+                now = wake
+                stalled = 0
+            } else {
+                stalled += 1
+                if stalled > 10_000 {
+                    Issue.record("busy loop: a deadline at or before now that handleTimeout never clears (t=\(elapsed))")
+                    return false
+                }
+            }
             deliverDue()
             for (agent, _) in agents {
                 if let t = agent.pollTimeout(), t <= now { agent.handleTimeout(now: now) }

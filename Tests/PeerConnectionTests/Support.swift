@@ -1,0 +1,52 @@
+import Foundation
+import ICE
+import PeerConnection
+import RTP
+import STUN
+import Synchronization
+import Testing
+import Transport
+
+/// A PeerConnection on loopback only, with its own event loop.
+func loopbackPeer(_ configure: (inout PeerConnection.Configuration) -> Void = { _ in }) throws -> PeerConnection {
+    var config = PeerConnection.Configuration()
+    config.interfaceAddresses = [SocketAddress(host: "127.0.0.1", port: 0)].compactMap { $0 }
+    configure(&config)
+    return try PeerConnection(configuration: config, loop: EventLoop(name: "test-pc"))
+}
+
+/// Offer/answer between two in-process peers, candidates carried inside the SDP.
+func negotiate(_ offerer: PeerConnection, _ answerer: PeerConnection,
+               editAnswer: (String) -> String = { $0 }) async throws {
+    try await offerer.setLocalDescription(try await offerer.createOffer())
+    await offerer.waitForGatheringComplete()
+    try await answerer.setRemoteDescription(try #require(offerer.localDescription))
+    try await answerer.setLocalDescription(try await answerer.createAnswer())
+    await answerer.waitForGatheringComplete()
+    let answer = try #require(answerer.localDescription)
+    try await offerer.setRemoteDescription(SessionDescription(type: .answer, sdp: editAnswer(answer.sdp)))
+}
+
+/// Collects what a receiver gets, for assertions from the test task.
+final class PacketLog: Sendable {
+    private let packets = Mutex<[RTPPacket]>([])
+    func append(_ p: RTPPacket) { packets.withLock { $0.append(p) } }
+    var all: [RTPPacket] { packets.withLock { $0 } }
+
+    /// Polls (on real time, bounded) until `count` packets arrived; the transport is real sockets.
+    func wait(for count: Int, timeout: Duration = .seconds(5)) async -> [RTPPacket] {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while all.count < count && ContinuousClock.now < end {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return all
+    }
+}
+
+/// The UDP address a peer advertises in its local description.
+func advertisedAddress(_ pc: PeerConnection) throws -> SocketAddress {
+    let sdp = try #require(pc.localDescription).sdp
+    let line = try #require(sdp.split(separator: "\r\n").first { $0.hasPrefix("a=candidate:") })
+    let candidate = try Candidate(parsing: String(line))
+    return try #require(candidate.socketAddress)
+}
