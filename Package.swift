@@ -14,6 +14,18 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2"),
         .target(name: "CShim", dependencies: ["COpenSSL"]),
+        .systemLibrary(name: "CYUV"),
+        .systemLibrary(name: "COpenH264", pkgConfig: "openh264"),
+        .systemLibrary(name: "CVPX", pkgConfig: "vpx"),
+        .systemLibrary(name: "COpus", pkgConfig: "opus"),
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat"),
+        .systemLibrary(name: "CSDL", pkgConfig: "sdl2"),
+        .systemLibrary(name: "CZlib"),
+        // webrtc-audio-processing is C++: a C API over it (SwiftPM drops pkg-config -D flags).
+        .target(name: "CAudioProcessing",
+                cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
+                              .unsafeFlags(["-I/usr/include/webrtc_audio_processing", "-std=c++14"])],
+                linkerSettings: [.linkedLibrary("webrtc_audio_processing"), .linkedLibrary("stdc++")]),
 
         // Wire formats: pure value types.
         .target(name: "SDP"),
@@ -29,10 +41,20 @@ let package = Package(
         .target(name: "HTTP"),
         .target(name: "Transport", dependencies: ["STUN", "CShim"]),
 
+        // Media: frames and the pipeline pieces around them.
+        .target(name: "Media", dependencies: ["CYUV"]),
+        .target(name: "Codecs", dependencies: ["Media", "COpenH264", "CVPX", "CFFmpeg", "CYUV"]),
+        .target(name: "AudioCodecs", dependencies: ["Media", "COpus"]),
+        .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing"]),
+        .target(name: "RTPMedia", dependencies: ["Media", "RTP"]),
+        .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
+        .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV"]),
+
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport"]),
+        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
+                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP"]),
-        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP"]),
+        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Media", "Capture", "Render"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["SwiftRTC", "SRTP", "CSRTP", "Transport"], path: "Sources/bench"),
@@ -44,6 +66,13 @@ let package = Package(
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media"]),
+        .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
+        .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
+        .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
+        .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
+        .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
         .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP"]),
     ],
     swiftLanguageModes: [.v6]

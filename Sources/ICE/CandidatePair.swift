@@ -52,6 +52,8 @@ enum TransactionKind {
 
 struct Transaction {
     var id: [UInt8]
+    /// Creation order, so ties between equal deadlines resolve the same way every run.
+    var sequence: Int
     var kind: TransactionKind
     var bytes: [UInt8]
     var local: SocketAddress

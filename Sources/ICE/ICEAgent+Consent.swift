@@ -52,9 +52,9 @@ extension ICEAgent {
     }
 
     /// One consent freshness request on the selected pair (RFC 7675 §5.1).
-    func sendConsentRequest(_ now: ContinuousClock.Instant) {
+    func sendConsentRequest(_ now: ContinuousClock.Instant) -> Bool {
         consentDue = false
-        guard let key = selected, let credentials = remoteCredentials, let base = base(for: key.local) else { return }
+        guard let key = selected, let credentials = remoteCredentials, let base = base(for: key.local) else { return false }
         let message = STUNMessage(messageClass: .request, attributes: [
             .username("\(credentials.ufrag):\(localCredentials.ufrag)"),
             role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
@@ -64,6 +64,7 @@ extension ICEAgent {
                          local: key.local, remote: key.remote, maxTries: 3, now: now)
         if let index = pairIndex(key) { pairs[index].requestsSent += 1 }
         if consentPendingSince == nil { consentPendingSince = now }
+        return true
     }
 
     func updateState() {
@@ -83,6 +84,7 @@ extension ICEAgent {
         triggeredQueue.removeAll()
         gatherQueue.removeAll()
         nextConsentAt = nil
+        consentDue = false
         setState(.failed)
     }
 }

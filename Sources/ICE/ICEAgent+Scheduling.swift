@@ -1,7 +1,7 @@
 import STUN
 
 /// Outgoing requests: one per pacing slot (Ta), in the order retransmissions, server-reflexive
-/// queries, triggered checks, nomination, consent freshness, ordinary checks.
+/// queries, consent freshness, triggered checks, nomination, ordinary checks.
 extension ICEAgent {
     /// Runs everything that is due at `now`. Every public entry point ends here.
     func pump(_ now: ContinuousClock.Instant) {
@@ -21,7 +21,11 @@ extension ICEAgent {
     // MARK: transactions
 
     func expireTransactions(_ now: ContinuousClock.Instant) {
-        for (id, transaction) in transactions where !transaction.retransmitDue && transaction.deadline <= now {
+        let expired = transactions.values
+            .filter { !$0.retransmitDue && $0.deadline <= now }
+            .sorted { $0.sequence < $1.sequence }
+        for transaction in expired {
+            let id = transaction.id
             if transaction.cancelled || transaction.tries >= transaction.maxTries {
                 transactions[id] = nil
                 if !transaction.cancelled { transactionTimedOut(transaction) }
@@ -50,8 +54,9 @@ extension ICEAgent {
                           remote: SocketAddress, maxTries: Int, now: ContinuousClock.Instant) {
         let bytes = message.encode(integrityKey: key, fingerprint: true)
         let rto = configuration.checkRTO
+        transactionCounter += 1
         transactions[message.transactionID] = Transaction(
-            id: message.transactionID, kind: kind, bytes: bytes, local: local, remote: remote,
+            id: message.transactionID, sequence: transactionCounter, kind: kind, bytes: bytes, local: local, remote: remote,
             maxTries: max(1, maxTries), rto: rto, lastSent: now, deadline: now + rto)
         statsCounters.requestsSent += 1
         emit(ICETransmit(local: local, remote: remote, bytes: bytes))
@@ -78,7 +83,8 @@ extension ICEAgent {
 
     private func sendOneRequest(_ now: ContinuousClock.Instant) -> Bool {
         // 1. Retransmissions, oldest first.
-        if let due = transactions.values.filter(\.retransmitDue).min(by: { $0.deadline < $1.deadline }),
+        if let due = transactions.values.filter(\.retransmitDue)
+            .min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
            var transaction = transactions[due.id] {
             transaction.tries += 1
             transaction.rto = min(transaction.rto * 2, configuration.maxCheckRTO)
@@ -101,8 +107,10 @@ extension ICEAgent {
                              local: job.base, remote: job.server, maxTries: configuration.maxGatherTries, now: now)
             return true
         }
+        // 3. Consent freshness on the selected pair.
+        if consentDue, sendConsentRequest(now) { return true }
         guard remoteCredentials != nil else { return false }
-        // 3. Triggered checks.
+        // 4. Triggered checks.
         while !triggeredQueue.isEmpty {
             let key = triggeredQueue.removeFirst()
             if isTriggerable(key) {
@@ -110,16 +118,11 @@ extension ICEAgent {
                 return true
             }
         }
-        // 4. Nomination of the best valid pair (controlling, regular nomination).
+        // 5. Nomination of the best valid pair (controlling, regular nomination).
         if wantsNomination, let key = bestValidPair() {
             nominationWanted = false
             nominationInFlight = true
             sendCheck(key, useCandidate: true, now: now)
-            return true
-        }
-        // 5. Consent freshness on the selected pair.
-        if consentDue {
-            sendConsentRequest(now)
             return true
         }
         // 6. Ordinary checks: the best Waiting pair, else the best Frozen one (§6.1.4.2).

@@ -56,6 +56,7 @@ public final class ICEAgent {
     var remoteEndOfCandidates = false
     var checkingClockStart: ContinuousClock.Instant?
     var prflxCounter = 0
+    var transactionCounter = 0
 
     // Consent freshness (full agents) and request liveness (lite agents).
     var nextConsentAt: ContinuousClock.Instant?

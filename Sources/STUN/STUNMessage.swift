@@ -43,6 +43,12 @@ public struct STUNMessage: Sendable, Equatable {
             && bytes[4] == 0x21 && bytes[5] == 0x12 && bytes[6] == 0xA4 && bytes[7] == 0x42
     }
 
+    /// The same test on a received buffer, for a driver's demultiplexing hot path.
+    public static func isSTUN(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= headerSize && bytes[0] & 0xC0 == 0
+            && bytes[4] == 0x21 && bytes[5] == 0x12 && bytes[6] == 0xA4 && bytes[7] == 0x42
+    }
+
     // MARK: parsing
 
     /// Parses and validates a whole datagram. Attributes after MESSAGE-INTEGRITY other than

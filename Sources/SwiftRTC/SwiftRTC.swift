@@ -1,3 +1,6 @@
 // The umbrella module: `import SwiftRTC` brings the whole public API.
 @_exported import PeerConnection
 @_exported import Relay
+@_exported import Media
+@_exported import Capture
+@_exported import Render

@@ -3,6 +3,7 @@
 // both sides report connectionState "connected" (ICE checks, DTLS handshake, SRTP keys).
 import Foundation
 import STUN
+import Synchronization
 import SwiftRTC
 import Transport
 
@@ -17,6 +18,10 @@ struct ConnectedPair: Sendable {
     let answerer: PeerConnection
     /// createOffer → both connected.
     let connectMs: Double
+    /// createOffer → the answer applied at the offerer (SDP, candidate gathering on both sides).
+    let signalingMs: Double
+    /// createOffer → ICE connected on both sides (the rest up to `connectMs` is DTLS).
+    let iceMs: Double?
 
     func close() async {
         await offerer.close()
@@ -39,6 +44,9 @@ func loopbackConfiguration(answerer: Bool) -> PeerConnection.Configuration {
 func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Duration = .seconds(15)) async throws -> ConnectedPair {
     let offerer = try PeerConnection(configuration: loopbackConfiguration(answerer: false), loop: offererLoop)
     let answerer = try PeerConnection(configuration: loopbackConfiguration(answerer: true), loop: answererLoop)
+    let iceUp = IceTimes()
+    offerer.onEvent = { event in iceUp.record(event, side: 0) }
+    answerer.onEvent = { event in iceUp.record(event, side: 1) }
     do {
         try await offerer.addTransceiver(.audio)
         try await offerer.addTransceiver(.video)
@@ -51,10 +59,15 @@ func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Durat
         try await answerer.setLocalDescription(answer)
         await answerer.waitForGatheringComplete(timeout: timeout)
         try await offerer.setRemoteDescription(answerer.localDescription ?? answer)
+        let signalingMs = millisecondsSince(started)
         async let offererUp: Void = offerer.waitConnected(timeout: timeout)
         async let answererUp: Void = answerer.waitConnected(timeout: timeout)
         _ = try await (offererUp, answererUp)
-        return ConnectedPair(offerer: offerer, answerer: answerer, connectMs: millisecondsSince(started))
+        let connectMs = millisecondsSince(started)
+        offerer.onEvent = nil
+        answerer.onEvent = nil
+        return ConnectedPair(offerer: offerer, answerer: answerer, connectMs: connectMs, signalingMs: signalingMs,
+                             iceMs: iceUp.bothUp.map { Double(($0 - started).components.attoseconds) / 1e15 + Double(($0 - started).components.seconds) * 1000 })
     } catch {
         await offerer.close()
         await answerer.close()
@@ -62,10 +75,29 @@ func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Durat
     }
 }
 
+/// When each side's ICE first reached connected/completed (events arrive on the loop threads).
+final class IceTimes: Sendable {
+    private let times = Mutex<[ContinuousClock.Instant?]>([nil, nil])
+
+    func record(_ event: PeerConnectionEvent, side: Int) {
+        guard case .iceConnectionStateChanged(let state) = event, state == .connected || state == .completed else { return }
+        let now = ContinuousClock.now
+        times.withLock { if $0[side] == nil { $0[side] = now } }
+    }
+
+    /// The later of the two, once both are up.
+    var bothUp: ContinuousClock.Instant? {
+        times.withLock { t in
+            guard let a = t[0], let b = t[1] else { return nil }
+            return max(a, b)
+        }
+    }
+}
+
 /// `runs` Swift↔Swift connections, each pair on two fresh event loops (one thread per
-/// PeerConnection), torn down before the next. Returns the connect times in ms.
-func swiftConnectTimes(runs: Int) async throws -> [Double] {
-    var times: [Double] = []
+/// PeerConnection), torn down before the next.
+func swiftConnectTimes(runs: Int) async throws -> [(connect: Double, signaling: Double, ice: Double?)] {
+    var times: [(connect: Double, signaling: Double, ice: Double?)] = []
     for i in 0..<runs {
         let loops = (try EventLoop(name: "bench-offerer-\(i)"), try EventLoop(name: "bench-answerer-\(i)"))
         defer {
@@ -73,7 +105,7 @@ func swiftConnectTimes(runs: Int) async throws -> [Double] {
             loops.1.shutdown()
         }
         let pair = try await connectPair(offererLoop: loops.0, answererLoop: loops.1)
-        times.append(pair.connectMs)
+        times.append((pair.connectMs, pair.signalingMs, pair.iceMs))
         await pair.close()
     }
     return times

@@ -10,17 +10,23 @@ import Transport
 struct MemorySample {
     /// Resident set size (statm: resident pages × page size).
     var rss: Int
-    /// Bytes malloc has handed out and not had back (all arenas, including mmapped blocks); nil if unavailable.
-    var heapInUse: Int?
 
     /// Frees what malloc keeps cached (so pages freed by the warm-up pair cannot be silently
     /// reused by the measured one, and garbage is not counted), then samples.
     static func now() -> MemorySample {
-        _ = malloc_trim(0)
-        let info = mallinfo2()
-        return MemorySample(rss: residentBytes() ?? 0, heapInUse: info.uordblks + info.hblkhd)
+        _ = mallocTrim?(0)
+        return MemorySample(rss: residentBytes() ?? 0)
     }
 }
+
+private typealias MallocTrim = @convention(c) (Int) -> Int32
+
+/// glibc's malloc_trim(3), looked up at run time (Glibc's Swift module leaves out <malloc.h>):
+/// returns free memory of every arena to the kernel.
+private let mallocTrim: MallocTrim? = {
+    guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") else { return nil }
+    return unsafeBitCast(symbol, to: MallocTrim.self)
+}()
 
 /// /proc/self/statm's second field (resident pages) in bytes.
 func residentBytes() -> Int? {
@@ -33,7 +39,6 @@ func residentBytes() -> Int? {
 struct MemoryResult {
     /// Per PeerConnection, on event loops that existed before the baseline.
     var rssPerPC: Double
-    var heapPerPC: Double?
     /// Per PeerConnection when each brings its own event loop (thread stack and its malloc arena).
     var rssPerPCWithLoop: Double
     var baselineRSS: Double
@@ -77,10 +82,7 @@ func measureMemory(idle: Duration = .seconds(1)) async throws -> MemoryResult {
     let afterOwn = MemorySample.now()
     await ownPair.close()
 
-    var heap: Double?
-    if let a = after.heapInUse, let b = before.heapInUse { heap = Double(a - b) / 2 / megabyte }
     return MemoryResult(rssPerPC: Double(after.rss - before.rss) / 2 / megabyte,
-                        heapPerPC: heap,
                         rssPerPCWithLoop: Double(afterOwn.rss - beforeOwn.rss) / 2 / megabyte,
                         baselineRSS: Double(before.rss) / megabyte)
 }

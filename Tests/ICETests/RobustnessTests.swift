@@ -71,7 +71,8 @@ import STUN
         let p = AgentPair(network: network, aConfig: config, bConfig: config)
         #expect(network.run(for: .seconds(60)) { p.a.state == .failed })
         // 7 tries: 0, .5, 1.5, 3.5, 7.5, 15.5, 23.5 s, failed 8 s after the last.
-        #expect(network.requests(from: p.aBases[0]).count == 7)
+        let sends = network.requests(from: p.aBases[0]).map { $0.time - network.start }
+        #expect(sends == [0, 500, 1500, 3500, 7500, 15500, 23500].map { Duration.milliseconds($0) })
         let failedAt = try #require(network.time(of: p.a, entering: .failed))
         #expect(failedAt >= .milliseconds(31_500) && failedAt < .milliseconds(31_600))
         #expect(p.a.pollTimeout() == nil)

@@ -90,6 +90,7 @@ import Testing
             try STUNMessage(parsing: [0, 1, 0, 0, 0x21])
         }
         #expect(!STUNMessage.isSTUN([0, 1, 0, 0, 0x21]))
+        #expect(valid.withUnsafeBytes { STUNMessage.isSTUN($0) })
     }
 
     @Test func notSTUN() {
@@ -185,6 +186,16 @@ import Testing
         fuzzSTUN(RFC5769.request)
         fuzzSTUN(RFC5769.responseIPv6)
         fuzzSTUN(valid)
+        // Mutations of valid messages reach deeper into the attribute decoders.
+        let seeds = [RFC5769.request, RFC5769.responseIPv4, RFC5769.responseIPv6, valid]
+        for i in 0..<4000 {
+            var bytes = seeds[i % seeds.count]
+            for _ in 0..<(1 + Int(rng.next() % 3)) {
+                let index = 20 + Int(rng.next() % UInt64(bytes.count - 20))
+                bytes[index] = UInt8(truncatingIfNeeded: rng.next())
+            }
+            fuzzSTUN(bytes)
+        }
     }
 }
 

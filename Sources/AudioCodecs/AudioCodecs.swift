@@ -1,0 +1,1 @@
+// AudioCodecs: work in progress

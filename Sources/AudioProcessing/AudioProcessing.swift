@@ -1,0 +1,1 @@
+// AudioProcessing: work in progress

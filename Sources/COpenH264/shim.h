@@ -1,0 +1,2 @@
+#pragma once
+#include <wels/codec_api.h>

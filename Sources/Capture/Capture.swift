@@ -1,0 +1,1 @@
+// Capture: work in progress

@@ -1,0 +1,1 @@
+// Codecs: work in progress

@@ -1,0 +1,1 @@
+// RTPMedia: work in progress
