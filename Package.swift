@@ -51,10 +51,10 @@ let package = Package(
         .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV"]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
-                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing"]),
+        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport"]),
+        .target(name: "Signaling", dependencies: ["HTTP"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP"]),
-        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Media", "Capture", "Render"]),
+        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Media"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["SwiftRTC", "SRTP", "CSRTP", "Transport"], path: "Sources/bench"),

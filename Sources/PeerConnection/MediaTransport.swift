@@ -43,6 +43,7 @@ final class MediaTransport: @unchecked Sendable {
     }
 
     var dtlsState: DTLSState { dtls?.state ?? .new }
+    private(set) var srtpProfileName: String?
 
     // MARK: set-up
 
@@ -211,6 +212,7 @@ final class MediaTransport: @unchecked Sendable {
                     return
                 }
             }
+            srtpProfileName = keys?.profile.rawValue
             onDTLSConnected?(keys)
         case .applicationData(let data):
             onApplicationData?(data)

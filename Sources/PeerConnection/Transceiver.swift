@@ -27,6 +27,8 @@ public final class RtpTransceiver: @unchecked Sendable {
     public let sender: RtpSender
     public let receiver: RtpReceiver
     var mLineIndex: Int?
+    /// Media streams add their members (frames, NACK/PLI counts, remote reports). Loop thread.
+    var extraStats: ((inout StatsReport) -> Void)?
     private let shared: Mutex<Shared>
 
     struct Shared {
@@ -86,6 +88,10 @@ public final class RtpSender: @unchecked Sendable {
     public let streamIds: [String]
     public let trackId: String
     private let counters = Mutex(RtpStreamCounters())
+    private let sendParameters = Mutex(RtpSendParameters())
+    /// Called (on the caller's thread) after `setParameters` changed something; media streams
+    /// apply it to the encoder.
+    var onParametersChanged: (@Sendable (RtpSendParameters) -> Void)?
     private let nextSequence = Mutex<UInt16>(UInt16.random(in: 0...UInt16.max))
     weak var transport: MediaTransport?
     var midExtensionID: UInt8?
@@ -103,6 +109,17 @@ public final class RtpSender: @unchecked Sendable {
     }
 
     public var stats: RtpStreamCounters { counters.withLock { $0 } }
+
+    /// W3C `getParameters()`.
+    public var parameters: RtpSendParameters { sendParameters.withLock { $0 } }
+
+    /// W3C `setParameters()`: applied to the encoder at run time (bitrate, frame rate, scale,
+    /// active, degradation preference).
+    public func setParameters(_ parameters: RtpSendParameters) throws {
+        try parameters.validate()
+        sendParameters.withLock { $0 = parameters }
+        onParametersChanged?(parameters)
+    }
 
     /// Sends one packet: fills in our SSRC, the next sequence number and the mid extension.
     /// Safe from any thread; the packet is protected and sent on the connection's loop.

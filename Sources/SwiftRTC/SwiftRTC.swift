@@ -2,5 +2,4 @@
 @_exported import PeerConnection
 @_exported import Relay
 @_exported import Media
-@_exported import Capture
-@_exported import Render
+@_exported import Signaling

@@ -1,5 +1,4 @@
 import Foundation
-import HTTP
 import SwiftRTC
 
 /// `swiftrtc probe`: Swift as the offerer. Offers audio + video to a WHIP-style URL, connects,
@@ -37,15 +36,9 @@ enum ProbeCommand {
         let offer = try await pc.createOffer()
         try await pc.setLocalDescription(offer)
         await pc.waitForGatheringComplete(timeout: .seconds(3))
-        let client = HTTPClient(timeout: .seconds(10))
-        let response = try await client.send(method: "POST", url: url, headers: ["Content-Type": "application/sdp"],
-                                             body: Array((pc.localDescription ?? offer).sdp.utf8))
-        guard response.status == 201 || response.status == 200 else {
-            let text = String(decoding: response.body.prefix(300), as: UTF8.self)
-            throw ProbeError("\(url) answered \(response.status): \(text)")
-        }
-        let resource = response.headers["Location"].flatMap { HTTPClient.resolve($0, against: response.finalURL) }
-        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: String(decoding: response.body, as: UTF8.self)))
+        let whip = WHIPClient(endpoint: url)
+        let session = try await whip.publish(offer: (pc.localDescription ?? offer).sdp)
+        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: session.answer))
         var connectMs: Double?
         var result: [String: Any] = [:]
         do {
@@ -84,7 +77,7 @@ enum ProbeCommand {
             let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
             try data.write(to: URL(fileURLWithPath: jsonPath))
         }
-        if let resource { _ = try? await client.send(method: "DELETE", url: resource) }
+        try? await whip.stop(session)
         await pc.close()
         return ok ? 0 : 1
     }
@@ -116,11 +109,6 @@ enum ProbeCommand {
         let d = ContinuousClock.now - start
         return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
-}
-
-struct ProbeError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 extension TransceiverDirection {

@@ -1,0 +1,91 @@
+import HTTP
+
+/// WHIP (RFC 9725) and WHEP client: the offer goes out as `application/sdp`, a `201 Created`
+/// brings the answer and the session's `Location`, `DELETE` ends it.
+public struct WHIPClient: Sendable {
+    public let endpoint: String
+    public var token: String?
+    public var timeout: Duration
+
+    public init(endpoint: String, token: String? = nil, timeout: Duration = .seconds(10)) {
+        self.endpoint = endpoint
+        self.token = token
+        self.timeout = timeout
+    }
+
+    /// What the server answered.
+    public struct Session: Sendable {
+        public var answer: String
+        /// The session resource, resolved against the endpoint (nil if the server sent none).
+        public var resource: String?
+        /// `Link: <stun:…>; rel="ice-server"` headers, as ICE server URLs.
+        public var iceServers: [String]
+    }
+
+    /// POSTs the offer; follows 307/308 redirects; a 503 with Retry-After is retried once.
+    public func publish(offer: String) async throws -> Session {
+        let client = HTTPClient(timeout: timeout)
+        var headers: HTTPHeaders = ["Content-Type": "application/sdp"]
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        var response = try await client.send(method: "POST", url: endpoint, headers: headers, body: Array(offer.utf8))
+        if response.status == 503, let wait = response.headers["Retry-After"].flatMap(Int.init), wait <= 30 {
+            try await Task.sleep(for: .seconds(wait))
+            response = try await client.send(method: "POST", url: endpoint, headers: headers, body: Array(offer.utf8))
+        }
+        guard response.status == 201 || response.status == 200 else {
+            let text = String(decoding: response.body.prefix(300), as: UTF8.self).trimmingTrailingNewlines
+            throw SignalingError("\(endpoint) answered \(response.status) \(response.reason)" + (text.isEmpty ? "" : ": \(text)"))
+        }
+        guard (response.headers["Content-Type"] ?? "application/sdp").lowercased().hasPrefix("application/sdp") else {
+            throw SignalingError("\(endpoint) answered with Content-Type \(response.headers["Content-Type"] ?? "?"), expected application/sdp")
+        }
+        let answer = String(decoding: response.body, as: UTF8.self)
+        guard answer.hasPrefix("v=0") else { throw SignalingError("\(endpoint) answered with a body that is not SDP") }
+        let resource = response.headers["Location"].flatMap { HTTPClient.resolve($0, against: response.finalURL) }
+        return Session(answer: answer, resource: resource, iceServers: Self.iceServers(from: response.headers.values("Link")))
+    }
+
+    /// DELETEs the session resource.
+    public func stop(_ session: Session) async throws {
+        guard let resource = session.resource else { return }
+        var headers: HTTPHeaders = [:]
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        let response = try await HTTPClient(timeout: timeout).send(method: "DELETE", url: resource, headers: headers)
+        guard (200..<300).contains(response.status) else {
+            throw SignalingError("DELETE \(resource) answered \(response.status)")
+        }
+    }
+
+    /// `<stun:stun.example.net>; rel="ice-server"` → "stun:stun.example.net".
+    static func iceServers(from links: [String]) -> [String] {
+        links.flatMap { $0.split(separator: ",") }.compactMap { link -> String? in
+            let parts = link.split(separator: ";").map { $0.trimmingCharacters(in: " ") }
+            guard let first = parts.first, first.hasPrefix("<"), first.hasSuffix(">"),
+                  parts.dropFirst().contains(where: { ["rel=\"ice-server\"", "rel=ice-server"].contains($0.filter { $0 != " " }) })
+            else { return nil }
+            return String(first.dropFirst().dropLast())
+        }
+    }
+}
+
+public struct SignalingError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension String {
+    var trimmingTrailingNewlines: String {
+        var s = Substring(self)
+        while let last = s.last, last == "\n" || last == "\r" { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in character: Character) -> String {
+        var s = Substring(self)
+        while s.first == character { s = s.dropFirst() }
+        while s.last == character { s = s.dropLast() }
+        return String(s)
+    }
+}
