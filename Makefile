@@ -26,7 +26,7 @@ venv: $(VENV)/.ok
 $(VENV)/.ok:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q aiortc pytest
+	$(VENV)/bin/pip install -q aiortc pytest numpy
 	touch $@
 
 build: deps
@@ -64,8 +64,8 @@ fuzz: deps
 
 bench: deps venv
 	swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc-bench
-	swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc
-	.build/release/swiftrtc-bench
+	@mkdir -p artifacts
+	.build/release/swiftrtc-bench --python $(PY) --aiortc-script bench/aiortc_connect.py --json artifacts/bench.json
 
 clean:
 	rm -rf .build artifacts

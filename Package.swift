@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Media"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
-        .executableTarget(name: "swiftrtc-bench", dependencies: ["SwiftRTC", "SRTP", "CSRTP", "Transport"], path: "Sources/bench"),
+        .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN"], path: "Sources/bench"),
 
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),

@@ -75,6 +75,14 @@ extension ICEAgent {
     }
 
     func sendNextRequest(_ now: ContinuousClock.Instant) {
+        // Nominating a pair that has just been validated is one request on a path known to work:
+        // it goes out at once instead of waiting for the next Ta slot (that wait was most of our
+        // connect time). It does not take the slot, so pacing of new checks is unchanged.
+        if wantsNomination, !transactions.values.contains(where: \.retransmitDue), let key = bestValidPair() {
+            nominationWanted = false
+            nominationInFlight = true
+            sendCheck(key, useCandidate: true, now: now)
+        }
         if let slot = nextSendSlot, now < slot { return }
         if sendOneRequest(now) {
             nextSendSlot = now + configuration.pacingInterval

@@ -45,6 +45,7 @@ public final class EventLoop: @unchecked Sendable {
             close(pipeFDs[1])
             throw TransportError("pthread_create failed: \(rc)")
         }
+        pthread_detach(tid)   // nobody joins: the thread ends after shutdown() and frees itself
         thread = tid
         threadID.withLock { $0 = tid }
     }

@@ -4,7 +4,7 @@
 import Foundation
 import STUN
 import Synchronization
-import SwiftRTC
+import PeerConnection
 import Transport
 
 struct BenchError: Error, CustomStringConvertible {
@@ -67,7 +67,7 @@ func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Durat
         offerer.onEvent = nil
         answerer.onEvent = nil
         return ConnectedPair(offerer: offerer, answerer: answerer, connectMs: connectMs, signalingMs: signalingMs,
-                             iceMs: iceUp.bothUp.map { Double(($0 - started).components.attoseconds) / 1e15 + Double(($0 - started).components.seconds) * 1000 })
+                             iceMs: iceUp.bothUp.map { milliseconds($0 - started) })
     } catch {
         await offerer.close()
         await answerer.close()
@@ -151,7 +151,10 @@ func median(_ values: [Double]) -> Double? {
     return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
+func milliseconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+}
+
 func millisecondsSince(_ start: ContinuousClock.Instant) -> Double {
-    let d = ContinuousClock.now - start
-    return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+    milliseconds(ContinuousClock.now - start)
 }

@@ -90,8 +90,8 @@ func renderTable(_ rows: [Row], title: String) -> String {
     for row in rows {
         var name = row.name
         if let note = row.note {
-            notes.append(note)
-            name += " [\(notes.count)]"
+            if !notes.contains(note) { notes.append(note) }
+            name += " [\((notes.firstIndex(of: note) ?? 0) + 1)]"
         }
         cells.append([name, row.valueText, row.unit, row.target?.text ?? "-", row.verdict])
     }
