@@ -1,3 +1,4 @@
+import AudioProcessing
 import DTLS
 import SRTP
 import STUN
@@ -23,6 +24,11 @@ extension PeerConnection {
         public var videoCodecs: [RtpCodecCapability] = RtpCodecCapability.defaultVideo
         /// Direction of transceivers that a remote offer creates (W3C: recvonly until a track is added).
         public var remoteTransceiverDirection: TransceiverDirection = .recvonly
+        /// Encode tracks and decode what arrives. Pass-through endpoints (echo, relay) turn it off
+        /// and only forward RTP.
+        public var mediaPipeline = true
+        /// Echo cancellation, gain control, noise suppression for audio senders (nil: off).
+        public var audioProcessing: AudioProcessingOptions? = AudioProcessingOptions()
         /// Offer `a=ice-options:trickle`.
         public var trickle = true
         public init() {}

@@ -30,8 +30,9 @@ public final class PeerConnection: @unchecked Sendable {
     private let sessionID = UInt64.random(in: 1...(UInt64(1) << 62))
     private var sessionVersion: UInt64 = 1
     private let cname = randomToken(16)
-    private var transceiverList: [RtpTransceiver] = []
-    private var transport: MediaTransport?
+    var transceiverList: [RtpTransceiver] = []
+    var transport: MediaTransport?
+    var media = MediaStreams()
     private var localType: SdpType?
     private var localSDP: SDP.SessionDescription?
     private var remoteSDP: SDP.SessionDescription?
@@ -45,7 +46,7 @@ public final class PeerConnection: @unchecked Sendable {
     private var bySSRC: [UInt32: RtpTransceiver] = [:]
     private var byMid: [String: RtpTransceiver] = [:]
     private var midExtensionID: UInt8?
-    private var closed = false
+    var closed = false
 
     struct Snapshot {
         var signaling: SignalingState = .stable
@@ -354,6 +355,7 @@ public final class PeerConnection: @unchecked Sendable {
         default:
             throw PeerConnectionError("setRemoteDescription: the answer's a=setup must be active or passive")
         }
+        startMediaStreams()
         let fingerprints = remote.media.compactMap(\.fingerprint) + [remote.fingerprint].compactMap { $0 }
         do {
             try transport.configureDTLS(role: role, remoteFingerprints: fingerprints.map {
@@ -444,6 +446,7 @@ public final class PeerConnection: @unchecked Sendable {
 
     private func shutDown() {
         guard !closed else { return }
+        stopMediaStreams()
         transport?.close()
         closed = true
         setIce(.closed)
@@ -501,10 +504,12 @@ public final class PeerConnection: @unchecked Sendable {
             return
         }
         target.receiver.deliver(packet, size: size)
+        if let mid = target.mid { media.videoReceive[mid]?.receive(packet, now: .now) ; media.audioReceive[mid]?.receive(packet, now: .now) }
     }
     private var unroutedRTP = 0
 
     private func route(_ packets: [RTCPPacket]) {
+        routeToStreams(packets)
         for packet in packets {
             switch packet {
             case .senderReport(let sr):
@@ -678,7 +683,7 @@ extension PeerConnection {
                 i["transportId"] = .string("T01")
                 report.add(i)
             }
-            t.extraStats?(&report)
+            mediaStats(for: t, mid: mid, into: &report)
         }
         return report
     }

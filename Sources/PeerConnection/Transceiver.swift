@@ -1,4 +1,6 @@
 import RTP
+import Media
+import RTPMedia
 import Synchronization
 
 /// W3C `RTCRtpTransceiverInit`.
@@ -27,8 +29,6 @@ public final class RtpTransceiver: @unchecked Sendable {
     public let sender: RtpSender
     public let receiver: RtpReceiver
     var mLineIndex: Int?
-    /// Media streams add their members (frames, NACK/PLI counts, remote reports). Loop thread.
-    var extraStats: ((inout StatsReport) -> Void)?
     private let shared: Mutex<Shared>
 
     struct Shared {
@@ -110,6 +110,26 @@ public final class RtpSender: @unchecked Sendable {
 
     public var stats: RtpStreamCounters { counters.withLock { $0 } }
 
+    private let tracks = Mutex<(video: VideoTrack?, audio: AudioTrack?)>((nil, nil))
+    /// Called when the track changes so the media stream can move its sink. Loop or caller thread.
+    var onTrackChanged: (@Sendable () -> Void)?
+
+    /// The video track this sender encodes (nil: raw RTP via `send`).
+    public var videoTrack: VideoTrack? { tracks.withLock { $0.video } }
+    /// The audio track this sender encodes.
+    public var audioTrack: AudioTrack? { tracks.withLock { $0.audio } }
+
+    /// W3C `replaceTrack`: no renegotiation; the encoder adapts to the new track's frames.
+    public func replaceTrack(_ track: VideoTrack?) {
+        tracks.withLock { $0.video = track }
+        onTrackChanged?()
+    }
+
+    public func replaceTrack(_ track: AudioTrack?) {
+        tracks.withLock { $0.audio = track }
+        onTrackChanged?()
+    }
+
     /// W3C `getParameters()`.
     public var parameters: RtpSendParameters { sendParameters.withLock { $0 } }
 
@@ -129,6 +149,38 @@ public final class RtpSender: @unchecked Sendable {
                                timestamp: timestamp, ssrc: ssrc, payload: payload)
         if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
         sendPrepared(packet)
+    }
+
+    /// Sends the payloads of one media frame as consecutive packets; `onSent` runs on the loop
+    /// thread for each (history, statistics). Any thread.
+    func sendPayloads(_ payloads: [RTPPayload], payloadType: UInt8, timestamp: UInt32,
+                      onSent: @escaping @Sendable (RTPPacket, [UInt8], ContinuousClock.Instant) -> Void) {
+        guard let transport else {
+            counters.withLock { $0.dropped += payloads.count }
+            return
+        }
+        let first = nextSequence.withLock { s -> UInt16 in defer { s &+= UInt16(truncatingIfNeeded: payloads.count) }; return s }
+        var packets: [RTPPacket] = []
+        packets.reserveCapacity(payloads.count)
+        for (i, payload) in payloads.enumerated() {
+            var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: first &+ UInt16(truncatingIfNeeded: i),
+                                   timestamp: timestamp, ssrc: ssrc, payload: payload.bytes)
+            if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+            packets.append(packet)
+        }
+        transport.loop.execute { [self] in
+            let now = ContinuousClock.now
+            for packet in packets {
+                let bytes = packet.serialize()
+                counters.withLock {
+                    $0.packets += 1
+                    $0.bytes += bytes.count
+                    $0.payloadTypes.insert(packet.payloadType)
+                }
+                transport.sendRTP(bytes)
+                onSent(packet, bytes, now)
+            }
+        }
     }
 
     /// Sends a packet as given but with this sender's SSRC (for forwarding: the echo keeps the
@@ -159,6 +211,9 @@ public final class RtpSender: @unchecked Sendable {
 public final class RtpReceiver: @unchecked Sendable {
     // @unchecked: callbacks are set before media flows and called on the loop thread.
     public let kind: MediaKind
+    /// The remote track decoded frames arrive on (W3C `receiver.track`), by kind.
+    public let videoTrack: VideoTrack?
+    public let audioTrack: AudioTrack?
     private let counters = Mutex(RtpStreamCounters())
     private let ssrcs = Mutex<Set<UInt32>>([])
     /// Every RTP packet received for this m-line, after SRTP. Called on the loop thread.
@@ -166,7 +221,12 @@ public final class RtpReceiver: @unchecked Sendable {
     /// RTCP about the remote's stream (sender reports, BYE). Called on the loop thread.
     public var onRTCP: (@Sendable (RTCPPacket) -> Void)?
 
-    init(kind: MediaKind) { self.kind = kind }
+    init(kind: MediaKind) {
+        self.kind = kind
+        let id = "remote-\(kind.rawValue)-\(UInt32.random(in: 0...UInt32.max))"
+        videoTrack = kind == .video ? VideoTrack(id: id, source: VideoSource()) : nil
+        audioTrack = kind == .audio ? AudioTrack(id: id, source: AudioSource()) : nil
+    }
 
     public var stats: RtpStreamCounters { counters.withLock { $0 } }
     /// The remote SSRCs seen on this m-line.

@@ -1,0 +1,89 @@
+import AudioCodecs
+import Dispatch
+import Media
+import RTP
+import RTPMedia
+import Synchronization
+import Transport
+
+/// SRTP → playout buffer → Opus (with loss concealment and FEC) → the receiver's audio track.
+/// The buffer and its 20 ms playout clock live on the connection's loop; decoding runs on the
+/// stream's own queue.
+final class AudioReceiveStream: @unchecked Sendable {
+    // @unchecked: `buffer`, `timerID` on the loop thread; `decoder` on `queue`.
+    let track: AudioTrack
+    private let loop: EventLoop
+    private var buffer = AudioJitterBuffer()
+    private var timerID: Int?
+    private let queue = DispatchQueue(label: "swiftrtc.audio-decode", qos: .userInteractive)
+    private var decoder: OpusDecoder?
+    private let counters = Mutex(AudioReceiveCounters())
+    private var closed = false
+
+    init(track: AudioTrack, loop: EventLoop) {
+        self.track = track
+        self.loop = loop
+    }
+
+    var stats: AudioReceiveCounters { counters.withLock { $0 } }
+
+    func receive(_ packet: RTPPacket, now: ContinuousClock.Instant) {
+        guard !closed else { return }
+        _ = buffer.insert(packet, arrival: now)
+        if timerID == nil { play(now) }
+    }
+
+    func close() {
+        closed = true
+        if let timerID { loop.cancelTimer(timerID) }
+    }
+
+    /// Plays every slot that is due, then sleeps until the next one.
+    private func play(_ now: ContinuousClock.Instant) {
+        while let slot = buffer.pollFrame(now: now) {
+            queue.async { [self] in decode(slot) }
+        }
+        timerID = nil
+        guard let next = buffer.nextDeadline() else { return }
+        timerID = loop.schedule(at: next) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.play(.now)
+        }
+    }
+
+    private func decode(_ slot: AudioJitterBuffer.Slot) {
+        do {
+            if decoder == nil { decoder = try OpusDecoder(channels: 1) }
+            guard let decoder else { return }
+            let frame: AudioFrame
+            if let payload = slot.payload {
+                frame = try decoder.decode(payload)
+            } else if let next = slot.nextPayload {
+                frame = try decoder.decode(next, fec: true)   // the next packet's FEC rebuilds this one
+            } else {
+                frame = try decoder.decode(nil)               // packet-loss concealment
+            }
+            let samples = frame.int16Samples
+            let power = samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))
+            counters.withLock {
+                $0.samplesDecoded += samples.count
+                if slot.isLost { $0.samplesConcealed += samples.count }
+                $0.packetsDecoded += 1
+                $0.lastLevel = (power.squareRoot() / 32768)
+                $0.totalPower += power / (32768.0 * 32768.0)
+            }
+            var out = frame
+            out.timestampNs = monotonicNanoseconds()
+            track.source.deliver(out)
+        } catch {
+            counters.withLock { $0.decodeErrors += 1 }
+        }
+    }
+}
+
+struct AudioReceiveCounters: Sendable {
+    var samplesDecoded = 0, samplesConcealed = 0, packetsDecoded = 0, decodeErrors = 0
+    var lastLevel = 0.0
+    /// Sum over decoded packets of mean square (full scale = 1).
+    var totalPower = 0.0
+}

@@ -1,0 +1,92 @@
+import AudioCodecs
+import AudioProcessing
+import Dispatch
+import Media
+import RTPMedia
+import Synchronization
+
+/// track → (echo cancellation, gain control, noise suppression) → Opus → RTP, for one audio
+/// sender. Capture frames (10 or 20 ms) are gathered into 20 ms packets on the stream's queue.
+final class AudioSendStream: AudioRenderer, @unchecked Sendable {
+    // @unchecked: `encoder`, `processor`, `pending`, `samplesSent` are used on `queue` only.
+    let sender: RtpSender
+    let payloadType: UInt8
+    private let queue = DispatchQueue(label: "swiftrtc.audio-encode", qos: .userInteractive)
+    private var encoder: OpusEncoder?
+    private var processor: AudioProcessor?
+    private let processing: Mutex<AudioProcessingOptions?>
+    private var pending: [Int16] = []
+    private var packetizer = OpusPacketizer()
+    private let timestampBase = UInt32.random(in: 0...UInt32.max)
+    private var samplesSent: UInt32 = 0
+    private let counters = Mutex(AudioSendCounters())
+
+    init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?) {
+        self.sender = sender
+        self.payloadType = payloadType
+        self.processing = Mutex(processing)
+    }
+
+    var stats: AudioSendCounters { counters.withLock { $0 } }
+
+    /// Switches echo cancellation / gain control / noise suppression while running.
+    func setProcessing(_ options: AudioProcessingOptions?) {
+        processing.withLock { $0 = options }
+    }
+
+    func render(_ frame: AudioFrame) {
+        queue.async { [self] in consume(frame) }
+    }
+
+    private func consume(_ input: AudioFrame) {
+        var frame = input
+        if frame.sampleRate != 48000 {
+            counters.withLock { $0.droppedFrames += 1 }
+            return
+        }
+        if frame.channels == 2 {   // mono on the wire, as Opus voice usually is
+            let s = frame.int16Samples
+            frame = AudioFrame(samples: .int16(stride(from: 0, to: s.count - 1, by: 2).map { Int16((Int(s[$0]) + Int(s[$0 + 1])) / 2) }),
+                               sampleRate: 48000, channels: 1, timestampNs: frame.timestampNs)
+        }
+        if let options = processing.withLock({ $0 }) {
+            do {
+                if processor == nil { processor = try AudioProcessor(sampleRate: 48000, channels: 1, options: options) }
+                processor?.update(options: options)
+                if let processed = processor?.processCapture(frame) { frame = processed }
+            } catch {
+                counters.withLock { $0.processingErrors += 1 }
+            }
+        }
+        pending.append(contentsOf: frame.int16Samples)
+        while pending.count >= 960 {
+            let chunk = Array(pending.prefix(960))
+            pending.removeFirst(960)
+            sendPacket(chunk, timestampNs: frame.timestampNs)
+        }
+    }
+
+    private func sendPacket(_ samples: [Int16], timestampNs: Int64) {
+        do {
+            if encoder == nil { encoder = try OpusEncoder() }
+            guard let encoder else { return }
+            let packet = try encoder.encode(AudioFrame(samples: .int16(samples), sampleRate: 48000, channels: 1, timestampNs: timestampNs))
+            let timestamp = timestampBase &+ samplesSent
+            samplesSent &+= 960
+            let energy = samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)
+            counters.withLock {
+                $0.packetsEncoded += 1
+                $0.totalSamplesSent += samples.count
+                $0.totalEnergy += energy / (32768.0 * 32768.0) * 0.02
+            }
+            sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp) { _, _, _ in }
+        } catch {
+            counters.withLock { $0.encodeErrors += 1 }
+        }
+    }
+}
+
+struct AudioSendCounters: Sendable {
+    var packetsEncoded = 0, totalSamplesSent = 0, droppedFrames = 0, encodeErrors = 0, processingErrors = 0
+    var totalEnergy = 0.0
+}

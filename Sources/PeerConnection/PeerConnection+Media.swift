@@ -1,0 +1,260 @@
+import Codecs
+import Media
+import RTP
+import RTPMedia
+import Synchronization
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The media streams of one connection, keyed by mid. Loop thread only.
+struct MediaStreams {
+    var videoSend: [String: VideoSendStream] = [:]
+    var audioSend: [String: AudioSendStream] = [:]
+    var videoReceive: [String: VideoReceiveStream] = [:]
+    var audioReceive: [String: AudioReceiveStream] = [:]
+    var reportTimer: Int?
+    var ntp = NTPClock.now()
+}
+
+extension PeerConnection {
+    /// W3C `addTrack`: a sendrecv transceiver carrying `track`.
+    @discardableResult
+    public func addTrack(_ track: VideoTrack, streamIds: [String] = [], codecs: [RtpCodecCapability]? = nil) async throws -> RtpSender {
+        let t = try await addTransceiver(.video, TransceiverInit(direction: .sendrecv, streamIds: streamIds), codecs: codecs)
+        t.sender.replaceTrack(track)
+        return t.sender
+    }
+
+    @discardableResult
+    public func addTrack(_ track: AudioTrack, streamIds: [String] = []) async throws -> RtpSender {
+        let t = try await addTransceiver(.audio, TransceiverInit(direction: .sendrecv, streamIds: streamIds))
+        t.sender.replaceTrack(track)
+        return t.sender
+    }
+
+    /// Creates the encode and decode streams the negotiation calls for (loop thread).
+    func startMediaStreams() {
+        guard configuration.mediaPipeline, let transport else { return }
+        for t in transceiverList {
+            guard let mid = t.mid, let direction = t.currentDirection, let codec = t.negotiatedCodecs.first else { continue }
+            let name = codec.mimeType.split(separator: "/").last.map { $0.uppercased() } ?? ""
+            switch t.kind {
+            case .video:
+                guard let type = VideoCodecType.allCases.first(where: { $0.rawValue.uppercased() == name }) else { continue }
+                if direction.sends, media.videoSend[mid] == nil {
+                    let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop)
+                    media.videoSend[mid] = stream
+                    attachVideo(stream, to: t.sender)
+                }
+                if direction.receives, media.videoReceive[mid] == nil, let track = t.receiver.videoTrack {
+                    media.videoReceive[mid] = VideoReceiveStream(codec: type, track: track, feedbackSSRC: t.sender.ssrc,
+                                                                 transport: transport, loop: loop)
+                }
+            case .audio:
+                guard name == "OPUS" else { continue }
+                if direction.sends, media.audioSend[mid] == nil {
+                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: configuration.audioProcessing)
+                    media.audioSend[mid] = stream
+                    attachAudio(stream, to: t.sender)
+                }
+                if direction.receives, media.audioReceive[mid] == nil, let track = t.receiver.audioTrack {
+                    media.audioReceive[mid] = AudioReceiveStream(track: track, loop: loop)
+                }
+            }
+        }
+        if media.reportTimer == nil { scheduleReports() }
+    }
+
+    private func attachVideo(_ stream: VideoSendStream, to sender: RtpSender) {
+        let current = LockedBox<VideoTrack?>(nil)
+        let attach: @Sendable () -> Void = {
+            let track = sender.videoTrack
+            current.update { old in
+                if old !== track {
+                    old?.removeRenderer(stream)
+                    track?.addRenderer(stream)
+                    stream.requestKeyframe()
+                }
+                old = track
+            }
+        }
+        sender.onTrackChanged = attach
+        sender.onParametersChanged = { stream.update($0) }
+        stream.update(sender.parameters)
+        attach()
+    }
+
+    private func attachAudio(_ stream: AudioSendStream, to sender: RtpSender) {
+        let current = LockedBox<AudioTrack?>(nil)
+        let attach: @Sendable () -> Void = {
+            let track = sender.audioTrack
+            current.update { old in
+                if old !== track {
+                    old?.removeSink(stream)
+                    track?.addSink(stream)
+                }
+                old = track
+            }
+        }
+        sender.onTrackChanged = attach
+        attach()
+    }
+
+    func stopMediaStreams() {
+        for (_, s) in media.videoSend { s.sender.videoTrack?.removeRenderer(s) }
+        for (_, s) in media.audioSend { s.sender.audioTrack?.removeSink(s) }
+        for (_, s) in media.videoReceive { s.close() }
+        for (_, s) in media.audioReceive { s.close() }
+        if let id = media.reportTimer { loop.cancelTimer(id) }
+        media = MediaStreams()
+    }
+
+    /// RTCP about our streams and theirs (loop thread).
+    func routeToStreams(_ packets: [RTCPPacket]) {
+        let now = ContinuousClock.now
+        for packet in packets {
+            switch packet {
+            case .nack(let n):
+                sendStream(ssrc: n.mediaSSRC)?.handleNack(n.lostSequenceNumbers, now: now)
+            case .pli(_, let media):
+                sendStream(ssrc: media)?.handleKeyframeRequest(pli: true)
+            case .fir(let f):
+                for e in f.entries { sendStream(ssrc: e.ssrc)?.handleKeyframeRequest(pli: false) }
+            case .senderReport(let sr):
+                media.videoReceive.values.first { $0.remoteSSRC == sr.ssrc }?.receiveSenderReport(sr, now: now)
+                handleReports(sr.reports, now: now)
+            case .receiverReport(let rr):
+                handleReports(rr.reports, now: now)
+            default:
+                break
+            }
+        }
+    }
+
+    private func handleReports(_ reports: [ReceptionReport], now: ContinuousClock.Instant) {
+        for report in reports {
+            guard let stream = media.videoSend.values.first(where: { $0.sender.ssrc == report.ssrc }) else { continue }
+            if let rtt = stream.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now)) {
+                stream.history.rtt = rtt
+                for r in media.videoReceive.values { r.setRTT(rtt) }
+            }
+        }
+    }
+
+    private func sendStream(ssrc: UInt32) -> VideoSendStream? {
+        media.videoSend.values.first { $0.sender.ssrc == ssrc }
+    }
+
+    /// Sender and receiver reports once a second (RFC 3550 §6; libwebrtc's video interval).
+    private func scheduleReports() {
+        media.reportTimer = loop.schedule(at: .now.advanced(by: .seconds(1))) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.sendReports(now: .now)
+            self.scheduleReports()
+        }
+    }
+
+    private func sendReports(now: ContinuousClock.Instant) {
+        guard let transport, transport.dtlsState == .connected else { return }
+        let blocks = media.videoReceive.values.compactMap { $0.receptionReport(now: now) }
+        var packets: [RTCPPacket] = []
+        var reportSSRC: UInt32?
+        for stream in media.videoSend.values {
+            if let sr = stream.senderStats.senderReport(now: now, ntp: media.ntp.ntp(at: now), reports: packets.isEmpty ? blocks : []) {
+                packets.append(.senderReport(sr))
+                reportSSRC = reportSSRC ?? stream.sender.ssrc
+            }
+        }
+        if packets.isEmpty, !blocks.isEmpty, let ssrc = transceiverList.first?.sender.ssrc {
+            packets.append(.receiverReport(ReceiverReport(ssrc: ssrc, reports: blocks)))
+            reportSSRC = ssrc
+        }
+        guard let ssrc = reportSSRC else { return }
+        if let cname = transceiverList.first?.sender.cname {
+            packets.append(.sourceDescription(SourceDescription(ssrc: ssrc, cname: cname)))
+        }
+        transport.sendRTCP(RTCPPacket.serializeCompound(packets))
+    }
+
+    /// W3C members the media streams add to outbound-rtp / inbound-rtp / remote-inbound-rtp.
+    func mediaStats(for t: RtpTransceiver, mid: String, into report: inout StatsReport) {
+        if let s = media.videoSend[mid], var o = report.stats["OT\(mid)"] {
+            let c = s.stats
+            o["framesEncoded"] = .int(c.framesEncoded)
+            o["keyFramesEncoded"] = .int(c.keyFramesEncoded)
+            o["frameWidth"] = .int(c.frameWidth)
+            o["frameHeight"] = .int(c.frameHeight)
+            o["totalEncodeTime"] = .double(c.totalEncodeTime.seconds)
+            o["nackCount"] = .int(c.nackCount)
+            o["pliCount"] = .int(c.pliCount)
+            o["firCount"] = .int(c.firCount)
+            o["retransmittedPacketsSent"] = .int(c.retransmittedPackets)
+            o["targetBitrate"] = .int(c.targetBitrate)
+            o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder)
+            report.add(o)
+            var m = RTCStats(id: "MS\(mid)", type: "media-source")
+            m["kind"] = .string("video")
+            if let size = t.sender.videoTrack?.lastFrameSize {
+                m["width"] = .int(size.width)
+                m["height"] = .int(size.height)
+            }
+            m["frames"] = .int(t.sender.videoTrack?.framesRendered ?? 0)
+            report.add(m)
+            if let rr = s.senderStats.remoteReport {
+                var r = RTCStats(id: "RI\(mid)", type: "remote-inbound-rtp")
+                r["ssrc"] = .int(Int(rr.ssrc))
+                r["kind"] = .string("video")
+                r["packetsLost"] = .int(Int(rr.cumulativeLost))
+                r["fractionLost"] = .double(Double(rr.fractionLost) / 256)
+                r["jitter"] = .double(Double(rr.jitter) / 90000)
+                if let rtt = s.senderStats.roundTripTime { r["roundTripTime"] = .double(rtt.seconds) }
+                r["localId"] = .string("OT\(mid)")
+                report.add(r)
+            }
+        }
+        if let s = media.audioSend[mid], var o = report.stats["OT\(mid)"] {
+            o["totalSamplesSent"] = .int(s.stats.totalSamplesSent)
+            report.add(o)
+        }
+        if let s = media.videoReceive[mid], var i = report.stats["IT\(mid)"] {
+            let c = s.stats, j = s.jitterStatistics
+            i["framesDecoded"] = .int(c.framesDecoded)
+            i["keyFramesDecoded"] = .int(c.keyFramesDecoded)
+            i["frameWidth"] = .int(c.frameWidth)
+            i["frameHeight"] = .int(c.frameHeight)
+            i["totalDecodeTime"] = .double(c.totalDecodeTime.seconds)
+            i["framesDropped"] = .int(j.framesDropped)
+            i["packetsLost"] = .int(Int(j.packetsLost))
+            i["jitter"] = .double(j.jitterSeconds)
+            i["nackCount"] = .int(c.nackCount)
+            i["pliCount"] = .int(c.pliCount)
+            i["decodeErrors"] = .int(c.decodeErrors)
+            report.add(i)
+        }
+        if let s = media.audioReceive[mid], var i = report.stats["IT\(mid)"] {
+            let c = s.stats
+            i["totalSamplesReceived"] = .int(c.samplesDecoded)
+            i["concealedSamples"] = .int(c.samplesConcealed)
+            i["audioLevel"] = .double(c.lastLevel)
+            report.add(i)
+        }
+    }
+}
+
+/// A value behind a lock, for closures that outlive the call that made them.
+final class LockedBox<T: Sendable>: Sendable {
+    private let value: Mutex<T>
+    init(_ value: T) { self.value = Mutex(value) }
+    func update(_ body: (inout T) -> Void) { value.withLock { body(&$0) } }
+}
+
+extension NTPClock {
+    /// Anchored to the wall clock now.
+    static func now() -> NTPClock {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return NTPClock(reference: .now, unixSeconds: Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9)
+    }
+}

@@ -1,0 +1,132 @@
+import Codecs
+import Dispatch
+import Media
+import RTP
+import RTPMedia
+import Synchronization
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SRTP → jitter buffer (reorder, assemble, NACK, PLI) → decoder → the receiver's track, for
+/// one remote video stream. The jitter buffer lives on the connection's loop; decoding runs on
+/// the stream's own queue.
+final class VideoReceiveStream: @unchecked Sendable {
+    // @unchecked: `buffer` and `timerID` on the loop thread; `decoder` on `queue`.
+    let codec: VideoCodecType
+    let track: VideoTrack
+    private let feedbackSSRC: UInt32
+    private let loop: EventLoop
+    private weak var transport: MediaTransport?
+    private var buffer: VideoJitterBuffer
+    private var timerID: Int?
+    private let queue = DispatchQueue(label: "swiftrtc.video-decode", qos: .userInitiated)
+    private var decoder: (any VideoDecoder)?
+    private let counters = Mutex(VideoReceiveCounters())
+    private let factory = VideoDecoderFactory()
+    private var closed = false
+
+    init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, transport: MediaTransport, loop: EventLoop) {
+        self.codec = codec
+        self.track = track
+        self.feedbackSSRC = feedbackSSRC
+        self.transport = transport
+        self.loop = loop
+        self.buffer = VideoJitterBuffer(codec: codec)
+    }
+
+    var stats: VideoReceiveCounters { counters.withLock { $0 } }
+
+    // MARK: loop thread
+
+    var jitterStatistics: VideoJitterBuffer.Statistics { buffer.statistics }
+    var remoteSSRC: UInt32? { buffer.ssrc }
+
+    func receive(_ packet: RTPPacket, now: ContinuousClock.Instant) {
+        guard !closed else { return }
+        _ = buffer.insert(packet, arrival: now)
+        pump(now)
+    }
+
+    func receiveSenderReport(_ sr: SenderReport, now: ContinuousClock.Instant) {
+        buffer.recordSenderReport(sr, arrival: now)
+    }
+
+    func receptionReport(now: ContinuousClock.Instant) -> ReceptionReport? {
+        buffer.receptionReport(now: now)
+    }
+
+    func setRTT(_ rtt: Duration) { buffer.rtt = rtt }
+
+    func close() {
+        closed = true
+        if let timerID { loop.cancelTimer(timerID) }
+    }
+
+    private func pump(_ now: ContinuousClock.Instant) {
+        while let frame = buffer.pollFrame() {
+            counters.withLock { $0.framesAssembled += 1 }
+            queue.async { [self] in decode(frame) }
+        }
+        if let lost = buffer.pollNack(now: now), let ssrc = buffer.ssrc {
+            transport?.sendRTCP(RTCPPacket.serializeCompound([.nack(GenericNACK(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lostSequenceNumbers: lost))]))
+            counters.withLock { $0.nackCount += 1 }
+        }
+        if buffer.pollKeyframeRequest(now: now), let ssrc = buffer.ssrc {
+            transport?.sendRTCP(RTCPPacket.serializeCompound([.pli(senderSSRC: feedbackSSRC, mediaSSRC: ssrc)]))
+            counters.withLock { $0.pliCount += 1 }
+        }
+        if let timerID { loop.cancelTimer(timerID) }
+        timerID = nil
+        if let deadline = buffer.nextDeadline() {
+            timerID = loop.schedule(at: deadline) { [weak self] in
+                guard let self, !self.closed else { return }
+                self.timerID = nil
+                let now = ContinuousClock.now
+                self.buffer.handleTimeout(now: now)
+                self.pump(now)
+            }
+        }
+    }
+
+    // MARK: decode queue
+
+    private func decode(_ encoded: EncodedFrame) {
+        let started = ContinuousClock.now
+        do {
+            if decoder == nil { decoder = try factory.makeDecoder(codec) }
+            guard let decoder, var frame = try decoder.decode(encoded) else { return }
+            let decodeTime = ContinuousClock.now - started
+            frame.timestampNs = monotonicNanoseconds()
+            counters.withLock {
+                $0.framesDecoded += 1
+                if encoded.isKeyframe { $0.keyFramesDecoded += 1 }
+                $0.frameWidth = frame.width
+                $0.frameHeight = frame.height
+                $0.totalDecodeTime += decodeTime
+            }
+            track.source.deliverCapturedFrame(frame)
+        } catch {
+            counters.withLock { $0.decodeErrors += 1 }
+            loop.execute { [weak self] in
+                guard let self, !self.closed else { return }
+                self.buffer.decoderFailed()
+                self.pump(.now)
+            }
+        }
+    }
+}
+
+struct VideoReceiveCounters: Sendable {
+    var framesAssembled = 0, framesDecoded = 0, keyFramesDecoded = 0, frameWidth = 0, frameHeight = 0
+    var decodeErrors = 0, nackCount = 0, pliCount = 0
+    var totalDecodeTime: Duration = .zero
+}
+
+/// CLOCK_MONOTONIC in ns (the clock capture timestamps use).
+func monotonicNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}

@@ -1,0 +1,184 @@
+import Codecs
+import Dispatch
+import Media
+import RTP
+import RTPMedia
+import Synchronization
+import Transport
+
+/// track → encoder → packetizer → SRTP, for one video sender. Frames arrive on the capture
+/// thread and wait in a one-frame mailbox, so a slow encoder drops frames instead of queueing
+/// latency; encoding runs on the stream's own queue; packets go out on the connection's loop,
+/// which also keeps the history that answers NACKs.
+final class VideoSendStream: VideoRenderer, @unchecked Sendable {
+    // @unchecked: `encoder`…`nextAllowedNs` are used on `queue` only; `history`, `senderStats`
+    // on the loop thread only; shared counters sit behind Mutexes.
+    let sender: RtpSender
+    let codec: VideoCodecType
+    let payloadType: UInt8
+    private weak var transport: MediaTransport?
+    private let loop: EventLoop
+    private let queue = DispatchQueue(label: "swiftrtc.video-encode", qos: .userInitiated)
+    private let mailbox = Mutex<(frame: VideoFrame?, scheduled: Bool)>((nil, false))
+    private let keyframeWanted = Atomic<Bool>(true)
+    private let parameters: Mutex<RtpSendParameters>
+    private let counters = Mutex(VideoSendCounters())
+
+    // encode queue state
+    private var encoder: (any VideoEncoder)?
+    private var h264 = H264Packetizer()
+    private var vp8 = VP8Packetizer(initialPictureID: UInt16.random(in: 0...0x7fff))
+    private var firstCaptureNs: Int64?
+    private let timestampBase = UInt32.random(in: 0...UInt32.max)
+    private var nextAllowedNs: Int64 = .min
+    private let factory = VideoEncoderFactory()
+
+    // loop state
+    var history = RTPHistory(capacity: 2048)
+    var senderStats: SenderStatistics
+
+    init(sender: RtpSender, codec: VideoCodecType, payloadType: UInt8, transport: MediaTransport, loop: EventLoop) {
+        self.sender = sender
+        self.codec = codec
+        self.payloadType = payloadType
+        self.transport = transport
+        self.loop = loop
+        self.parameters = Mutex(sender.parameters)
+        self.senderStats = SenderStatistics(ssrc: sender.ssrc, clockRate: 90000)
+    }
+
+    var stats: VideoSendCounters { counters.withLock { $0 } }
+
+    // MARK: frames in (capture thread)
+
+    func render(_ frame: VideoFrame) {
+        let schedule = mailbox.withLock { box -> Bool in
+            if box.frame != nil { counters.withLock { $0.framesDroppedBusy += 1 } }
+            box.frame = frame
+            if box.scheduled { return false }
+            box.scheduled = true
+            return true
+        }
+        if schedule { queue.async { [self] in encodeWaiting() } }
+    }
+
+    func requestKeyframe() { keyframeWanted.store(true, ordering: .relaxed) }
+
+    func update(_ p: RtpSendParameters) { parameters.withLock { $0 = p } }
+
+    // MARK: encode queue
+
+    private func encodeWaiting() {
+        while let frame = mailbox.withLock({ box -> VideoFrame? in
+            defer { box.frame = nil }
+            if box.frame == nil { box.scheduled = false }
+            return box.frame
+        }) {
+            encode(frame)
+        }
+    }
+
+    private func encode(_ input: VideoFrame) {
+        let p = parameters.withLock { $0 }
+        let encoding = p.encodings.first ?? RtpEncodingParameters()
+        guard encoding.active else { return }
+        // maxFramerate: let frames through on an even grid of the capture clock.
+        if let maxFps = encoding.maxFramerate, maxFps > 0 {
+            let interval = Int64(1e9 / maxFps)
+            if nextAllowedNs != .min && input.timestampNs + interval / 10 < nextAllowedNs {
+                counters.withLock { $0.framesDroppedRate += 1 }
+                return
+            }
+            // Stay on the grid unless the source stalled for longer than one interval.
+            let onGrid = nextAllowedNs != .min && input.timestampNs - nextAllowedNs <= interval
+            nextAllowedNs = (onGrid ? nextAllowedNs : input.timestampNs) + interval
+        }
+        var frame = input
+        if frame.format != .i420 { frame.buffer = frame.buffer.converted(to: .i420) }
+        if let scale = encoding.scaleResolutionDownBy, scale > 1 {
+            let w = max(2, Int(Double(frame.width) / scale) & ~1), h = max(2, Int(Double(frame.height) / scale) & ~1)
+            frame.buffer = frame.buffer.scaled(width: w, height: h)
+        }
+        let fps = encoding.maxFramerate.map { min($0, 30) } ?? 30
+        let target = targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
+        do {
+            if encoder == nil || encoder?.settings.width != frame.width || encoder?.settings.height != frame.height {
+                let settings = VideoEncoderSettings(width: frame.width, height: frame.height, framerate: fps, bitrate: target,
+                                                    maxBitrate: encoding.maxBitrate, minBitrate: encoding.minBitrate)
+                if let encoder { try encoder.configure(settings) } else { encoder = try factory.makeEncoder(codec, settings: settings) }
+                keyframeWanted.store(true, ordering: .relaxed)
+            } else if let encoder, encoder.settings.bitrate != target || encoder.settings.framerate != fps {
+                encoder.setRates(bitrate: target, framerate: fps)
+            }
+            guard let encoder else { return }
+            let first = firstCaptureNs ?? frame.timestampNs
+            firstCaptureNs = first
+            let rtpTimestamp = timestampBase &+ UInt32(truncatingIfNeeded: (frame.timestampNs - first) * 9 / 100_000)
+            let force = keyframeWanted.exchange(false, ordering: .relaxed)
+            let started = ContinuousClock.now
+            guard let encoded = try encoder.encode(frame, rtpTimestamp: rtpTimestamp, forceKeyframe: force) else {
+                counters.withLock { $0.framesDroppedEncoder += 1 }
+                return
+            }
+            let encodeTime = ContinuousClock.now - started
+            let payloads: [RTPPayload]
+            switch codec {
+            case .h264: payloads = h264.packetize(encoded, maxPayloadSize: RTPPayloadLimits.defaultMaxPayloadSize)
+            case .vp8: payloads = vp8.packetize(encoded, maxPayloadSize: RTPPayloadLimits.defaultMaxPayloadSize)
+            }
+            counters.withLock {
+                $0.framesEncoded += 1
+                if encoded.isKeyframe { $0.keyFramesEncoded += 1 }
+                $0.frameWidth = frame.width
+                $0.frameHeight = frame.height
+                $0.totalEncodeTime += encodeTime
+                $0.totalEncodedBytes += encoded.data.count
+                $0.targetBitrate = target
+            }
+            sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp) { [self] packet, bytes, now in
+                didSend(packet, bytes: bytes, now: now)
+            }
+        } catch {
+            counters.withLock { $0.encodeErrors += 1 }
+            encoder = nil   // re-created on the next frame
+        }
+    }
+
+    /// libwebrtc-like defaults: about 0.05 bit per pixel per frame, within the sender's limits.
+    private func targetBitrate(width: Int, height: Int, fps: Double, encoding: RtpEncodingParameters) -> Int {
+        var bps = Int(Double(width * height) * fps * 0.05)
+        bps = min(max(bps, 150_000), 2_500_000)
+        if let m = encoding.maxBitrate { bps = min(bps, m) }
+        if let m = encoding.minBitrate { bps = max(bps, m) }
+        return bps
+    }
+
+    // MARK: loop thread
+
+    /// Called by the sender for each packet it sent: remembered for NACKs and reports.
+    func didSend(_ packet: RTPPacket, bytes: [UInt8], now: ContinuousClock.Instant) {
+        history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        senderStats.record(packet, sentAt: now)
+    }
+
+    /// A NACK from the receiver: resend what the history still has.
+    func handleNack(_ sequenceNumbers: [UInt16], now: ContinuousClock.Instant) {
+        counters.withLock { $0.nackCount += 1 }
+        for bytes in history.packets(for: sequenceNumbers, now: now) {
+            transport?.sendRTP(bytes)
+            counters.withLock { $0.retransmittedPackets += 1 }
+        }
+    }
+
+    func handleKeyframeRequest(pli: Bool) {
+        counters.withLock { if pli { $0.pliCount += 1 } else { $0.firCount += 1 } }
+        requestKeyframe()
+    }
+}
+
+struct VideoSendCounters: Sendable {
+    var framesEncoded = 0, keyFramesEncoded = 0, frameWidth = 0, frameHeight = 0
+    var framesDroppedBusy = 0, framesDroppedRate = 0, framesDroppedEncoder = 0, encodeErrors = 0
+    var totalEncodeTime: Duration = .zero, totalEncodedBytes = 0, targetBitrate = 0
+    var nackCount = 0, pliCount = 0, firCount = 0, retransmittedPackets = 0
+}
