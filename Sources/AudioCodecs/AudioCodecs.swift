@@ -1,1 +1,0 @@
-// AudioCodecs: work in progress

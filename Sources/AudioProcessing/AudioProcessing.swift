@@ -1,1 +1,0 @@
-// AudioProcessing: work in progress

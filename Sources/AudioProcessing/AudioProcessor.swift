@@ -1,0 +1,176 @@
+internal import CAudioProcessing
+import Media
+import Synchronization
+
+/// Microphone-side audio processing (libwebrtc's APM): feed every captured frame through
+/// `processCapture` and every frame sent to the loudspeaker through `processRender`.
+///
+/// Frames are 10 ms; longer frames that are a whole number of 10 ms chunks (20 ms) are split and
+/// processed chunk by chunk. Capture and render may run on two threads at the same time; options
+/// and the stream delay may change from any thread and take effect with the next chunk.
+public final class AudioProcessor: @unchecked Sendable {
+    // @unchecked: `handle` is only used through the C shim, which serializes each direction
+    // (capture, render) with its own mutex and keeps options and delay in atomics; the Swift-side
+    // state is behind `state`.
+    private let handle: OpaquePointer
+    public let sampleRate: Int
+    public let channels: Int
+
+    private struct State {
+        var options: AudioProcessingOptions
+        var streamDelayMs: Int = 0
+        var lastError: MediaError?
+    }
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - sampleRate: 8000, 16000, 32000 or 48000 (other multiples of 100 Hz are resampled).
+    ///   - channels: 1 or 2.
+    public init(sampleRate: Int = 48000, channels: Int = 1,
+                options: AudioProcessingOptions = .all) throws(MediaError) {
+        guard (8000...48000).contains(sampleRate), sampleRate % 100 == 0 else {
+            throw MediaError("AudioProcessor: unsupported sample rate \(sampleRate) Hz (8000…48000, a multiple of 100)")
+        }
+        guard (1...2).contains(channels) else {
+            throw MediaError("AudioProcessor: unsupported channel count \(channels) (1 or 2)")
+        }
+        guard let handle = capm_create(Int32(sampleRate), Int32(channels)) else {
+            throw MediaError("AudioProcessor: webrtc-audio-processing failed to create a processor for \(sampleRate) Hz, \(channels) channel(s)")
+        }
+        self.handle = handle
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.state = Mutex(State(options: options))
+        let result = capm_set_components(handle, options.componentBits)
+        if result != 0 {
+            capm_destroy(handle)
+            throw MediaError("AudioProcessor: enabling \(options) failed: \(Self.describe(result))")
+        }
+    }
+
+    deinit { capm_destroy(handle) }
+
+    /// The components currently running.
+    public var options: AudioProcessingOptions { state.withLock { $0.options } }
+
+    /// Why the last frame was passed through unprocessed, if it was (wrong rate, channel count or
+    /// length). Cleared by the next frame processed successfully.
+    public var lastError: MediaError? { state.withLock { $0.lastError } }
+
+    /// Switches components on or off while running (the per-track goog* constraints).
+    public func update(options: AudioProcessingOptions) {
+        state.withLock { state in
+            let result = capm_set_components(handle, options.componentBits)
+            state.options = options
+            state.lastError = result == 0 ? nil
+                : MediaError("AudioProcessor: applying \(options) failed: \(Self.describe(result))")
+        }
+    }
+
+    /// Time between a frame passed to `processRender` and the capture frame that holds its echo
+    /// (playout buffering + capture buffering). The echo canceller also estimates it itself
+    /// (delay-agnostic mode); a good value here speeds up convergence.
+    public func setStreamDelay(ms: Int) {
+        let clamped = max(0, min(ms, 500))
+        state.withLock { $0.streamDelayMs = clamped }
+        capm_set_stream_delay_ms(handle, Int32(clamped))
+    }
+
+    public var streamDelayMs: Int { state.withLock { $0.streamDelayMs } }
+
+    /// Whether the echo canceller thinks the last capture chunk might contain echo.
+    public var streamHasEcho: Bool { capm_stream_has_echo(handle) != 0 }
+
+    /// The echo canceller's own estimate of the render→capture delay, once it has one.
+    public var estimatedEchoDelayMs: Int? {
+        let median = capm_echo_delay_median_ms(handle)
+        return median >= 0 ? Int(median) : nil
+    }
+
+    /// Processes near-end (microphone) audio. Returns a frame of the same format, duration and
+    /// timestamp. A frame that cannot be processed (rate, channel count or a length that is not a
+    /// whole number of 10 ms) comes back unchanged and `lastError` says why.
+    public func processCapture(_ frame: AudioFrame) -> AudioFrame {
+        if let problem = check(frame, direction: "capture") {
+            record(problem)
+            return frame
+        }
+        let frames = frame.samplesPerChannel
+        let rate = Int32(frame.sampleRate), ch = Int32(frame.channels)
+        var result: Int32 = 0
+        var out = frame
+        switch frame.samples {
+        case .int16(let input):
+            let output = [Int16](unsafeUninitializedCapacity: input.count) { buffer, count in
+                input.withUnsafeBufferPointer { src in
+                    result = capm_process_capture_s16(handle, src.baseAddress, buffer.baseAddress, frames, rate, ch)
+                }
+                count = input.count
+            }
+            out.samples = .int16(output)
+        case .float(let input):
+            let output = [Float](unsafeUninitializedCapacity: input.count) { buffer, count in
+                input.withUnsafeBufferPointer { src in
+                    result = capm_process_capture_f32(handle, src.baseAddress, buffer.baseAddress, frames, rate, ch)
+                }
+                count = input.count
+            }
+            out.samples = .float(output)
+        }
+        if result != 0 {
+            record(MediaError("AudioProcessor: capture processing failed: \(Self.describe(result))"))
+            return frame
+        }
+        record(nil)
+        return out
+    }
+
+    /// Feeds far-end audio (what the loudspeaker plays), the echo canceller's reference. Only used
+    /// while echo cancellation or gain control is on; cheap otherwise.
+    public func processRender(_ frame: AudioFrame) {
+        if let problem = check(frame, direction: "render") {
+            record(problem)
+            return
+        }
+        let frames = frame.samplesPerChannel
+        let rate = Int32(frame.sampleRate), ch = Int32(frame.channels)
+        let result: Int32
+        switch frame.samples {
+        case .int16(let input):
+            result = input.withUnsafeBufferPointer { capm_process_render_s16(handle, $0.baseAddress, frames, rate, ch) }
+        case .float(let input):
+            result = input.withUnsafeBufferPointer { capm_process_render_f32(handle, $0.baseAddress, frames, rate, ch) }
+        }
+        if result != 0 {
+            record(MediaError("AudioProcessor: render processing failed: \(Self.describe(result))"))
+        }
+    }
+
+    private func check(_ frame: AudioFrame, direction: String) -> MediaError? {
+        guard (8000...48000).contains(frame.sampleRate), frame.sampleRate % 100 == 0 else {
+            return MediaError("AudioProcessor: \(direction) frame at \(frame.sampleRate) Hz is not supported")
+        }
+        guard (1...2).contains(frame.channels) else {
+            return MediaError("AudioProcessor: \(direction) frame has \(frame.channels) channels (1 or 2 supported)")
+        }
+        let count: Int
+        switch frame.samples {
+        case .int16(let s): count = s.count
+        case .float(let s): count = s.count
+        }
+        let chunk = frame.sampleRate / 100
+        guard count > 0, count % frame.channels == 0, (count / frame.channels) % chunk == 0 else {
+            return MediaError("AudioProcessor: \(direction) frame has \(count) samples for \(frame.channels) channel(s); "
+                              + "needs a whole number of 10 ms chunks (\(chunk * frame.channels) samples each)")
+        }
+        return nil
+    }
+
+    private func record(_ error: MediaError?) {
+        state.withLock { $0.lastError = error }
+    }
+
+    private static func describe(_ code: Int32) -> String {
+        "\(String(cString: capm_error_string(code))) (\(code))"
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+import Media
+@testable import AudioProcessing
+
+@Suite struct AudioProcessorTests {
+    private static let onlyNS = AudioProcessingOptions(echoCancellation: false, autoGainControl: false,
+                                                       noiseSuppression: true, highPassFilter: false)
+    private static let onlyAGC = AudioProcessingOptions(echoCancellation: false, autoGainControl: true,
+                                                        noiseSuppression: false, highPassFilter: false)
+    private static let onlyAEC = AudioProcessingOptions(echoCancellation: true, autoGainControl: false,
+                                                        noiseSuppression: false, highPassFilter: false)
+
+    @Test func everythingOffPassesAudioThroughUnchanged() throws {
+        let processor = try AudioProcessor(sampleRate: 48000, channels: 1, options: .none)
+        let noise = TestSignal.whiteNoise(samples: 48000, amplitude: 0.3)
+        for (index, frame) in TestSignal.frames(noise, ms: 20).enumerated() {
+            processor.processRender(frame)
+            let out = processor.processCapture(frame)
+            #expect(TestSignal.floats(out) == TestSignal.floats(frame))
+            #expect(out.timestampNs == Int64(index) * 20_000_000)
+        }
+        let pcm = noise.prefix(480).map { Int16($0 * 32767) }
+        let out = processor.processCapture(AudioFrame(samples: .int16(pcm), timestampNs: 7))
+        guard case .int16(let samples) = out.samples else { Issue.record("format changed"); return }
+        #expect(samples == pcm)
+        #expect(processor.lastError == nil)
+    }
+
+    @Test func noiseSuppressionRemovesWhiteNoise() throws {
+        let processor = try AudioProcessor(options: Self.onlyNS)
+        let noise = TestSignal.whiteNoise(samples: 48000 * 4, amplitude: 0.05)
+        var out: [Float] = []
+        for frame in TestSignal.frames(noise) { out += TestSignal.floats(processor.processCapture(frame)) }
+        #expect(out.count == noise.count)
+        // After three seconds to converge.
+        let reduction = TestSignal.dB(TestSignal.energy(noise[144_000...]) / TestSignal.energy(out[144_000...]))
+        #expect(reduction >= 6, "noise reduced by \(reduction) dB")
+    }
+
+    /// Speech-like bursts of a quiet tone (200 ms on, 200 ms off at -43 dBFS): the adaptive
+    /// digital gain control raises them. (A steady tone is not speech to its voice detector and
+    /// only gets the fixed compression gain.)
+    @Test func gainControlRaisesAQuietTone() throws {
+        let processor = try AudioProcessor(options: Self.onlyAGC)
+        let tone = TestSignal.tone(hz: 440, amplitude: 0.01, samples: 48000 * 6)
+        let bursts = tone.enumerated().map { ($0.offset / 9600) % 2 == 0 ? $0.element : 0 }
+        var out: [Float] = []
+        // 20 ms frames: split into two 10 ms chunks inside.
+        for frame in TestSignal.frames(bursts, ms: 20) { out += TestSignal.floats(processor.processCapture(frame)) }
+        let gain = TestSignal.dB(TestSignal.energy(out[192_000...]) / TestSignal.energy(bursts[192_000...]))
+        #expect(gain >= 6, "quiet bursts raised by \(gain) dB")
+        #expect(out.allSatisfy { abs($0) <= 1 })
+    }
+
+    /// Far end: white noise. Near end: its echo 20 ms later at half amplitude, plus a quiet 1 kHz
+    /// talker. The echo left in the output (after taking the talker's tone out) must drop by
+    /// ≥ 10 dB once the canceller has converged; when the far end goes quiet the talker passes.
+    @Test func echoCancellationRemovesTheEcho() throws {
+        let processor = try AudioProcessor(options: Self.onlyAEC)
+        processor.setStreamDelay(ms: 20)
+        let seconds = 8, quietTail = 2
+        let total = 48000 * (seconds + quietTail)
+        let noise = TestSignal.whiteNoise(samples: 48000 * seconds, amplitude: 0.2, seed: 7)
+        let far = noise + [Float](repeating: 0, count: 48000 * quietTail)
+        let near = TestSignal.tone(hz: 1000, amplitude: 0.01, samples: total)
+        let delay = 960
+        let echo = (0..<total).map { $0 >= delay ? 0.5 * far[$0 - delay] : 0 }
+        let capture = zip(echo, near).map { $0 + $1 }
+
+        let farFrames = TestSignal.frames(far), captureFrames = TestSignal.frames(capture)
+        var out: [Float] = []
+        for (render, mic) in zip(farFrames, captureFrames) {
+            processor.processRender(render)
+            out += TestSignal.floats(processor.processCapture(mic))
+        }
+        #expect(processor.lastError == nil)
+
+        let converged = (48000 * 3)..<(48000 * seconds)
+        let echoIn = TestSignal.energy(echo[converged])
+        let echoOut = TestSignal.energyWithoutTone(Array(out[converged]), hz: 1000, offset: converged.lowerBound)
+        let reduction = TestSignal.dB(echoIn / echoOut)
+        #expect(reduction >= 10, "echo reduced by \(reduction) dB")
+
+        // Far end silent (after the last echo has died away): the near-end talker is kept.
+        let tail = (48000 * seconds + 9600)..<total
+        let talker = TestSignal.dB(TestSignal.energy(out[tail]) / TestSignal.energy(near[tail]))
+        #expect(abs(talker) < 3, "near-end level changed by \(talker) dB")
+    }
+
+    @Test func componentsSwitchAtRunTime() throws {
+        let processor = try AudioProcessor(options: .none)
+        let noise = TestSignal.whiteNoise(samples: 48000 * 2, amplitude: 0.05, seed: 3)
+        let frames = TestSignal.frames(noise)
+        #expect(TestSignal.floats(processor.processCapture(frames[0])) == TestSignal.floats(frames[0]))
+
+        processor.update(options: Self.onlyNS)
+        #expect(processor.options == Self.onlyNS)
+        var processed: [Float] = []
+        for frame in frames[1..<150] { processed += TestSignal.floats(processor.processCapture(frame)) }
+        let suppressed = TestSignal.dB(TestSignal.energy(noise[(48000)..<(150 * 480)]) / TestSignal.energy(processed[(47520)...]))
+        #expect(suppressed >= 6, "noise suppression switched on: \(suppressed) dB")
+
+        processor.update(options: .none)
+        for frame in frames[150...] {
+            #expect(TestSignal.floats(processor.processCapture(frame)) == TestSignal.floats(frame))
+        }
+    }
+
+    @Test func everythingOnRunsTogether() throws {
+        let processor = try AudioProcessor(sampleRate: 48000, channels: 2, options: .all)
+        processor.setStreamDelay(ms: 40)
+        let noise = TestSignal.whiteNoise(samples: 96000, amplitude: 0.1)
+        let stereo = AudioFrame(samples: .float(Array(noise.prefix(960))), channels: 2, timestampNs: 0)
+        for _ in 0..<50 {
+            processor.processRender(stereo)
+            let out = processor.processCapture(stereo)
+            #expect(out.channels == 2 && out.samplesPerChannel == 480)
+        }
+        #expect(processor.lastError == nil)
+    }
+
+    @Test func unprocessableFramesComeBackUnchangedWithAReason() throws {
+        let processor = try AudioProcessor(options: .all)
+        let odd = AudioFrame(samples: .float([Float](repeating: 0.1, count: 720)), timestampNs: 0)   // 15 ms
+        #expect(TestSignal.floats(processor.processCapture(odd)) == TestSignal.floats(odd))
+        let error = try #require(processor.lastError)
+        #expect(error.description.contains("720 samples"), "\(error)")
+
+        let wrongRate = AudioFrame(samples: .int16([Int16](repeating: 5, count: 441)), sampleRate: 44123, timestampNs: 0)
+        #expect(processor.processCapture(wrongRate).int16Samples == wrongRate.int16Samples)
+        #expect(processor.lastError?.description.contains("44123 Hz") == true)
+
+        let empty = AudioFrame(samples: .int16([]), timestampNs: 0)
+        #expect(processor.processCapture(empty).int16Samples.isEmpty)
+        processor.processRender(AudioFrame(samples: .float([1, 2, 3]), channels: 3, timestampNs: 0))
+        #expect(processor.lastError?.description.contains("3 channels") == true)
+
+        // A good frame clears the error.
+        _ = processor.processCapture(AudioFrame.silence(timestampNs: 0))
+        #expect(processor.lastError == nil)
+
+        #expect(throws: MediaError.self) { try AudioProcessor(sampleRate: 12345) }
+        #expect(throws: MediaError.self) { try AudioProcessor(channels: 3) }
+    }
+
+    @Test func constraintsMapToOptions() {
+        let options = AudioProcessingOptions(constraints: [
+            "googEchoCancellation": "true", "googAutoGainControl": "false",
+            "googNoiseSuppression": "TRUE", "googHighpassFilter": "maybe",
+        ], base: .none)
+        #expect(options == AudioProcessingOptions(echoCancellation: true, autoGainControl: false,
+                                                  noiseSuppression: true, highPassFilter: false))
+        #expect(AudioProcessingOptions(constraints: [:]) == .all)
+    }
+}
