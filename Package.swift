@@ -51,10 +51,12 @@ let package = Package(
         .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV"]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport"]),
+        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
+                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing"]),
         .target(name: "Signaling", dependencies: ["HTTP"]),
+        .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP"]),
-        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Media"]),
+        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN"], path: "Sources/bench"),
@@ -73,7 +75,8 @@ let package = Package(
         .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
-        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP"]),
+        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP",
+                                                               "Media", "Capture", "Render"]),
     ],
     swiftLanguageModes: [.v6]
 )

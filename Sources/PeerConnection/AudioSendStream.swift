@@ -46,8 +46,12 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
         }
         if frame.channels == 2 {   // mono on the wire, as Opus voice usually is
             let s = frame.int16Samples
-            frame = AudioFrame(samples: .int16(stride(from: 0, to: s.count - 1, by: 2).map { Int16((Int(s[$0]) + Int(s[$0 + 1])) / 2) }),
-                               sampleRate: 48000, channels: 1, timestampNs: frame.timestampNs)
+            var mono = [Int16](repeating: 0, count: s.count / 2)
+            for i in 0..<mono.count {
+                let sum = Int(s[2 * i]) + Int(s[2 * i + 1])
+                mono[i] = Int16(sum / 2)
+            }
+            frame = AudioFrame(samples: .int16(mono), sampleRate: 48000, channels: 1, timestampNs: frame.timestampNs)
         }
         if let options = processing.withLock({ $0 }) {
             do {

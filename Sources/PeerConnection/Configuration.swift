@@ -27,8 +27,9 @@ extension PeerConnection {
         /// Encode tracks and decode what arrives. Pass-through endpoints (echo, relay) turn it off
         /// and only forward RTP.
         public var mediaPipeline = true
-        /// Echo cancellation, gain control, noise suppression for audio senders (nil: off).
-        public var audioProcessing: AudioProcessingOptions? = AudioProcessingOptions()
+        /// Echo cancellation, gain control, noise suppression for audio senders (nil: off, as for
+        /// file and synthetic sources; microphones want `.all`). Per sender: `setAudioProcessing`.
+        public var audioProcessing: AudioProcessingOptions? = nil
         /// Offer `a=ice-options:trickle`.
         public var trickle = true
         public init() {}

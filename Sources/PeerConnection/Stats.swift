@@ -76,14 +76,15 @@ public struct StatsReport: Sendable {
         stats.values.filter { $0.type == type }.sorted { $0.id < $1.id }
     }
 
+    /// One entry as a JSON object.
+    public static func json(_ s: RTCStats) -> [String: Any] {
+        var entry: [String: Any] = ["id": s.id, "type": s.type, "timestamp": s.timestamp]
+        for (k, v) in s.values { entry[k] = v.jsonValue }
+        return entry
+    }
+
     /// `{id: {type, timestamp, …members}}`, ready for JSONSerialization.
     public var jsonObject: [String: Any] {
-        var out: [String: Any] = [:]
-        for (id, s) in stats {
-            var entry: [String: Any] = ["id": id, "type": s.type, "timestamp": s.timestamp]
-            for (k, v) in s.values { entry[k] = v.jsonValue }
-            out[id] = entry
-        }
-        return out
+        stats.mapValues(Self.json)
     }
 }

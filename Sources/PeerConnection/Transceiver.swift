@@ -168,7 +168,7 @@ public final class RtpSender: @unchecked Sendable {
             if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
             packets.append(packet)
         }
-        transport.loop.execute { [self] in
+        transport.loop.execute { [self, packets] in
             let now = ContinuousClock.now
             for packet in packets {
                 let bytes = packet.serialize()

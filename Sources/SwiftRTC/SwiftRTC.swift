@@ -3,3 +3,6 @@
 @_exported import Relay
 @_exported import Media
 @_exported import Signaling
+@_exported import Streaming
+@_exported import Capture
+@_exported import Render

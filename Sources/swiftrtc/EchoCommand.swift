@@ -54,6 +54,12 @@ final class OnceFlag: @unchecked Sendable {
     // @unchecked: guarded by `lock`.
     private let lock = NSLock()
     private var fired = false
+    var isFired: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return fired
+    }
+
     func fire() -> Bool {
         lock.lock()
         defer { lock.unlock() }

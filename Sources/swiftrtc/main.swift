@@ -7,6 +7,8 @@ usage: swiftrtc <command> [options]    (swiftrtc <command> --help for each)
 
 commands:
   echo     a WHIP-style echo endpoint: your media comes back to you
+  publish  publish a test pattern or a file (plus audio) to SRS (webrtc://) or a WHIP URL
+  play     play a stream from SRS (webrtc://) or a WHEP URL: record, snapshot, window
   probe    offer audio+video to a WHIP-style URL, send raw RTP, report what returns
 """
 
@@ -16,6 +18,8 @@ do {
     switch argv.first {
     case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))
+    case "publish": code = try await PublishCommand.run(Array(argv.dropFirst()))
+    case "play": code = try await PlayCommand.run(Array(argv.dropFirst()))
     case nil, "--help", "-h", "help":
         say(topUsage)
         code = argv.isEmpty ? 2 : 0

@@ -1,1 +1,0 @@
-// Capture: work in progress

@@ -1,1 +1,0 @@
-// Codecs: work in progress

@@ -1,0 +1,45 @@
+import RTP
+
+/// Sender side of keyframe requests for one outgoing SSRC: a PLI (RFC 4585 §6.3.1) or a FIR
+/// entry with a new command sequence number (RFC 5104 §4.3.1.2: a repeated number is the same
+/// request, not a new one) asks the encoder for a keyframe. Requests closer together than
+/// `minInterval` collapse into one (the keyframe already on its way answers them).
+public struct KeyframeRequestTracker: Sendable {
+    public let ssrc: UInt32
+    public var minInterval: Duration
+    private var lastFIRSequence: [UInt32: UInt8] = [:]
+    private var lastKeyframe: ContinuousClock.Instant?
+    public private(set) var plisReceived = 0
+    public private(set) var firsReceived = 0
+    public private(set) var keyframesRequested = 0
+
+    public init(ssrc: UInt32, minInterval: Duration = .milliseconds(100)) {
+        self.ssrc = ssrc
+        self.minInterval = minInterval
+    }
+
+    /// True when this RTCP packet should make the encoder produce a keyframe now.
+    public mutating func handle(_ packet: RTCPPacket, now: ContinuousClock.Instant) -> Bool {
+        var asked = false
+        switch packet {
+        case .pli(_, let media) where media == ssrc:
+            plisReceived += 1
+            asked = true
+        case .fir(let fir):
+            for entry in fir.entries where entry.ssrc == ssrc {
+                firsReceived += 1
+                if lastFIRSequence[fir.senderSSRC] != entry.sequenceNumber {
+                    lastFIRSequence[fir.senderSSRC] = entry.sequenceNumber
+                    asked = true
+                }
+            }
+        default:
+            break
+        }
+        guard asked else { return false }
+        if let last = lastKeyframe, now - last < minInterval { return false }
+        lastKeyframe = now
+        keyframesRequested += 1
+        return true
+    }
+}

@@ -1,1 +1,0 @@
-// RTPMedia: work in progress

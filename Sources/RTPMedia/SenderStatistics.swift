@@ -1,0 +1,60 @@
+import RTP
+
+/// What we sent on one SSRC: counts for the SR, the timestamp/clock pairing the SR carries,
+/// and what the remote end reports back about it (loss, jitter, round-trip time).
+public struct SenderStatistics: Sendable {
+    public let ssrc: UInt32
+    public let clockRate: Int
+    /// Counts wrap at 2^32 as the SR fields do.
+    public private(set) var packetsSent: UInt32 = 0
+    /// Payload octets (RFC 3550 §6.4.1: no header or padding).
+    public private(set) var octetsSent: UInt32 = 0
+    public private(set) var lastRTPTimestamp: UInt32?
+    public private(set) var lastSendTime: ContinuousClock.Instant?
+    /// Latest round-trip time computed from a report block about our stream.
+    public private(set) var roundTripTime: Duration?
+    /// The latest report block about our stream.
+    public private(set) var remoteReport: ReceptionReport?
+
+    public init(ssrc: UInt32, clockRate: Int) {
+        self.ssrc = ssrc
+        self.clockRate = max(clockRate, 1)
+    }
+
+    /// Counts a sent media packet. Retransmissions count too (they are packets on this SSRC)
+    /// but do not move the timestamp reference.
+    public mutating func record(_ packet: RTPPacket, sentAt: ContinuousClock.Instant, isRetransmission: Bool = false) {
+        record(payloadBytes: packet.payload.count, rtpTimestamp: packet.timestamp, sentAt: sentAt,
+               isRetransmission: isRetransmission)
+    }
+
+    public mutating func record(payloadBytes: Int, rtpTimestamp: UInt32, sentAt: ContinuousClock.Instant,
+                                isRetransmission: Bool = false) {
+        packetsSent &+= 1
+        octetsSent &+= UInt32(truncatingIfNeeded: payloadBytes)
+        guard !isRetransmission else { return }
+        lastRTPTimestamp = rtpTimestamp
+        lastSendTime = sentAt
+    }
+
+    /// The SR at `now`: `ntp` is the wall clock at `now`; the RTP timestamp is the last sent
+    /// one advanced by the time since it left. Nil before the first packet.
+    public func senderReport(now: ContinuousClock.Instant, ntp: UInt64, reports: [ReceptionReport] = []) -> SenderReport? {
+        guard let ts = lastRTPTimestamp, let sent = lastSendTime else { return nil }
+        let ticks = (now - sent).rtpTicks(clockRate: clockRate)
+        return SenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: ts &+ UInt32(truncatingIfNeeded: ticks),
+                            packetCount: packetsSent, octetCount: octetsSent, reports: reports)
+    }
+
+    /// Takes a report block from the remote's SR/RR; for our SSRC it is kept and, when it echoes
+    /// one of our SRs, gives the round-trip time (`arrivalNTP`: wall clock when it arrived).
+    @discardableResult
+    public mutating func handle(_ report: ReceptionReport, arrivalNTP: UInt64) -> Duration? {
+        guard report.ssrc == ssrc else { return nil }
+        remoteReport = report
+        guard let rtt = NTPTime.roundTripTime(arrival: NTPTime.compact(arrivalNTP), lastSR: report.lastSR,
+                                              delaySinceLastSR: report.delaySinceLastSR) else { return nil }
+        roundTripTime = rtt
+        return rtt
+    }
+}

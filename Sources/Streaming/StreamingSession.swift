@@ -1,0 +1,121 @@
+import Media
+import PeerConnection
+import Signaling
+
+/// Publish to or play from a streaming server, shaped like the reference app's
+/// `WebRTCClient(isPublish:)`: `webrtc://` URLs speak SRS's JSON API, `http(s)://` URLs speak
+/// WHIP (publish) or WHEP (play).
+public final class StreamingSession: Sendable {
+    public enum Role: String, Sendable { case publish, play }
+
+    public struct Options: Sendable {
+        /// Bearer token for WHIP/WHEP.
+        public var token: String?
+        /// Overrides the SRS API URL derived from a webrtc:// URL.
+        public var api: String?
+        /// Video codecs to offer, preferred first (H.264 first, as the reference app does).
+        public var videoCodecs: [RtpCodecCapability] = [.h264, .vp8]
+        public var iceServers: [IceServer] = []
+        public var configuration = PeerConnection.Configuration()
+        public var timeout: Duration = .seconds(15)
+        public init() {}
+    }
+
+    public let role: Role
+    public let url: String
+    public let options: Options
+    public let peerConnection: PeerConnection
+    private let whipSession = LockedValue<WHIPClient.Session?>(nil)
+
+    public init(role: Role, url: String, options: Options = Options()) throws {
+        guard url.hasPrefix("webrtc://") || url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            throw SignalingError("\(url): expected webrtc:// (SRS API) or http(s):// (WHIP/WHEP)")
+        }
+        if url.hasPrefix("webrtc://") { _ = try SRSClient.StreamURL(parsing: url) }
+        self.role = role
+        self.url = url
+        self.options = options
+        var config = options.configuration
+        config.iceServers += options.iceServers
+        peerConnection = try PeerConnection(configuration: config)
+    }
+
+    /// Publishes the tracks (either may be nil); returns once media can flow.
+    public func publish(video: VideoTrack?, audio: AudioTrack?) async throws {
+        precondition(role == .publish, "publish() on a play session")
+        if let audio {
+            let t = try await peerConnection.addTransceiver(.audio, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]))
+            t.sender.replaceTrack(audio)
+        }
+        if let video {
+            let t = try await peerConnection.addTransceiver(.video, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]),
+                                                            codecs: options.videoCodecs)
+            t.sender.replaceTrack(video)
+        }
+        try await negotiate()
+    }
+
+    /// Plays the stream; returns the remote tracks (decoded frames arrive on them).
+    public func play(video: Bool = true, audio: Bool = true) async throws -> (video: VideoTrack?, audio: AudioTrack?) {
+        precondition(role == .play, "play() on a publish session")
+        var a: RtpTransceiver?, v: RtpTransceiver?
+        if audio { a = try await peerConnection.addTransceiver(.audio, TransceiverInit(direction: .recvonly)) }
+        if video { v = try await peerConnection.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: options.videoCodecs) }
+        try await negotiate()
+        return (v?.receiver.videoTrack, a?.receiver.audioTrack)
+    }
+
+    private func negotiate() async throws {
+        let offer = try await peerConnection.createOffer()
+        try await peerConnection.setLocalDescription(offer)
+        await peerConnection.waitForGatheringComplete(timeout: .seconds(3))
+        let sdp = (peerConnection.localDescription ?? offer).sdp
+        let answer: String
+        if url.hasPrefix("webrtc://") {
+            let srs = try SRSClient(url: url, apiOverride: options.api, timeout: options.timeout)
+            let clientIP = localAddress(routingTo: srs.streamURL.host)
+            answer = try await srs.exchange(role == .publish ? .publish : .play, offer: sdp, clientIP: clientIP).sdp
+        } else {
+            let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout)
+            let session = try await client.publish(offer: sdp)
+            whipSession.set(session)
+            answer = session.answer
+        }
+        try await peerConnection.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
+        try await peerConnection.waitConnected(timeout: options.timeout)
+    }
+
+    /// Connection states as they change (the reference app colours its button by them).
+    public var states: AsyncStream<PeerConnectionState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionState.self)
+        let pc = peerConnection
+        let task = Task {
+            for await event in pc.events {
+                if case .connectionStateChanged(let s) = event { continuation.yield(s) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    public func stats() async -> StatsReport { await peerConnection.getStats() }
+
+    /// Tears everything down: WHIP/WHEP DELETE, DTLS close_notify, sockets.
+    public func close() async {
+        if let session = whipSession.get() {
+            try? await WHIPClient(endpoint: url, token: options.token, timeout: .seconds(3)).stop(session)
+            whipSession.set(nil)
+        }
+        await peerConnection.close()
+    }
+}
+
+import Synchronization
+
+final class LockedValue<T: Sendable>: Sendable {
+    private let m: Mutex<T>
+    init(_ v: T) { m = Mutex(v) }
+    func get() -> T { m.withLock { $0 } }
+    func set(_ v: T) { m.withLock { $0 = v } }
+}

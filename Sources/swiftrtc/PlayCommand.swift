@@ -1,0 +1,174 @@
+import Foundation
+import SwiftRTC
+import Synchronization
+
+/// `swiftrtc play URL`: the reference app's player.
+enum PlayCommand {
+    static let usage = """
+    usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
+                             [--stats-json PATH] [--token T]
+
+    Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
+    Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
+    numbers a SwiftRTC test pattern carries. Exit code 0 only if frames were decoded.
+
+      --record PATH      write the decoded video as Y4M
+      --snapshot PATH    write a PNG of a decoded frame (the first, replaced by one near the end)
+      --window           show the video in a window (SDL2; needs a display)
+      --duration SEC     stop after SEC seconds (default: until Ctrl-C)
+      --stats-json PATH  write the final W3C stats and a summary
+      --token T          WHEP bearer token
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc play", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let record = try a.option("record")
+        let snapshot = try a.option("snapshot")
+        let window = a.flag("window")
+        let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let statsPath = try a.option("stats-json")
+        let token = try a.option("token")
+        let url = try a.positional("URL")
+        try a.finish()
+
+        var options = StreamingSession.Options()
+        options.token = token
+        let session = try StreamingSession(role: .play, url: url, options: options)
+        let started = now()
+        let stats = StatsRenderer()
+        let checker = PatternChecker()
+        let audioMeter = AudioMeter()
+        let y4m = record.map { Y4MFileRenderer(path: $0) }
+        let png = snapshot.map { PNGSnapshotRenderer(path: $0) }
+        let sdl: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc play \(url)", width: 1280, height: 720) : nil
+        say("play: \(url)")
+        let tracks: (video: VideoTrack?, audio: AudioTrack?)
+        do {
+            tracks = try await session.play()
+        } catch {
+            await session.close()
+            throw error
+        }
+        let connectMs = (now() - started) * 1000
+        say("play: connected in \(Int(connectMs)) ms")
+        let renderers: [any VideoRenderer] = [stats, checker] + [y4m as (any VideoRenderer)?, png, sdl].compactMap { $0 }
+        for r in renderers { tracks.video?.addRenderer(r) }
+        tracks.audio?.addSink(audioMeter)
+
+        let status = StatusLine()
+        var meter = RateMeter()
+        let stopAt = duration.map { started + connectMs / 1000 + $0 }
+        let interrupted = OnceFlag()
+        let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
+        var snapshotRequested = false
+        while !interrupted.isFired {
+            if let stopAt, now() >= stopAt { break }
+            let state = session.peerConnection.peerConnectionState
+            if state == .failed || state == .closed { break }
+            if let stopAt, !snapshotRequested, now() >= stopAt - 0.6 {
+                png?.snapshot()
+                snapshotRequested = true
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+            let report = await session.stats()
+            let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
+            let pair = report.ofType("candidate-pair").first { $0["state"] == .string("succeeded") }
+            let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
+            let received = Double(inbound?.int("packetsReceived") ?? 0), lost = Double(inbound?.int("packetsLost") ?? 0)
+            status.show(formatStatus(state: state.rawValue, elapsed: now() - started, fps: rate.fps,
+                                     width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
+                                     kbps: rate.kbps, rtt: pair?.double("currentRoundTripTime"),
+                                     loss: received + lost > 0 ? lost / (received + lost) : nil))
+            try? await Task.sleep(for: .milliseconds(750))
+        }
+        waiter.cancel()
+        status.finish()
+        for r in renderers { tracks.video?.removeRenderer(r) }
+        tracks.audio?.removeSink(audioMeter)
+        y4m?.close()
+        png?.waitUntilIdle()
+        sdl?.close()
+        let report = await session.stats()
+        let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
+        let render = stats.snapshot()
+        let pattern = checker.result
+        let framesDecoded = inbound?.int("framesDecoded") ?? render.framesRendered
+        let ok = framesDecoded > 0
+        let startInstant = ContinuousClock.now.advanced(by: .seconds(-(now() - started)))
+        let firstFrameMs = render.firstFrameArrival.map { ($0 - startInstant).milliseconds }
+        say("play: \(ok ? "done" : "FAILED") — \(framesDecoded) frames \(render.width ?? 0)x\(render.height ?? 0)"
+            + (pattern.read > 0 ? ", test pattern read on \(pattern.read) (\(pattern.verified ? "verified" : "NOT verified"))" : "")
+            + (y4m.map { ", \($0.framesWritten) frames to \($0.path)" } ?? ""))
+        if let statsPath {
+            var summary: [String: Any] = [
+                "connectMs": connectMs, "firstFrameMs": firstFrameMs ?? NSNull(), "framesDecoded": framesDecoded,
+                "frameWidth": render.width ?? 0, "frameHeight": render.height ?? 0,
+                "patternFrames": pattern.read, "patternVerified": pattern.verified,
+                "patternLatencyMsMedian": pattern.medianLatencyMs ?? NSNull(),
+                "audioFramesDecoded": audioMeter.frames, "audioEnergyDb": audioMeter.energyDb,
+                "state": session.peerConnection.peerConnectionState.rawValue, "stats": report.jsonObject,
+            ]
+            if let inbound { summary["inbound"] = StatsReport.json(inbound) }
+            try writeJSON(summary, to: statsPath)
+        }
+        await session.close()
+        return ok ? 0 : 1
+    }
+}
+
+/// Reads the SwiftRTC test pattern from every frame: counts, order, and latency.
+final class PatternChecker: VideoRenderer, Sendable {
+    private let state = Mutex<(frames: Int, read: Int, last: UInt32?, ordered: Bool, latencies: [Double])>((0, 0, nil, true, []))
+
+    func render(_ frame: VideoFrame) {
+        let result = TestPattern.read(frame)
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let nowMs = UInt32(truncatingIfNeeded: (Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000))
+        state.withLock { s in
+            s.frames += 1
+            guard let result else { return }
+            s.read += 1
+            if let last = s.last, result.frameNumber <= last { s.ordered = false }
+            s.last = result.frameNumber
+            let latency = Double(Int32(bitPattern: nowMs &- result.wallClockMs))
+            if s.latencies.count < 10_000 { s.latencies.append(latency) }
+        }
+    }
+
+    var result: (read: Int, verified: Bool, medianLatencyMs: Double?) {
+        state.withLock { s in
+            let sorted = s.latencies.sorted()
+            return (s.read, s.frames > 0 && Double(s.read) >= 0.9 * Double(s.frames) && s.ordered,
+                    sorted.isEmpty ? nil : sorted[sorted.count / 2])
+        }
+    }
+}
+
+/// Decoded audio: frame count and RMS level in dBFS.
+final class AudioMeter: AudioRenderer, Sendable {
+    private let state = Mutex<(frames: Int, power: Double, samples: Int)>((0, 0, 0))
+
+    func render(_ frame: AudioFrame) {
+        let samples = frame.int16Samples
+        let power = samples.reduce(0.0) { $0 + Double($1) * Double($1) }
+        state.withLock {
+            $0.frames += 1
+            $0.power += power
+            $0.samples += samples.count
+        }
+    }
+
+    var frames: Int { state.withLock { $0.frames } }
+    var energyDb: Double {
+        state.withLock { s in
+            guard s.samples > 0, s.power > 0 else { return -120 }
+            return 10 * log10(s.power / Double(s.samples) / (32768.0 * 32768.0))
+        }
+    }
+}
+
+extension Duration {
+    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+}

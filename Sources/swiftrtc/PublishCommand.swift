@@ -1,0 +1,166 @@
+import Foundation
+import SwiftRTC
+
+/// `swiftrtc publish URL`: the reference app's publisher.
+enum PublishCommand {
+    static let usage = """
+    usage: swiftrtc publish URL [--source testsrc|file:PATH] [--codec h264|vp8] [--size WxH] [--fps N]
+                                [--bitrate KBPS] [--max-fps N] [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
+                                [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T]
+
+    Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
+    http(s)://… speaks WHIP. Shows a live status line; exit code 0 only on success.
+
+      --source S          testsrc (default: a moving test pattern carrying frame numbers) or file:PATH
+                          (Y4M, MP4, MKV, WebM…; loops)
+      --codec C           h264 (default) or vp8
+      --size WxH          capture size (default 1280x720)      --fps N   capture rate (default 30)
+      --bitrate KBPS      the sender's maxBitrate               --max-fps N   the sender's maxFramerate
+      --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
+      --audio A           tone (default), file:PATH (WAV) or none
+      --beauty S          beauty filter strength 0…1 (default off)
+      --disable-after SEC disable the video track after SEC seconds (black frames from then on)
+      --duration SEC      stop after SEC seconds (default: until Ctrl-C)
+      --stats-json PATH   write the final W3C stats and a summary
+      --token T           WHIP bearer token
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc publish", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let sourceSpec = try a.option("source") ?? "testsrc"
+        let codecName = try a.option("codec") ?? "h264"
+        let size = try a.option("size", default: (width: 1280, height: 720), parseSize)
+        let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...120).contains($0) ? $0 : nil } }
+        let bitrate = try a.option("bitrate", default: Int?.none) { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let maxFps = try a.option("max-fps", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let adapt = try a.option("adapt", default: (width: Int, height: Int, fps: Int)?.none) { text in
+            let parts = text.split(separator: "@")
+            guard let size = parseSize(String(parts[0])) else { return nil }
+            let f = parts.count > 1 ? Int(parts[1]) : 30
+            guard let f, f > 0, parts.count <= 2 else { return nil }
+            return (size.width, size.height, f)
+        }
+        let audioSpec = try a.option("audio") ?? "tone"
+        let beauty = try a.option("beauty", default: 0.0) { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
+        let disableAfter = try a.option("disable-after", default: Double?.none) { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
+        let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let statsPath = try a.option("stats-json")
+        let token = try a.option("token")
+        let url = try a.positional("URL")
+        try a.finish()
+        let codec: RtpCodecCapability
+        switch codecName.lowercased() {
+        case "h264": codec = .h264
+        case "vp8": codec = .vp8
+        default: throw UsageError("swiftrtc publish: --codec must be h264 or vp8, not \"\(codecName)\"")
+        }
+
+        // Capture → processors → source → track.
+        let source = VideoSource()
+        if beauty > 0 { source.processors.append(BeautyFilter(strength: beauty)) }
+        if let adapt { source.adaptOutputFormat(width: adapt.width, height: adapt.height, fps: adapt.fps) }
+        let videoTrack = VideoTrack(id: "video0", source: source)
+        let start: () throws -> Void, stop: () -> Void
+        if sourceSpec == "testsrc" {
+            let capturer = TestPatternCapturer(delegate: source)
+            start = { try capturer.start(width: size.width, height: size.height, fps: fps) }
+            stop = { capturer.stop() }
+        } else if sourceSpec.hasPrefix("file:") {
+            let capturer = FileVideoCapturer(path: String(sourceSpec.dropFirst(5)), loop: true, delegate: source)
+            _ = try capturer.frameRate()   // fails now, with the path and reason, if the file is unusable
+            start = { try capturer.start() }
+            stop = { capturer.stop() }
+        } else {
+            throw UsageError("swiftrtc publish: --source must be testsrc or file:PATH, not \"\(sourceSpec)\"")
+        }
+        var audioTrack: AudioTrack?
+        var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
+        switch audioSpec {
+        case "none": break
+        case "tone":
+            let tone = ToneCapturer(frequency: 440, level: 0.25)
+            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: tone))
+            audioStart = { tone.start() }
+            audioStop = { tone.stop() }
+        case let spec where spec.hasPrefix("file:"):
+            let wav = WAVFileCapturer(path: String(spec.dropFirst(5)), loop: true)
+            _ = try wav.fileFormat()
+            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: wav))
+            audioStart = { try wav.start() }
+            audioStop = { wav.stop() }
+        default:
+            throw UsageError("swiftrtc publish: --audio must be tone, file:PATH or none, not \"\(audioSpec)\"")
+        }
+
+        var options = StreamingSession.Options()
+        options.token = token
+        options.videoCodecs = [codec]
+        let session = try StreamingSession(role: .publish, url: url, options: options)
+        let started = now()
+        say("publish: \(url) (\(codec.name), \(size.width)x\(size.height)@\(Int(fps)), audio \(audioSpec))")
+        do {
+            try await session.publish(video: videoTrack, audio: audioTrack)
+        } catch {
+            await session.close()
+            throw error
+        }
+        let connectMs = (now() - started) * 1000
+        if let video = session.peerConnection.transceivers.first(where: { $0.kind == .video }) {
+            var p = video.sender.parameters
+            p.encodings[0].maxBitrate = bitrate.map { $0 * 1000 }
+            p.encodings[0].maxFramerate = maxFps
+            try video.sender.setParameters(p)
+        }
+        try start()
+        try audioStart()
+        say("publish: connected in \(Int(connectMs)) ms")
+
+        let status = StatusLine()
+        var meter = RateMeter()
+        let stopAt = duration.map { started + connectMs / 1000 + $0 }
+        let interrupted = OnceFlag()
+        let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
+        var disabled = false
+        while !interrupted.isFired {
+            if let stopAt, now() >= stopAt { break }
+            if session.peerConnection.peerConnectionState == .failed || session.peerConnection.peerConnectionState == .closed { break }
+            if let disableAfter, !disabled, now() - started - connectMs / 1000 >= disableAfter {
+                videoTrack.isEnabled = false
+                disabled = true
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+            let report = await session.stats()
+            let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
+            let remote = report.ofType("remote-inbound-rtp").first
+            let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: out?.int("bytesSent") ?? 0)
+            status.show(formatStatus(state: session.peerConnection.peerConnectionState.rawValue, elapsed: now() - started,
+                                     fps: rate.fps, width: out?.int("frameWidth") ?? 0, height: out?.int("frameHeight") ?? 0,
+                                     kbps: rate.kbps, rtt: remote?.double("roundTripTime"), loss: remote?.double("fractionLost")))
+            try? await Task.sleep(for: .milliseconds(750))
+        }
+        waiter.cancel()
+        status.finish()
+        stop()
+        audioStop()
+        let report = await session.stats()
+        let state = session.peerConnection.peerConnectionState
+        let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
+        let codecStats = report.ofType("codec").first { $0["mimeType"].map { "\($0)".hasPrefix("video/") } ?? false }
+        let ok = state == .connected && (out?.int("framesEncoded") ?? 0) > 0
+        say("publish: \(ok ? "done" : "FAILED") — \(out?.int("framesEncoded") ?? 0) frames, \((out?.int("bytesSent") ?? 0) / 1000) kB, state \(state.rawValue)")
+        if let statsPath {
+            var summary: [String: Any] = [
+                "connectMs": connectMs, "framesEncoded": out?.int("framesEncoded") ?? 0,
+                "framesSent": out?.int("framesEncoded") ?? 0, "frameWidth": out?.int("frameWidth") ?? 0,
+                "frameHeight": out?.int("frameHeight") ?? 0, "bytesSent": out?.int("bytesSent") ?? 0,
+                "codec": codecStats.flatMap { $0["mimeType"]?.description } ?? "", "state": state.rawValue,
+                "stats": report.jsonObject,
+            ]
+            if let out { summary["outbound"] = StatsReport.json(out) }
+            try writeJSON(summary, to: statsPath)
+        }
+        await session.close()
+        return ok ? 0 : 1
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import SwiftRTC
+
+/// The live status line: rewritten in place on a terminal, one line per second otherwise.
+final class StatusLine: @unchecked Sendable {
+    // @unchecked: used from one task.
+    private let tty = isatty(STDERR_FILENO) != 0
+    private var lastLength = 0
+
+    func show(_ text: String) {
+        if tty {
+            let padded = text.padding(toLength: max(text.count, lastLength), withPad: " ", startingAt: 0)
+            FileHandle.standardError.write(Data(("\r" + padded).utf8))
+            lastLength = text.count
+        } else {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        }
+    }
+
+    func finish() {
+        if tty && lastLength > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
+
+/// Rates between two getStats snapshots of one RTP stream.
+struct RateMeter {
+    private var last: (time: Double, frames: Int, bytes: Int)?
+
+    mutating func update(time: Double, frames: Int, bytes: Int) -> (fps: Double, kbps: Double) {
+        defer { last = (time, frames, bytes) }
+        guard let last, time > last.time else { return (0, 0) }
+        let dt = time - last.time
+        return (Double(frames - last.frames) / dt, Double(bytes - last.bytes) * 8 / dt / 1000)
+    }
+}
+
+func formatStatus(state: String, elapsed: Double, fps: Double, width: Int, height: Int, kbps: Double,
+                  rtt: Double?, loss: Double?) -> String {
+    let rttText = rtt.map { String(format: "%.0f ms", $0 * 1000) } ?? "-"
+    let lossText = loss.map { String(format: "%.1f%%", $0 * 100) } ?? "-"
+    return String(format: "%@  %5.1fs  %5.1f fps  %dx%d  %6.0f kbps  rtt %@  loss %@",
+                  state, elapsed, fps, width, height, kbps, rttText, lossText)
+}
+
+/// Seconds on the monotonic clock.
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Writes a JSON object to a file with a clear error.
+func writeJSON(_ object: [String: Any], to path: String) throws {
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+    do { try data.write(to: URL(fileURLWithPath: path)) } catch {
+        throw UsageError("cannot write \(path): \(error.localizedDescription)")
+    }
+}
+
+/// "1280x720" → (1280, 720).
+func parseSize(_ text: String) -> (width: Int, height: Int)? {
+    let parts = text.lowercased().split(separator: "x")
+    guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...7680).contains(w), (16...4320).contains(h) else { return nil }
+    return (w, h)
+}
