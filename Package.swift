@@ -55,7 +55,7 @@ let package = Package(
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing"]),
         .target(name: "Signaling", dependencies: ["HTTP"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
-        .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP"]),
+        .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),

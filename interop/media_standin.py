@@ -66,7 +66,7 @@ async def publish(args) -> int:
         if getattr(args, attr, None) not in (None, 0.0):
             print(f"publish: INTEROP_STANDIN_IGNORE: ignoring --{name} {getattr(args, attr)}", flush=True)
             setattr(args, attr, 0.0 if attr == "beauty" else None)
-    from interop.standin_codecs import install
+    from interop.standin_codecs import COUNTS, install
     install(args.bitrate * 1000 if args.bitrate else None)
     width, height = args.size
     pc = new_peer_connection()
@@ -96,8 +96,9 @@ async def publish(args) -> int:
     outbound = await outbound_rtp(pc)
     stats = {
         "connectMs": connect_ms,
-        "framesEncoded": video.frames_out,
-        "framesSent": video.frames_out,
+        "framesCaptured": video.frames_out,   # frames the source delivered to the encoder
+        "framesEncoded": COUNTS["encoded"],
+        "framesSent": COUNTS["encoded"],
         "frameWidth": video.out_w,
         "frameHeight": video.out_h,
         "bytesSent": (outbound.get("video") or {}).get("bytesSent", 0),
@@ -112,7 +113,7 @@ async def publish(args) -> int:
     await pc.close()
     with open(args.stats_json, "w") as f:
         json.dump(stats, f, indent=2)
-    print(f"publish: done, {video.frames_out} frames", flush=True)
+    print(f"publish: done, {video.frames_out} frames captured, {COUNTS['encoded']} encoded", flush=True)
     return 0
 
 

@@ -22,6 +22,11 @@ from aiortc.codecs import h264 as aiortc_h264
 from aiortc.codecs import vpx as aiortc_vpx
 
 
+# Frames given to the encoders and frames that produced a bitstream (the rest were dropped by
+# the rate control), for the stand-in's framesEncoded/framesSent.
+COUNTS = {"input": 0, "encoded": 0}
+
+
 class StandinH264Encoder(aiortc_h264.H264Encoder):
     ceiling_bps: int | None = None
 
@@ -47,7 +52,9 @@ class StandinH264Encoder(aiortc_h264.H264Encoder):
             self.codec.options = options
             self.codec.profile = "Baseline"
         data = b"".join(bytes(p) for p in self.codec.encode(frame))
+        COUNTS["input"] += 1
         if data:
+            COUNTS["encoded"] += 1
             yield from self._split_bitstream(data)
 
 
@@ -82,8 +89,13 @@ class StandinVp8Encoder(aiortc_vpx.Vp8Encoder):
             }
             self.codec.thread_count = 1
         data = b"".join(bytes(p) for p in self.codec.encode(frame))
-        payloads = self._packetize(data, self.picture_id)
         timestamp = aiortc_vpx.convert_timebase(frame.pts, frame.time_base, aiortc_vpx.VIDEO_TIME_BASE)
+        COUNTS["input"] += 1
+        if data:
+            COUNTS["encoded"] += 1
+        if not data:  # dropped by the rate control: no packets, and no picture ID used (a gap
+            return [], timestamp  # in picture IDs makes the receiver assume loss and ask for PLI)
+        payloads = self._packetize(data, self.picture_id)
         self.picture_id = (self.picture_id + 1) % (1 << 15)
         return payloads, timestamp
 
@@ -98,6 +110,9 @@ def install(ceiling_bps: int | None) -> None:
         # ceiling by 40-80%. On loopback the estimate only ever ramps up, so pinning is harmless.
         for mod in (aiortc_h264, aiortc_vpx):
             mod.MAX_BITRATE = mod.MIN_BITRATE = mod.DEFAULT_BITRATE = ceiling_bps
+    else:
+        # aiortc starts VP8 at 500 kbps, where 720p30 loses half its frames to the frame dropper
+        aiortc_vpx.DEFAULT_BITRATE = aiortc_vpx.MAX_BITRATE
     StandinH264Encoder.ceiling_bps = ceiling_bps
     original = sender_mod.get_encoder
 

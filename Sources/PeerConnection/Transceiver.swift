@@ -185,9 +185,14 @@ public final class RtpSender: @unchecked Sendable {
 
     /// Sends a packet as given but with this sender's SSRC (for forwarding: the echo keeps the
     /// original sequence numbers so the far end's NACKs map one to one).
-    public func forward(_ packet: RTPPacket) {
+    /// Header extensions are dropped (their ids were negotiated with another peer) and our mid
+    /// is set; `payloadType` rewrites the payload type when this peer numbered the codec differently.
+    public func forward(_ packet: RTPPacket, payloadType: UInt8? = nil) {
         var packet = packet
         packet.ssrc = ssrc
+        if let payloadType { packet.payloadType = payloadType }
+        packet.extensions = []
+        packet.extensionProfile = nil
         if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
         sendPrepared(packet)
     }

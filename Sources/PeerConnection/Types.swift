@@ -36,8 +36,8 @@ public enum MediaKind: String, Sendable {
 public enum TransceiverDirection: String, Sendable {
     case sendrecv, sendonly, recvonly, inactive
 
-    var sends: Bool { self == .sendrecv || self == .sendonly }
-    var receives: Bool { self == .sendrecv || self == .recvonly }
+    public var sends: Bool { self == .sendrecv || self == .sendonly }
+    public var receives: Bool { self == .sendrecv || self == .recvonly }
 
     init(sends: Bool, receives: Bool) {
         switch (sends, receives) {

@@ -84,24 +84,14 @@ public final class EchoServer: Sendable {
         guard let offer = String(validating: request.body, as: UTF8.self), !offer.isEmpty else {
             return .text(400, "the offer is empty or not UTF-8\n")
         }
-        var config = PeerConnection.Configuration()
-        config.iceLite = true
-        config.answererDTLSRole = .server
-        config.audioCodecs = RtpCodecCapability.passThroughAudio
-        config.videoCodecs = RtpCodecCapability.passThroughVideo
-        config.remoteTransceiverDirection = .sendrecv
         let id = randomID()
         do {
-            let pc = try PeerConnection(configuration: config, loop: loop) { [mux] _, ufrag in mux.endpoint(ufrag: ufrag) }
-            try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: offer))
+            let pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendrecv)
             let session = EchoSession(id: id, pc: pc, remote: request.remoteAddress)
+            let sdp = try await answer(pc, offer: offer)
             session.wire(log: log) { [weak self] in _ = self?.sessions.withLock { $0.removeValue(forKey: id) } }
-            let answer = try await pc.createAnswer()
-            try await pc.setLocalDescription(answer)
-            await pc.waitForGatheringComplete(timeout: .seconds(2))
-            guard let local = pc.localDescription else { return .text(500, "no local description\n") }
             sessions.withLock { $0[id] = session }
-            return .sdp(201, local.sdp, location: "/echo/\(id)")
+            return .sdp(201, sdp, location: "/echo/\(id)")
         } catch {
             log("echo: rejected offer from \(request.remoteAddress): \(error)")
             return .text(400, "\(error)\n")

@@ -74,41 +74,32 @@ public enum PNGEncoder {
                               filterForRow: ((Int) -> UInt8)? = nil) -> [UInt8] {
         let rowBytes = width * 3
         var filtered = [UInt8](repeating: 0, count: height * (rowBytes + 1))
-        var candidate = [UInt8](repeating: 0, count: rowBytes)
-        var best = [UInt8](repeating: 0, count: rowBytes)
-        rgb.withUnsafeBufferPointer { src in
-            for y in 0..<height {
-                let row = y * rowBytes, prev = row - rowBytes
-                var bestType: UInt8 = 0
-                var bestScore = Int.max
-                let types: ClosedRange<UInt8> = filterForRow.map { f in let t = min(f(y), 4); return t...t } ?? 0...4
-                for type in types {
-                    var score = 0
-                    for i in 0..<rowBytes {
-                        let x = src[row + i]
-                        let a: UInt8 = i >= 3 ? src[row + i - 3] : 0
-                        let b: UInt8 = y > 0 ? src[prev + i] : 0
-                        let c: UInt8 = (i >= 3 && y > 0) ? src[prev + i - 3] : 0
-                        let f: UInt8
-                        switch type {
-                        case 0: f = x
-                        case 1: f = x &- a
-                        case 2: f = x &- b
-                        case 3: f = x &- UInt8((Int(a) + Int(b)) / 2)
-                        default: f = x &- PNGFilter.paeth(a, b, c)
+        let zeroRow = [UInt8](repeating: 0, count: rowBytes)
+        filtered.withUnsafeMutableBufferPointer { out in
+            rgb.withUnsafeBufferPointer { src in
+                zeroRow.withUnsafeBufferPointer { zero in
+                    guard let dst = out.baseAddress, let base = src.baseAddress, let zeros = zero.baseAddress else { return }
+                    for y in 0..<height {
+                        let cur = base + y * rowBytes
+                        let up = y > 0 ? cur - rowBytes : zeros
+                        var type: UInt8 = 0
+                        if let filterForRow {
+                            type = min(filterForRow(y), 4)
+                        } else {
+                            var bestScore = Int.max
+                            for t in UInt8(0)...4 {
+                                var score = 0
+                                for i in 0..<rowBytes {
+                                    score += Int(Int8(bitPattern: PNGFilter.apply(t, cur, up, i)).magnitude)
+                                }
+                                if score < bestScore { bestScore = score; type = t }
+                            }
                         }
-                        candidate[i] = f
-                        score += Int(Int8(bitPattern: f).magnitude)
-                    }
-                    if score < bestScore {
-                        bestScore = score
-                        bestType = type
-                        swap(&best, &candidate)
+                        let row = dst + y * (rowBytes + 1)
+                        row[0] = type
+                        for i in 0..<rowBytes { row[1 + i] = PNGFilter.apply(type, cur, up, i) }
                     }
                 }
-                let out = y * (rowBytes + 1)
-                filtered[out] = bestType
-                for i in 0..<rowBytes { filtered[out + 1 + i] = best[i] }
             }
         }
 
@@ -149,6 +140,20 @@ public enum PNGEncoder {
 }
 
 enum PNGFilter {
+    /// Filter `type` applied to byte `i` of row `cur` (3 bytes per pixel), `up` the row above.
+    @inline(__always)
+    static func apply(_ type: UInt8, _ cur: UnsafePointer<UInt8>, _ up: UnsafePointer<UInt8>, _ i: Int) -> UInt8 {
+        let x = cur[i], b = up[i]
+        let a: UInt8 = i >= 3 ? cur[i - 3] : 0
+        switch type {
+        case 0: return x
+        case 1: return x &- a
+        case 2: return x &- b
+        case 3: return x &- UInt8((Int(a) + Int(b)) / 2)
+        default: return x &- paeth(a, b, i >= 3 ? up[i - 3] : 0)
+        }
+    }
+
     /// The Paeth predictor (PNG spec §9.4): whichever neighbour is closest to a + b − c.
     @inline(__always)
     static func paeth(_ a: UInt8, _ b: UInt8, _ c: UInt8) -> UInt8 {

@@ -169,12 +169,21 @@ final class SDLHost: @unchecked Sendable {
         SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
         SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0")
         SDL_SetHint(SDL_HINT_RENDER_SCALE_QUALITY, "linear")
+        let env = SDLWindowRenderer.currentEnvironment()
+        let setting = ["SDL_VIDEODRIVER", "DISPLAY", "WAYLAND_DISPLAY"].compactMap { k in env[k].map { "\(k)=\($0)" } }
+            .joined(separator: ", ")
         guard SDL_InitSubSystem(UInt32(SDL_INIT_VIDEO)) == 0 else {
             let reason = String(cString: SDL_GetError())
-            let env = SDLWindowRenderer.currentEnvironment()
-            let where_ = ["SDL_VIDEODRIVER", "DISPLAY", "WAYLAND_DISPLAY"].compactMap { k in env[k].map { "\(k)=\($0)" } }
-            throw MediaError("SDLWindowRenderer: SDL could not start video (\(where_.joined(separator: ", "))): \(reason)"
+            throw MediaError("SDLWindowRenderer: SDL could not start video (\(setting)): \(reason)"
                              + " — is the X server (or Xvfb) for that display running?")
+        }
+        // When x11 and wayland both fail SDL quietly falls back to an invisible driver; unless the
+        // user chose that driver, a window nobody can see is an error.
+        let driver = SDL_GetCurrentVideoDriver().map { String(cString: $0) } ?? ""
+        if env["SDL_VIDEODRIVER"] == nil && (driver == "offscreen" || driver == "dummy") {
+            SDL_QuitSubSystem(UInt32(SDL_INIT_VIDEO))
+            throw MediaError("SDLWindowRenderer: cannot open the display (\(setting)); SDL found only its invisible "
+                             + "'\(driver)' driver — is the X server (or Xvfb) for that display running?")
         }
         cond.lock()
         videoUp = true
@@ -225,6 +234,7 @@ final class SDLWindow {
         let size = currentWindowSize()
         spec.shared.status.withLock { s in
             s.rendererName = name
+            s.videoDriver = SDL_GetCurrentVideoDriver().map { String(cString: $0) } ?? "none"
             s.windowSize = size
             s.sdlWindowID = sdlID
         }

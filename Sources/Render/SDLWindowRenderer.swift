@@ -75,6 +75,9 @@ public final class SDLWindowRenderer: VideoRenderer {
     public var windowSize: (width: Int, height: Int) { shared.status.withLock { $0.windowSize } }
     /// SDL's name for the render backend in use ("opengl", "software", …).
     public var rendererName: String { shared.status.withLock { $0.rendererName } }
+    /// SDL's video driver in use ("x11", "wayland", "offscreen", …).
+    public var videoDriver: String { shared.status.withLock { $0.videoDriver } }
+
     /// Queues the event the window manager's close button sends (tests use it; SDL's event
     /// queue is thread-safe).
     func simulateCloseButton() {
@@ -125,6 +128,7 @@ struct SDLWindowStatus {
     var replaced = 0
     var windowSize = (width: 0, height: 0)
     var rendererName = ""
+    var videoDriver = ""
     var sdlWindowID: UInt32 = 0
     var error: MediaError?
     var onClose: (@Sendable () -> Void)?

@@ -54,7 +54,7 @@ enum ProbeCommand {
         var rows: [[String: Any]] = []
         for t in transceivers {
             let rx = t.receiver.stats, tx = t.sender.stats
-            let receives = t.currentDirection?.receivesMedia ?? false
+            let receives = t.currentDirection?.receives ?? false
             if receives && rx.packets == 0 { ok = false }
             rows.append([
                 "mid": t.mid ?? "", "kind": t.kind.rawValue,
@@ -84,7 +84,7 @@ enum ProbeCommand {
 
     /// Synthetic RTP on each sending m-line: the first negotiated payload type, a counter in the payload.
     static func sendRTP(_ pc: PeerConnection, seconds: Double, rate: Int) async throws {
-        let senders = pc.transceivers.filter { $0.currentDirection?.sendsMedia == true }
+        let senders = pc.transceivers.filter { $0.currentDirection?.sends == true }
         let interval = Duration.seconds(1.0 / Double(rate))
         let end = ContinuousClock.now.advanced(by: .seconds(seconds))
         var tick: UInt32 = 0
@@ -111,7 +111,3 @@ enum ProbeCommand {
     }
 }
 
-extension TransceiverDirection {
-    var sendsMedia: Bool { self == .sendrecv || self == .sendonly }
-    var receivesMedia: Bool { self == .sendrecv || self == .recvonly }
-}

@@ -78,6 +78,14 @@ import Testing
         #expect(try PNGDecoder.decodeRGB(try PNGEncoder.encode(rgb: rgb, width: 7, height: 10)).rgb == rgb)
     }
 
+    @Test func hdFrameRoundTrips() throws {
+        let frame = VideoFrame(buffer: ColorBars.i420(width: 1280, height: 720), timestampNs: 0)
+        let rgb = PNGEncoder.uprightRGB(frame)
+        let image = try PNGDecoder.decodeRGB(PNGEncoder.encode(frame))
+        #expect(image.width == 1280 && image.height == 720)
+        #expect(image.rgb == rgb.rgb)
+    }
+
     @Test func encodeRejectsWrongByteCount() {
         #expect(throws: MediaError.self) { try PNGEncoder.encode(rgb: [1, 2, 3], width: 2, height: 2) }
     }

@@ -110,7 +110,9 @@ import Testing
         setenv("DISPLAY", ":139", 1)
         unsetenv("SDL_VIDEODRIVER")
         #expect {
-            _ = try SDLWindowRenderer(title: "nowhere", width: 64, height: 64)
+            let w = try SDLWindowRenderer(title: "nowhere", width: 64, height: 64)
+            print("unexpectedly opened a window with driver \(w.videoDriver), renderer \(w.rendererName)")
+            w.close()
         } throws: { error in
             "\(error)".contains("DISPLAY=:139")
         }

@@ -1,10 +1,18 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A private Xvfb server for one test: picks a free display number (from 97 up), waits until
-/// the server says it is ready (`-displayfd`), and kills it on `stop()`.
+/// the server says it is ready (`-displayfd`), and stops it on `stop()`.
+///
+/// Started with posix_spawn and an empty signal mask: Foundation's Process passes on the
+/// spawning thread's mask, and test-runner threads block SIGTERM, so an Xvfb started that way
+/// ignores `terminate()` and the test hangs waiting for it.
 final class XvfbServer {
     let display: Int
-    private let process: Process
+    private let pid: pid_t
+    private var running = true
 
     var displayName: String { ":\(display)" }
 
@@ -25,53 +33,80 @@ final class XvfbServer {
     }
 
     private static func launch(_ exe: String, display: Int, screen: String) throws -> XvfbServer? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw XvfbError("pipe failed: errno \(errno)") }
+        var keepReadEnd = false
+        // The read end stays open while the server runs: Xvfb must not get EPIPE/SIGPIPE on stdout.
+        defer { if !keepReadEnd { Glibc.close(fds[0]) } }
+
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var none = sigset_t(), terminating = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&terminating)
+        for sig in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&terminating, sig) }
+        posix_spawnattr_setsigmask(&attr, &none)
+        posix_spawnattr_setsigdefault(&attr, &terminating)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+
         // -displayfd 1: Xvfb writes the display number to stdout once it accepts connections.
-        p.arguments = [":\(display)", "-screen", "0", screen, "-nolisten", "tcp", "-displayfd", "1"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        // Wait for the ready line (or EOF if the server gave up), at most 20 s.
-        let ready = DispatchSemaphore(value: 0)
-        let line = LineBox()
-        Thread.detachNewThread {
-            line.value = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-            ready.signal()
-        }
-        if ready.wait(timeout: .now() + 20) == .timedOut {
-            p.terminate()
-            p.waitUntilExit()
+        let args = [exe, ":\(display)", "-screen", "0", screen, "-nolisten", "tcp", "-displayfd", "1"]
+        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, exe, &actions, &attr, &argv, environ)
+        Glibc.close(fds[1])
+        guard rc == 0 else { throw XvfbError("posix_spawn \(exe) failed: \(rc)") }
+        let server = XvfbServer(display: display, pid: pid, stdoutPipe: fds[0])
+        keepReadEnd = true
+
+        // Wait for the ready line (EOF means the server gave up), at most 20 s.
+        var pfd = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, 20_000) == 1 else {
+            server.stop()
             throw XvfbError("Xvfb :\(display) did not become ready within 20 s")
         }
-        let reported = line.value.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard p.isRunning, reported == String(display) else {
-            if p.isRunning { p.terminate() }
-            p.waitUntilExit()
+        var buf = [UInt8](repeating: 0, count: 32)
+        let n = read(fds[0], &buf, buf.count)
+        let reported = String(decoding: buf.prefix(max(0, n)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard reported == String(display) else {
+            server.stop()
             return nil   // lost a race for this number: try the next
         }
-        return XvfbServer(display: display, process: p)
+        return server
     }
 
-    private init(display: Int, process: Process) {
+    private let stdoutPipe: Int32
+
+    private init(display: Int, pid: pid_t, stdoutPipe: Int32) {
         self.display = display
-        self.process = process
+        self.pid = pid
+        self.stdoutPipe = stdoutPipe
     }
 
+    /// SIGTERM (Xvfb removes its lock and socket), SIGKILL if it is still there after 5 s.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        guard running else { return }
+        running = false
+        defer { Glibc.close(stdoutPipe) }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<500 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(10_000)
         }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
     }
 
     deinit { stop() }
-}
-
-private final class LineBox: @unchecked Sendable {
-    // @unchecked: written by the reader thread before it signals, read after the wait.
-    var value = ""
 }
 
 struct XvfbError: Error, CustomStringConvertible {

@@ -1,0 +1,29 @@
+import PeerConnection
+import STUN
+import Transport
+
+/// A server-side PeerConnection that forwards RTP without decoding it: ICE-lite, DTLS passive
+/// (`a=setup:passive`, as SRS answers), on the shared UDP port.
+func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDirection, advertised: SocketAddress? = nil,
+                         audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
+                         videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo) throws -> PeerConnection {
+    var config = PeerConnection.Configuration()
+    config.iceLite = true
+    config.answererDTLSRole = .server
+    config.mediaPipeline = false
+    config.audioCodecs = audioCodecs
+    config.videoCodecs = videoCodecs
+    config.remoteTransceiverDirection = direction
+    return try PeerConnection(configuration: config, loop: loop) { _, ufrag in mux.endpoint(ufrag: ufrag, advertised: advertised) }
+}
+
+/// Answers a remote offer and returns our full local description (candidates included: a lite
+/// server has its one host candidate at once).
+func answer(_ pc: PeerConnection, offer: String) async throws -> String {
+    try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: offer))
+    let answer = try await pc.createAnswer()
+    try await pc.setLocalDescription(answer)
+    await pc.waitForGatheringComplete(timeout: .seconds(2))
+    guard let local = pc.localDescription else { throw PeerConnectionError("no local description after answering") }
+    return local.sdp
+}

@@ -1,0 +1,81 @@
+import Codecs
+import PeerConnection
+import RTPMedia
+
+/// A publisher's or player's connection to the relay.
+final class RelaySession: @unchecked Sendable {
+    // @unchecked: `route` and `connected` are used on the relay's loop thread only.
+    enum Role: String { case publisher, player }
+    let id: String
+    let role: Role
+    let pc: PeerConnection
+    let stream: String
+    let remoteAddress: String
+    let created = ContinuousClock.now
+    var connected = false
+    /// Player only: per kind, our sender on this player's connection and the payload type the
+    /// player numbered the publisher's codec with.
+    var route: [MediaKind: (RtpSender, UInt8)] = [:]
+
+    init(id: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String) {
+        self.id = id
+        self.role = role
+        self.pc = pc
+        self.stream = stream
+        self.remoteAddress = remoteAddress
+    }
+
+    /// Matches this player's negotiated codecs to what the publisher sends.
+    func mapCodecs(from stream: RelayStream) {
+        route.removeAll()
+        for t in pc.transceivers where t.currentDirection?.sends == true {
+            guard let published = stream.publishedCodec(t.kind),
+                  let mine = t.negotiatedCodecs.first(where: { sameCodec($0, published) }) else { continue }
+            route[t.kind] = (t.sender, mine.payloadType)
+        }
+    }
+}
+
+/// Same codec on the wire: name and clock rate, and for H.264 the packetization mode.
+func sameCodec(_ a: RtpCodecParameters, _ b: RtpCodecParameters) -> Bool {
+    guard a.mimeType.lowercased() == b.mimeType.lowercased(), a.clockRate == b.clockRate else { return false }
+    guard a.mimeType.lowercased().hasSuffix("h264") else { return true }
+    func mode(_ f: String?) -> String {
+        (f ?? "").split(separator: ";").first { $0.hasPrefix("packetization-mode=") }.map { String($0.dropFirst(19)) } ?? "0"
+    }
+    return mode(a.sdpFmtpLine) == mode(b.sdpFmtpLine)
+}
+
+/// Width and height from a keyframe's first packet (H.264 SPS, VP8 keyframe header).
+func keyframeSize(codec: String, payload: [UInt8]) -> (width: Int, height: Int)? {
+    guard let first = payload.first else { return nil }
+    if codec.lowercased().hasSuffix("h264") {
+        var nals: [ArraySlice<UInt8>] = []
+        switch first & 0x1f {
+        case 7: nals = [payload[...]]
+        case 24:
+            var i = 1
+            while i + 2 <= payload.count {
+                let size = Int(payload[i]) << 8 | Int(payload[i + 1])
+                i += 2
+                guard size > 0, i + size <= payload.count else { break }
+                nals.append(payload[i..<(i + size)])
+                i += size
+            }
+        default: return nil
+        }
+        for nal in nals where (nal.first ?? 0) & 0x1f == 7 {
+            if let sps = try? H264SPS(nal: Array(nal)) { return (sps.width, sps.height) }
+        }
+        return nil
+    }
+    if codec.lowercased().hasSuffix("vp8") {
+        guard let (descriptor, size) = try? VP8PayloadDescriptor.parse(payload), descriptor.startsFrame,
+              payload.count >= size + 10, payload[size] & 1 == 0,
+              payload[size + 3] == 0x9d, payload[size + 4] == 0x01, payload[size + 5] == 0x2a else { return nil }
+        let w = (Int(payload[size + 6]) | Int(payload[size + 7]) << 8) & 0x3fff
+        let h = (Int(payload[size + 8]) | Int(payload[size + 9]) << 8) & 0x3fff
+        return (w, h)
+    }
+    return nil
+}

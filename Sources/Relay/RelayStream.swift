@@ -1,0 +1,133 @@
+import PeerConnection
+import RTP
+
+/// One app/stream on the relay: at most one publisher and any number of players. Everything
+/// here runs on the relay's event loop (publisher and player callbacks are delivered there).
+final class RelayStream: @unchecked Sendable {
+    // @unchecked: loop thread only.
+    let app: String
+    let name: String
+    var publisher: RelaySession?
+    var players: [String: RelaySession] = [:]
+    /// The publisher's recent packets per kind, by sequence number, to answer players' NACKs.
+    private var history: [MediaKind: [UInt16: RTPPacket]] = [:]
+    private var lastKeyframeRequest: ContinuousClock.Instant?
+    var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
+    var bitrate = BitrateMeter()
+    var videoSize: (width: Int, height: Int)?
+    let created = ContinuousClock.now
+
+    init(app: String, name: String) {
+        self.app = app
+        self.name = name
+    }
+
+    var id: String { "\(app)/\(name)" }
+
+    /// The publisher's negotiated codec for a kind (what players must accept).
+    func publishedCodec(_ kind: MediaKind) -> RtpCodecParameters? {
+        publisher?.pc.transceivers.first { $0.kind == kind && $0.currentDirection?.receives == true }?.negotiatedCodecs.first
+    }
+
+    // MARK: forwarding
+
+    func attachPublisher(_ session: RelaySession) {
+        publisher = session
+        history.removeAll()
+        for t in session.pc.transceivers {
+            let kind = t.kind
+            t.receiver.onRTP = { [weak self] packet in self?.forward(packet, kind: kind) }
+        }
+        for player in players.values { player.mapCodecs(from: self) }
+    }
+
+    func attachPlayer(_ session: RelaySession) {
+        players[session.id] = session
+        session.mapCodecs(from: self)
+        for t in session.pc.transceivers {
+            let kind = t.kind
+            t.sender.onRTCP = { [weak self, weak session] packet in
+                guard let self, let session else { return }
+                self.feedback(packet, kind: kind, from: session)
+            }
+        }
+    }
+
+    private func forward(_ packet: RTPPacket, kind: MediaKind) {
+        packetsIn += 1
+        bytesIn += packet.payload.count + 12
+        bitrate.add(bytes: packet.payload.count + 12)
+        var ring = history[kind, default: [:]]
+        ring[packet.sequenceNumber] = packet
+        ring[packet.sequenceNumber &- 1024] = nil   // keep about one second of 720p video
+        history[kind] = ring
+        if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
+        for player in players.values where player.connected {
+            guard let (sender, pt) = player.route[kind] else { continue }
+            sender.forward(packet, payloadType: pt)
+            packetsOut += 1
+            bytesOut += packet.payload.count + 12
+        }
+    }
+
+    /// Players' feedback: NACKs are answered from the history, keyframe requests go to the publisher.
+    private func feedback(_ packet: RTCPPacket, kind: MediaKind, from player: RelaySession) {
+        switch packet {
+        case .nack(let nack):
+            guard let (sender, pt) = player.route[kind] else { return }
+            for seq in nack.lostSequenceNumbers {
+                if let p = history[kind]?[seq] { sender.forward(p, payloadType: pt) }
+            }
+        case .pli, .fir:
+            requestKeyframe()
+        default:
+            break
+        }
+    }
+
+    /// PLI to the publisher (at most a few per second), e.g. when a player joins.
+    func requestKeyframe() {
+        let now = ContinuousClock.now
+        if let last = lastKeyframeRequest, now - last < .milliseconds(200) { return }
+        guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
+              let source = t.receiver.remoteSSRCs.first else { return }
+        lastKeyframeRequest = now
+        publisher.pc.sendRTCP([.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)])
+    }
+
+    private func noteVideoSize(_ packet: RTPPacket) {
+        guard let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) else { return }
+        videoSize = size
+    }
+}
+
+/// Bytes over a sliding window of about two seconds.
+struct BitrateMeter {
+    private var buckets: [(second: Int, bytes: Int)] = []
+
+    mutating func add(bytes: Int) {
+        let second = Int(ContinuousClock.now.elapsedSeconds)
+        if let last = buckets.last, last.second == second {
+            buckets[buckets.count - 1].bytes += bytes
+        } else {
+            buckets.append((second, bytes))
+            if buckets.count > 4 { buckets.removeFirst() }
+        }
+    }
+
+    /// kbit/s over the last two complete seconds.
+    var kbps: Int {
+        let now = Int(ContinuousClock.now.elapsedSeconds)
+        let total = buckets.filter { $0.second < now && $0.second >= now - 2 }.reduce(0) { $0 + $1.bytes }
+        return total * 8 / 2 / 1000
+    }
+}
+
+extension ContinuousClock.Instant {
+    /// Seconds since an arbitrary fixed origin (for bucketing).
+    var elapsedSeconds: Double {
+        let d = self - ContinuousClock.Instant.origin
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+    static let origin = ContinuousClock.now
+}
