@@ -32,9 +32,10 @@ $(VENV)/.ok:
 build: deps
 	$(SWIFT_BUILD)
 
-# The main job. For now: the echo endpoint (Ctrl-C stops it); point a WebRTC page at it.
+# The main job: the embedded relay on loopback, the test pattern published and played back,
+# verified frame by frame; writes artifacts/demo/snapshot.png and stats.json.
 demo: build
-	$(BIN) echo --http 127.0.0.1:8088
+	$(BIN) demo
 
 # Everything CI checks: unit tests, interop with Chromium and aiortc, bounded fuzzing.
 test: deps venv

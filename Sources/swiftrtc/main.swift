@@ -6,6 +6,7 @@ let topUsage = """
 usage: swiftrtc <command> [options]    (swiftrtc <command> --help for each)
 
 commands:
+  demo     the main job: relay + publish the test pattern + play it back, verified
   serve    the embedded SRS-compatible relay (SRS JSON API, WHIP, WHEP, player page)
   echo     a WHIP-style echo endpoint: your media comes back to you
   publish  publish a test pattern or a file (plus audio) to SRS (webrtc://) or a WHIP URL
@@ -17,6 +18,7 @@ let argv = Array(CommandLine.arguments.dropFirst())
 let code: Int32
 do {
     switch argv.first {
+    case "demo": code = try await DemoCommand.run(Array(argv.dropFirst()))
     case "serve": code = try await ServeCommand.run(Array(argv.dropFirst()))
     case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))

@@ -1,0 +1,116 @@
+import Foundation
+import SwiftRTC
+
+/// `swiftrtc demo`: the main job on the embedded relay, on loopback. Publishes the test pattern
+/// (H.264 1280x720@30 + a tone), plays it back, checks every frame's embedded number, and writes
+/// a PNG snapshot and the stats. Exit code 0 only if the played frames were verified.
+enum DemoCommand {
+    static let usage = """
+    usage: swiftrtc demo [--duration SEC] [--out DIR] [--http HOST:PORT] [--udp HOST:PORT]
+
+    Starts the relay (swiftrtc serve) on loopback, publishes the test pattern (H.264 1280x720@30
+    plus a 440 Hz tone) to webrtc://…/live/demo, plays it back, shows a status line, and writes
+    DIR/snapshot.png and DIR/stats.json (default DIR: artifacts/demo). While it runs, open the
+    printed player page in a browser and press Play to watch the same stream.
+
+      --duration SEC   how long to play (default 10)
+      --out DIR        where to write the snapshot and stats (default artifacts/demo)
+      --http HOST:PORT relay HTTP (default 127.0.0.1:1985, or any free port if that is taken)
+      --udp HOST:PORT  relay UDP (default 127.0.0.1:8000, or any free port)
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc demo", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let duration = try a.option("duration", default: 10.0) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let out = try a.option("out") ?? "artifacts/demo"
+        let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(1985)), parseHostPort)
+        let udp = try a.option("udp", default: (host: "127.0.0.1", port: UInt16(8000)), parseHostPort)
+        try a.finish()
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+
+        let relay: RelayServer
+        do {
+            relay = try await RelayServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port) { _ in }
+        } catch {
+            say("demo: \(http.host):\(http.port) or UDP \(udp.port) is taken (\(error)); using free ports")
+            relay = try await RelayServer(httpHost: http.host, httpPort: 0, udpHost: udp.host, udpPort: 0) { _ in }
+        }
+        let streamURL = "webrtc://\(relay.httpHost):\(relay.httpPort)/live/demo"
+        say("demo: relay on \(relay.url) (UDP \(relay.advertisedAddress)); player page: \(relay.url)/players/ (app live, stream demo)")
+
+        // Publisher: test pattern + tone, H.264 720p30.
+        let source = VideoSource()
+        let videoTrack = VideoTrack(id: "demo-video", source: source)
+        let capturer = TestPatternCapturer(delegate: source)
+        let tone = ToneCapturer(frequency: 440, level: 0.2)
+        let audioTrack = AudioTrack(id: "demo-audio", source: AudioSource(capturer: tone))
+        let publisher = try StreamingSession(role: .publish, url: streamURL)
+        let started = now()
+        try await publisher.publish(video: videoTrack, audio: audioTrack)
+        try capturer.start(width: 1280, height: 720, fps: 30)
+        tone.start()
+        say("demo: publishing \(streamURL) (connected in \(Int((now() - started) * 1000)) ms)")
+
+        // Player: decode, verify the embedded frame numbers, snapshot.
+        let player = try StreamingSession(role: .play, url: streamURL)
+        let playStarted = now()
+        let tracks = try await player.play()
+        let connectMs = (now() - playStarted) * 1000
+        let checker = PatternChecker()
+        let stats = StatsRenderer()
+        let snapshotPath = out + "/snapshot.png"
+        let png = PNGSnapshotRenderer(path: snapshotPath)
+        let audioMeter = AudioMeter()
+        for r in [checker, stats, png] as [any VideoRenderer] { tracks.video?.addRenderer(r) }
+        tracks.audio?.addSink(audioMeter)
+
+        let status = StatusLine()
+        var meter = RateMeter()
+        let end = now() + duration
+        var snapshotTaken = false
+        while now() < end {
+            if player.peerConnection.peerConnectionState == .failed { break }
+            try? await Task.sleep(for: .milliseconds(500))
+            if !snapshotTaken && now() > end - duration / 2 {
+                png.snapshot()
+                snapshotTaken = true
+            }
+            let report = await player.stats()
+            let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
+            let pair = report.ofType("candidate-pair").first { $0["state"] == .string("succeeded") }
+            let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
+            let received = Double(inbound?.int("packetsReceived") ?? 0), lost = Double(inbound?.int("packetsLost") ?? 0)
+            status.show(formatStatus(state: player.peerConnection.peerConnectionState.rawValue, elapsed: now() - playStarted,
+                                     fps: rate.fps, width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
+                                     kbps: rate.kbps, rtt: pair?.double("currentRoundTripTime"),
+                                     loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil))
+        }
+        status.finish()
+        capturer.stop()
+        tone.stop()
+        png.waitUntilIdle()
+        let report = await player.stats()
+        let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
+        let pattern = checker.result
+        let render = stats.snapshot()
+        let verified = pattern.verified && pattern.read >= Int(duration * 20)
+        let summary: [String: Any] = [
+            "verified": verified, "connectMs": connectMs,
+            "firstFrameMs": render.timeToFirstFrame.map { $0.milliseconds } ?? NSNull(),
+            "framesDecoded": inbound?.int("framesDecoded") ?? 0, "frameWidth": render.width ?? 0, "frameHeight": render.height ?? 0,
+            "patternFrames": pattern.read, "patternVerified": pattern.verified,
+            "patternLatencyMsMedian": pattern.medianLatencyMs ?? NSNull(),
+            "audioFramesDecoded": audioMeter.frames, "audioEnergyDb": audioMeter.energyDb,
+            "relayStreams": await relay.streams(), "stats": report.jsonObject,
+        ]
+        try writeJSON(summary, to: out + "/stats.json")
+        say("demo: \(verified ? "VERIFIED" : "NOT VERIFIED") — \(pattern.read) frames \(render.width ?? 0)x\(render.height ?? 0) with their numbers in order, "
+            + "median latency \(pattern.medianLatencyMs.map { "\(Int($0)) ms" } ?? "?"), audio \(String(format: "%.1f", audioMeter.energyDb)) dBFS; "
+            + "wrote \(snapshotPath) and \(out)/stats.json")
+        await player.close()
+        await publisher.close()
+        await relay.stop()
+        return verified ? 0 : 1
+    }
+}
