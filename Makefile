@@ -43,9 +43,11 @@ test: deps venv
 	$(MAKE) interop
 	$(MAKE) fuzz
 
+# Serial: HTTP tests await handlers on the 2-thread cooperative pool, which CPU-heavy codec
+# tests running in parallel would starve.
 unit: deps
 	swift build --build-tests
-	swift test --skip-build
+	swift test --skip-build --no-parallel
 
 # Interop suite in a private network namespace with only loopback.
 interop: deps venv build

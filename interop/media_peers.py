@@ -479,7 +479,22 @@ class AiortcWhepSender:
             t.direction = "sendonly"
         await pc.setLocalDescription(await pc.createAnswer())
         self.log.append(f"{sid} negotiated {negotiated_codecs(pc)}")
+        for t in pc.getTransceivers():
+            if t.kind == "video":
+                asyncio.get_running_loop().create_task(self._raise_bitrate(t.sender))
         return pc.localDescription.sdp
+
+    async def _raise_bitrate(self, sender, bps: int = 1_500_000) -> None:
+        """aiortc starts VP8 at 500 kbps, where the band's fast-changing low bits (the ms clock)
+        are sometimes unreadable at 640x480; start the encoder at 1.5 Mbps instead (a later
+        REMB from the receiver still applies). aiortc creates its encoder lazily: wait for it."""
+        for _ in range(200):
+            encoder = getattr(sender, "_RTCRtpSender__encoder", None)
+            if encoder is not None:
+                if hasattr(encoder, "target_bitrate"):
+                    encoder.target_bitrate = bps
+                return
+            await asyncio.sleep(0.05)
 
     def _on_delete(self, sid: str) -> bool:
         pc = self.sessions.get(sid)

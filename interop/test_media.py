@@ -386,6 +386,9 @@ def test_disable_track(media_page, artifact_dir, logs):
     assert reads[-1] > 0, "the page never read the pattern before the track was disabled"
     stop = next(i for i, r in enumerate(reads) if r == reads[-1])
     after = [s for s in samples[stop:] if s["t"] <= run.exited_at - 0.5]
+    assert samples[stop]["t"] < run.exited_at - 1.5, (
+        f"the page read the test pattern until the stream ended ({reads[-1]} frames): "
+        "the track was not disabled after 2 s")
     assert len(after) >= 2, f"too few samples after the disable: {len(after)}"
     # skip half a second for the black frames to replace the last picture frames in flight
     t_from = stats_seconds(after[0]) + 0.5

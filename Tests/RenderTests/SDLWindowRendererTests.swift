@@ -105,6 +105,21 @@ import Testing
         #expect(window.framesPresented == 1)
     }
 
+    @Test func explicitVideoDriverIsRespected() throws {
+        // SDL_VIDEODRIVER=offscreen needs no display at all.
+        unsetenv("DISPLAY")
+        setenv("SDL_VIDEODRIVER", "offscreen", 1)
+        defer { unsetenv("SDL_VIDEODRIVER") }
+        let window = try SDLWindowRenderer(title: "offscreen", width: 64, height: 48)
+        defer { window.close() }
+        #expect(window.videoDriver == "offscreen")
+        window.render(VideoFrame(buffer: ColorBars.nv12(width: 96, height: 48), timestampNs: 0))
+        window.flush()
+        #expect(window.lastError == nil)
+        #expect(window.framesPresented == 1)
+        #expect(window.windowSize == (96, 48))
+    }
+
     @Test func unreachableDisplayThrows() throws {
         // A display number nobody serves: SDL's init fails and the error names the display.
         setenv("DISPLAY", ":139", 1)
