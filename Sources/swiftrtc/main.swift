@@ -7,6 +7,7 @@ usage: swiftrtc <command> [options]    (swiftrtc <command> --help for each)
 
 commands:
   demo     the main job: relay + publish the test pattern + play it back, verified
+  call     a video call through a server: publish yourself, play the peer
   serve    the embedded SRS-compatible relay (SRS JSON API, WHIP, WHEP, player page)
   echo     a WHIP-style echo endpoint: your media comes back to you
   publish  publish a test pattern or a file (plus audio) to SRS (webrtc://) or a WHIP URL
@@ -19,6 +20,7 @@ let code: Int32
 do {
     switch argv.first {
     case "demo": code = try await DemoCommand.run(Array(argv.dropFirst()))
+    case "call": code = try await CallCommand.run(Array(argv.dropFirst()))
     case "serve": code = try await ServeCommand.run(Array(argv.dropFirst()))
     case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))

@@ -1,0 +1,121 @@
+import Foundation
+import SwiftRTC
+
+/// `swiftrtc call URL_SELF URL_PEER`: the reference app's video call through SRS — publish our
+/// own stream, play the other side's.
+enum CallCommand {
+    static let usage = """
+    usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH] [--size WxH] [--fps N] [--window]
+                         [--duration SEC] [--stats-json PATH]
+
+    A video call through a server: publishes our video (+ tone) to URL_SELF and plays URL_PEER
+    (webrtc:// for SRS's API, http(s):// for WHIP/WHEP). The peer does the same with the URLs
+    swapped. Waits up to 30 s for the peer's stream to appear. Exit code 0 only if the peer's
+    video was decoded.
+
+      --source S       testsrc (default) or file:PATH     --size WxH (default 640x360)   --fps N (default 30)
+      --window         show local preview and remote video in windows (SDL2)
+      --duration SEC   call length (default: until Ctrl-C)
+      --stats-json P   write both sessions' stats and a summary
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc call", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let sourceSpec = try a.option("source") ?? "testsrc"
+        let size = try a.option("size", default: (width: 640, height: 360), parseSize)
+        let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...60).contains($0) ? $0 : nil } }
+        let window = a.flag("window")
+        let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let statsPath = try a.option("stats-json")
+        let selfURL = try a.positional("URL_SELF")
+        let peerURL = try a.positional("URL_PEER")
+        try a.finish()
+
+        let source = VideoSource()
+        let videoTrack = VideoTrack(id: "call-video", source: source)
+        let start: () throws -> Void, stop: () -> Void
+        if sourceSpec == "testsrc" {
+            let capturer = TestPatternCapturer(delegate: source)
+            start = { try capturer.start(width: size.width, height: size.height, fps: fps) }
+            stop = { capturer.stop() }
+        } else if sourceSpec.hasPrefix("file:") {
+            let capturer = FileVideoCapturer(path: String(sourceSpec.dropFirst(5)), loop: true, delegate: source)
+            _ = try capturer.frameRate()
+            start = { try capturer.start() }
+            stop = { capturer.stop() }
+        } else {
+            throw UsageError("swiftrtc call: --source must be testsrc or file:PATH")
+        }
+        let tone = ToneCapturer(frequency: 660, level: 0.2)
+        let audioTrack = AudioTrack(id: "call-audio", source: AudioSource(capturer: tone))
+        let preview: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — me", width: 320, height: 180) : nil
+        if let preview { videoTrack.addRenderer(preview) }
+
+        let started = now()
+        let publisher = try StreamingSession(role: .publish, url: selfURL)
+        try await publisher.publish(video: videoTrack, audio: audioTrack)
+        try start()
+        tone.start()
+        say("call: publishing to \(selfURL)")
+
+        // The peer may not be publishing yet: retry playing until its stream exists.
+        var player: StreamingSession?
+        var tracks: (video: VideoTrack?, audio: AudioTrack?) = (nil, nil)
+        let giveUp = now() + 30
+        while player == nil {
+            let attempt = try StreamingSession(role: .play, url: peerURL)
+            do {
+                tracks = try await attempt.play()
+                player = attempt
+            } catch {
+                await attempt.close()
+                if now() > giveUp {
+                    stop(); tone.stop(); await publisher.close()
+                    throw UsageError("swiftrtc call: cannot play \(peerURL) after 30 s: \(error)")
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        guard let player else { return 1 }
+        say("call: playing \(peerURL)")
+        let remoteStats = StatsRenderer()
+        let checker = PatternChecker()
+        let remoteWindow: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — peer", width: 640, height: 360) : nil
+        for r in [remoteStats, checker] + [remoteWindow].compactMap({ $0 }) as [any VideoRenderer] { tracks.video?.addRenderer(r) }
+
+        let status = StatusLine()
+        var meter = RateMeter()
+        let stopAt = duration.map { now() + $0 }
+        let interrupted = OnceFlag()
+        let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
+        while !interrupted.isFired {
+            if let stopAt, now() >= stopAt { break }
+            if player.peerConnection.peerConnectionState == .failed || publisher.peerConnection.peerConnectionState == .failed { break }
+            try? await Task.sleep(for: .seconds(1))
+            let report = await player.stats()
+            let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
+            let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
+            status.show("peer " + formatStatus(state: player.peerConnection.peerConnectionState.rawValue, elapsed: now() - started,
+                                               fps: rate.fps, width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
+                                               kbps: rate.kbps, rtt: nil, loss: nil))
+        }
+        waiter.cancel()
+        status.finish()
+        stop()
+        tone.stop()
+        preview?.close()
+        remoteWindow?.close()
+        let peerFrames = remoteStats.snapshot().framesRendered
+        let pattern = checker.result
+        say("call: \(peerFrames > 0 ? "done" : "FAILED") — decoded \(peerFrames) frames of the peer"
+            + (pattern.read > 0 ? " (test pattern \(pattern.verified ? "verified" : "NOT verified"))" : ""))
+        if let statsPath {
+            try writeJSON(["peerFramesDecoded": peerFrames, "patternFrames": pattern.read, "patternVerified": pattern.verified,
+                           "publish": (await publisher.stats()).jsonObject, "play": (await player.stats()).jsonObject], to: statsPath)
+        }
+        await player.close()
+        await publisher.close()
+        return peerFrames > 0 ? 0 : 1
+    }
+}
