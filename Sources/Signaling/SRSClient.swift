@@ -74,15 +74,12 @@ public struct SRSClient: Sendable {
     /// Sends the offer; returns the answer or throws an error carrying SRS's code and text.
     public func exchange(_ action: Action, offer: String, clientIP: String?) async throws -> Answer {
         let api = apiOverride ?? streamURL.apiURL(action)
-        guard api.hasPrefix("http://") else {
-            throw SignalingError("\(api): only http:// APIs are supported by this client")
-        }
         var body: [String: Any] = ["api": api, "tid": String(UInt32.random(in: 0...UInt32.max), radix: 36),
                                    "streamurl": streamURL.original, "sdp": offer]
         if let clientIP { body["clientip"] = clientIP }
         let json = try JSONSerialization.data(withJSONObject: body)
-        let response = try await HTTPClient(timeout: timeout).send(method: "POST", url: api, headers: ["Content-Type": "application/json"],
-                                                                   body: Array(json))
+        let response = try await SignalingHTTP(timeout: timeout).send(method: "POST", url: api, headers: ["Content-Type": "application/json"],
+                                                                      body: Array(json))
         guard response.status == 200 else {
             throw SignalingError("\(api) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
         }

@@ -24,7 +24,7 @@ public struct WHIPClient: Sendable {
 
     /// POSTs the offer; follows 307/308 redirects; a 503 with Retry-After is retried once.
     public func publish(offer: String) async throws -> Session {
-        let client = HTTPClient(timeout: timeout)
+        let client = SignalingHTTP(timeout: timeout)
         var headers: HTTPHeaders = ["Content-Type": "application/sdp"]
         if let token { headers.add("Authorization", "Bearer \(token)") }
         var response = try await client.send(method: "POST", url: endpoint, headers: headers, body: Array(offer.utf8))
@@ -50,7 +50,7 @@ public struct WHIPClient: Sendable {
         guard let resource = session.resource else { return }
         var headers: HTTPHeaders = [:]
         if let token { headers.add("Authorization", "Bearer \(token)") }
-        let response = try await HTTPClient(timeout: timeout).send(method: "DELETE", url: resource, headers: headers)
+        let response = try await SignalingHTTP(timeout: timeout).send(method: "DELETE", url: resource, headers: headers)
         guard (200..<300).contains(response.status) else {
             throw SignalingError("DELETE \(resource) answered \(response.status)")
         }

@@ -6,7 +6,7 @@ import Synchronization
 enum PlayCommand {
     static let usage = """
     usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
-                             [--stats-json PATH] [--token T]
+                             [--stats-json PATH] [--token T] [--api URL]
 
     Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
@@ -17,6 +17,7 @@ enum PlayCommand {
       --window           show the video in a window (SDL2; needs a display)
       --duration SEC     stop after SEC seconds (default: until Ctrl-C)
       --stats-json PATH  write the final W3C stats and a summary
+      --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token
     """
 
@@ -29,11 +30,13 @@ enum PlayCommand {
         let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
         let statsPath = try a.option("stats-json")
         let token = try a.option("token")
+        let api = try a.option("api")
         let url = try a.positional("URL")
         try a.finish()
 
         var options = StreamingSession.Options()
         options.token = token
+        options.api = api
         let session = try StreamingSession(role: .play, url: url, options: options)
         let started = now()
         let stats = StatsRenderer()

@@ -6,7 +6,7 @@ enum PublishCommand {
     static let usage = """
     usage: swiftrtc publish URL [--source testsrc|file:PATH] [--codec h264|vp8] [--size WxH] [--fps N]
                                 [--bitrate KBPS] [--max-fps N] [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
-                                [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T]
+                                [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
     http(s)://… speaks WHIP. Shows a live status line; exit code 0 only on success.
@@ -22,6 +22,7 @@ enum PublishCommand {
       --disable-after SEC disable the video track after SEC seconds (black frames from then on)
       --duration SEC      stop after SEC seconds (default: until Ctrl-C)
       --stats-json PATH   write the final W3C stats and a summary
+      --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T           WHIP bearer token
     """
 
@@ -47,6 +48,7 @@ enum PublishCommand {
         let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
         let statsPath = try a.option("stats-json")
         let token = try a.option("token")
+        let api = try a.option("api")
         let url = try a.positional("URL")
         try a.finish()
         let codec: RtpCodecCapability
@@ -95,6 +97,7 @@ enum PublishCommand {
 
         var options = StreamingSession.Options()
         options.token = token
+        options.api = api
         options.videoCodecs = [codec]
         let session = try StreamingSession(role: .publish, url: url, options: options)
         let started = now()
