@@ -55,7 +55,9 @@ extension PeerConnection {
             case .audio:
                 guard name == "OPUS" else { continue }
                 if direction.sends, media.audioSend[mid] == nil {
-                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: configuration.audioProcessing)
+                    let processing = t.sender.audioProcessingOverride ?? configuration.audioProcessing
+                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: processing)
+                    t.sender.onAudioProcessingChanged = { stream.setProcessing($0) }
                     media.audioSend[mid] = stream
                     attachAudio(stream, to: t.sender)
                 }

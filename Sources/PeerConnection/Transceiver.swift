@@ -1,4 +1,5 @@
 import RTP
+import AudioProcessing
 import Media
 import RTPMedia
 import Synchronization
@@ -128,6 +129,22 @@ public final class RtpSender: @unchecked Sendable {
     public func replaceTrack(_ track: AudioTrack?) {
         tracks.withLock { $0.audio = track }
         onTrackChanged?()
+    }
+
+    private let processing = Mutex<(set: Bool, options: AudioProcessingOptions?)>((false, nil))
+    var onAudioProcessingChanged: (@Sendable (AudioProcessingOptions?) -> Void)?
+
+    /// Echo cancellation, gain control and noise suppression for this audio sender, switchable
+    /// while sending (the reference app's googEchoCancellation / googAutoGainControl /
+    /// googNoiseSuppression constraints; `AudioProcessingOptions(constraints:)` maps them). nil: off.
+    public func setAudioProcessing(_ options: AudioProcessingOptions?) {
+        processing.withLock { $0 = (true, options) }
+        onAudioProcessingChanged?(options)
+    }
+
+    /// The per-sender setting if one was made (else the connection's configuration applies).
+    var audioProcessingOverride: AudioProcessingOptions?? {
+        processing.withLock { $0.set ? .some($0.options) : .none }
     }
 
     /// W3C `getParameters()`.

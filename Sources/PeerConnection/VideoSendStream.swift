@@ -31,7 +31,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private var firstCaptureNs: Int64?
     private let timestampBase = UInt32.random(in: 0...UInt32.max)
     private var nextAllowedNs: Int64 = .min
-    private let factory = VideoEncoderFactory()
+    private var encoderPreference: DegradationPreference?
 
     // loop state
     var history = RTPHistory(capacity: 2048)
@@ -102,10 +102,23 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         let fps = encoding.maxFramerate.map { min($0, 30) } ?? 30
         let target = targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
         do {
+            // maintain-framerate: the encoder may not skip frames (quality drops instead);
+            // maintain-resolution and balanced: rate control may skip frames. A change rebuilds it.
+            if encoderPreference != p.degradationPreference {
+                encoder = nil
+                encoderPreference = p.degradationPreference
+            }
             if encoder == nil || encoder?.settings.width != frame.width || encoder?.settings.height != frame.height {
                 let settings = VideoEncoderSettings(width: frame.width, height: frame.height, framerate: fps, bitrate: target,
                                                     maxBitrate: encoding.maxBitrate, minBitrate: encoding.minBitrate)
-                if let encoder { try encoder.configure(settings) } else { encoder = try factory.makeEncoder(codec, settings: settings) }
+                if let encoder {
+                    try encoder.configure(settings)
+                } else {
+                    let skip = p.degradationPreference != .maintainFramerate
+                    let factory = VideoEncoderFactory(h264Options: OpenH264Encoder.Options(frameSkip: skip),
+                                                      vp8Options: VP8Encoder.Options(frameDropping: skip))
+                    encoder = try factory.makeEncoder(codec, settings: settings)
+                }
                 keyframeWanted.store(true, ordering: .relaxed)
             } else if let encoder, encoder.settings.bitrate != target || encoder.settings.framerate != fps {
                 encoder.setRates(bitrate: target, framerate: fps)
