@@ -59,7 +59,8 @@ let package = Package(
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
-        .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN"], path: "Sources/bench"),
+        .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
+                                                         "Media", "Codecs", "Capture", "Signaling", "HTTP"], path: "Sources/bench"),
 
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),

@@ -94,7 +94,14 @@ public enum TestPattern {
         let sx = bounce(UInt64(frameNumber) &* 7, range: travelX) & ~1
         let sy = (bandHeight + bounce(UInt64(frameNumber) &* 5, range: travelY) + 1) & ~1
         let bottom = min(h, sy + side)
-        for row in sy..<bottom { memset(y + row * ys + sx, 210, side) }
+        // The square carries a fine texture (a 4x4-pixel luma checker, 210 ± 14) so a smoothing
+        // filter such as the beauty filter has small-amplitude detail to remove, as skin has.
+        let textured = (0..<2).map { phase in
+            (0..<side).map { x -> UInt8 in ((x / 4 + phase) & 1) == 1 ? 210 + 14 : 210 - 14 }
+        }
+        for row in sy..<bottom {
+            textured[((row - sy) / 4) & 1].withUnsafeBufferPointer { memcpy(y + row * ys + sx, $0.baseAddress, side) }
+        }
         let cx = sx / 2, cSide = side / 2
         for row in (sy / 2)..<min(chromaH, (bottom + 1) / 2) {
             memset(u + row * us + cx, 60, min(cSide, chromaW - cx))

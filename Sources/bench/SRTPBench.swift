@@ -176,15 +176,15 @@ private final class LoopbackLink {
 
 /// `struct mmsghdr` (Glibc's Swift module leaves out the _GNU_SOURCE socket calls): a msghdr and
 /// the kernel's byte count; same field order, size (64) and alignment as the C struct on LP64.
-private struct MMsgHdr {
+struct MMsgHdr {
     var msg_hdr = msghdr()
     var msg_len: UInt32 = 0
 }
 
-private typealias SendMMsg = @convention(c) (Int32, UnsafeMutableRawPointer?, UInt32, Int32) -> Int32
+typealias SendMMsg = @convention(c) (Int32, UnsafeMutableRawPointer?, UInt32, Int32) -> Int32
 
 /// sendmmsg(2), looked up in the already-loaded libc.
-private let sendmmsgFunction: SendMMsg? = {
+let sendmmsgFunction: SendMMsg? = {
     guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "sendmmsg") else { return nil }
     return unsafeBitCast(symbol, to: SendMMsg.self)
 }()
