@@ -100,7 +100,7 @@ public enum TestPattern {
             (0..<side).map { x -> UInt8 in ((x / 4 + phase) & 1) == 1 ? 210 + 14 : 210 - 14 }
         }
         for row in sy..<bottom {
-            textured[((row - sy) / 4) & 1].withUnsafeBufferPointer { memcpy(y + row * ys + sx, $0.baseAddress, side) }
+            textured[((row - sy) / 4) & 1].withUnsafeBufferPointer { if let base = $0.baseAddress { memcpy(y + row * ys + sx, base, side) } }
         }
         let cx = sx / 2, cSide = side / 2
         for row in (sy / 2)..<min(chromaH, (bottom + 1) / 2) {

@@ -1,0 +1,248 @@
+// The relay under fan-out: `swiftrtc serve` as a child process (so its CPU is its own, read from
+// /proc/PID/stat), one `swiftrtc publish` child sending the test pattern at 1280x720@30 ~1.5 Mbps,
+// and N players in this process that do not decode (PeerConnections with mediaPipeline off,
+// counting RTP and sequence gaps). For each N: loss at the players and the relay's CPU over a
+// window. Before the fan-out, `swiftrtc publish` / `swiftrtc play` runs against the relay give
+// connectMs and firstFrameMs as the CLI reports them (--stats-json).
+import Foundation
+import Glibc
+import HTTP
+import PeerConnection
+import RTP
+import Signaling
+import STUN
+import Synchronization
+import Transport
+
+/// RTP a player received on its video m-line: count and highest extended sequence number.
+final class PlayerCounter: Sendable {
+    private let state = Mutex<(received: Int, highest: Int64?, unwrapper: SequenceNumberUnwrapper)>((0, nil, SequenceNumberUnwrapper()))
+
+    func record(_ packet: RTPPacket) {
+        state.withLock { s in
+            let seq = s.unwrapper.unwrap(packet.sequenceNumber)
+            s.received += 1
+            if s.highest.map({ seq > $0 }) ?? true { s.highest = seq }
+        }
+    }
+
+    var snapshot: (received: Int, highest: Int64?) { state.withLock { ($0.received, $0.highest) } }
+}
+
+/// A player that only receives: SRTP is removed and packets are counted, nothing is decoded.
+struct BenchPlayer: Sendable {
+    let pc: PeerConnection
+    let counter: PlayerCounter
+
+    static func connect(url: String, loop: EventLoop) async throws -> BenchPlayer {
+        var config = loopbackConfiguration(answerer: false)
+        config.mediaPipeline = false
+        let pc = try PeerConnection(configuration: config, loop: loop)
+        let counter = PlayerCounter()
+        do {
+            try await pc.addTransceiver(.audio, TransceiverInit(direction: .recvonly))
+            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+            video.receiver.onRTP = { counter.record($0) }
+            try await pc.setLocalDescription(try await pc.createOffer())
+            await pc.waitForGatheringComplete(timeout: .seconds(5))
+            guard let offer = pc.localDescription?.sdp else { throw BenchError("player has no offer") }
+            let answer = try await SRSClient(url: url).exchange(.play, offer: offer, clientIP: "127.0.0.1")
+            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer.sdp))
+            try await pc.waitConnected(timeout: .seconds(15))
+            return BenchPlayer(pc: pc, counter: counter)
+        } catch {
+            await pc.close()
+            throw error
+        }
+    }
+}
+
+struct FanoutStep {
+    var players: Int
+    var seconds: Double
+    var inboundPPS: Double
+    var relaySent: Int
+    var expected: Int
+    var received: Int
+    var relayCores: Double
+    var benchCores: Double
+    var loss: Double { expected > 0 ? max(0, Double(expected - received)) / Double(expected) : 1 }
+    var lossVsRelaySent: Double { relaySent > 0 ? max(0, Double(relaySent - received)) / Double(relaySent) : 1 }
+    var relayCPUPerPacketUs: Double? { relaySent > 0 ? relayCores * seconds * 1e6 / Double(relaySent) : nil }
+    var passed: Bool { loss < 0.01 && relayCores <= 1.0 }
+
+    var json: [String: Any] {
+        ["players": players, "seconds": (seconds * 100).rounded() / 100, "inbound_pps": inboundPPS.rounded(),
+         "relay_sent": relaySent, "expected": expected, "received": received,
+         "loss": (loss * 1e5).rounded() / 1e5, "loss_vs_relay_sent": (lossVsRelaySent * 1e5).rounded() / 1e5,
+         "relay_cores": (relayCores * 1000).rounded() / 1000, "bench_process_cores": (benchCores * 1000).rounded() / 1000,
+         "relay_cpu_us_per_forwarded_packet": relayCPUPerPacketUs.map { ($0 * 100).rounded() / 100 } ?? NSNull()]
+    }
+}
+
+struct RelayBenchResult {
+    var publishConnectMs: [Double] = []
+    var playConnectMs: [Double] = []
+    var playFirstFrameMs: [Double] = []
+    var steps: [FanoutStep] = []
+    var publisherKbps: Double?
+    var notes: [String] = []
+}
+
+/// The relay's HTTP API on 127.0.0.1.
+struct RelayAPI {
+    let port: UInt16
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    func get(_ path: String) async -> [String: Any]? {
+        guard let r = try? await HTTPClient(timeout: .seconds(3)).send(method: "GET", url: base + path), r.status == 200 else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]
+    }
+
+    /// (packets in, packets out, publisher active) of stream `name`.
+    func stream(_ name: String) async -> (packetsIn: Int, packetsOut: Int, active: Bool, kbps: Double)? {
+        guard let streams = await get("/api/v1/streams/")?["streams"] as? [[String: Any]],
+              let s = streams.first(where: { ($0["name"] as? String) == name }) else { return nil }
+        let packets = s["packets"] as? [String: Any]
+        let number = { (v: Any?) in (v as? NSNumber)?.doubleValue ?? 0 }
+        return (Int(number(packets?["in"])), Int(number(packets?["out"])),
+                ((s["publish"] as? [String: Any])?["active"] as? Bool) ?? false,
+                number((s["kbps"] as? [String: Any])?["recv_30s"]))
+    }
+}
+
+/// Runs `swiftrtc ARGS --stats-json PATH` to completion and returns the stats JSON.
+private func runCLI(_ swiftrtc: String, _ args: [String], name: String, timeout: Duration = .seconds(40)) async throws -> [String: Any] {
+    let statsPath = benchTempDirectory + "/\(name).json"
+    try? FileManager.default.removeItem(atPath: statsPath)
+    let child = try ChildProcess(swiftrtc, args + ["--stats-json", statsPath], logPath: benchTempDirectory + "/\(name).log")
+    guard let status = await child.waitForExit(timeout: timeout) else {
+        await child.stop()
+        throw BenchError("swiftrtc \(args.first ?? "") did not finish in \(timeout): \(child.logTail(300))")
+    }
+    guard status == 0, let data = FileManager.default.contents(atPath: statsPath),
+          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        throw BenchError("swiftrtc \(args.first ?? "") exited with \(status): \(child.logTail(300))")
+    }
+    return object
+}
+
+/// The whole relay phase. `series` is the increasing list of player counts; `budget` bounds the
+/// fan-out steps' total wall time (a step is not started once it is spent).
+func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Double, runs: Int = 3) async throws -> RelayBenchResult {
+    guard let httpPort = freeLoopbackPort(Int32(SOCK_STREAM.rawValue)), let udpPort = freeLoopbackPort(Int32(SOCK_DGRAM.rawValue)) else {
+        throw BenchError("no free loopback ports")
+    }
+    let relay = try ChildProcess(swiftrtc, ["serve", "--http", "127.0.0.1:\(httpPort)", "--udp", "127.0.0.1:\(udpPort)"],
+                                 logPath: benchTempDirectory + "/relay.log")
+    let api = RelayAPI(port: httpPort)
+    var publisher: ChildProcess?
+    var players: [BenchPlayer] = []
+    let loops = [try EventLoop(name: "bench-players-0"), try EventLoop(name: "bench-players-1")]
+    var result = RelayBenchResult()
+    func tearDown() async {
+        for p in players { await p.pc.close() }
+        players = []
+        for l in loops { l.shutdown() }
+        await publisher?.stop()
+        await relay.stop()
+    }
+    do {
+        var up = false
+        for _ in 0..<300 {
+            up = await api.get("/api/v1/versions/") != nil
+            if up || !relay.isRunning { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        guard up else { throw BenchError("swiftrtc serve did not answer on \(api.base): \(relay.logTail())") }
+        let host = "webrtc://127.0.0.1:\(httpPort)/live"
+
+        // connectMs of publish (default options: test pattern 720p30 H.264 + tone), median of `runs`.
+        progress("relay: swiftrtc publish x \(runs) (connectMs)")
+        for i in 0..<runs {
+            let stats = try await runCLI(swiftrtc, ["publish", "\(host)/connect\(i)", "--duration", "1"], name: "publish-\(i)")
+            if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.publishConnectMs.append(ms) }
+        }
+
+        // The fan-out publisher: video only, 720p30, capped at 1.5 Mbps.
+        let pub = try ChildProcess(swiftrtc, ["publish", "\(host)/bench", "--bitrate", "1500", "--audio", "none",
+                                              "--stats-json", benchTempDirectory + "/publisher.json"],
+                                   logPath: benchTempDirectory + "/publisher.log")
+        publisher = pub
+        var flowing = false
+        var firstIn: Int?
+        for _ in 0..<150 {
+            if flowing || !pub.isRunning { break }
+            try await Task.sleep(for: .milliseconds(100))
+            if let s = await api.stream("bench"), s.active {
+                if let f = firstIn, s.packetsIn > f + 30 { flowing = true }
+                if firstIn == nil { firstIn = s.packetsIn }
+            }
+        }
+        guard flowing else { throw BenchError("the publisher's media did not reach the relay: \(pub.logTail())") }
+
+        progress("relay: swiftrtc play x \(runs) (connectMs, firstFrameMs)")
+        for i in 0..<runs {
+            let stats = try await runCLI(swiftrtc, ["play", "\(host)/bench", "--duration", "1"], name: "play-\(i)")
+            if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.playConnectMs.append(ms) }
+            if let ms = (stats["firstFrameMs"] as? NSNumber)?.doubleValue { result.playFirstFrameMs.append(ms) }
+        }
+
+        // Fan-out.
+        let started = monotonicSeconds()
+        for n in series {
+            if monotonicSeconds() - started > budget {
+                result.notes.append("stopped before \(n) players: the fan-out time budget (\(Int(budget)) s) was spent")
+                break
+            }
+            while players.count < n {
+                let batch = min(10, n - players.count)
+                let base = players.count
+                let joined = await withTaskGroup(of: Result<BenchPlayer, any Error>.self) { group in
+                    for i in 0..<batch {
+                        let loop = loops[(base + i) % loops.count]
+                        group.addTask {
+                            do { return .success(try await BenchPlayer.connect(url: "\(host)/bench", loop: loop)) } catch { return .failure(error) }
+                        }
+                    }
+                    var all: [Result<BenchPlayer, any Error>] = []
+                    for await p in group { all.append(p) }
+                    return all
+                }
+                for r in joined { if case .success(let p) = r { players.append(p) } }
+                for r in joined { if case .failure(let e) = r { throw BenchError("player \(players.count + 1) of \(n) could not connect: \(e)") } }
+            }
+            try await Task.sleep(for: .milliseconds(1500))   // join keyframes, settle
+            guard let s0 = await api.stream("bench"), let cpu0 = processCPUSeconds(pid: relay.pid) else {
+                throw BenchError("relay stats unavailable: \(relay.logTail())")
+            }
+            let snap0 = players.map(\.counter.snapshot)
+            let bench0 = processCPUSeconds(), wall0 = monotonicSeconds()
+            try await Task.sleep(for: .seconds(window))
+            guard let s1 = await api.stream("bench"), let cpu1 = processCPUSeconds(pid: relay.pid) else {
+                throw BenchError("relay stats unavailable: \(relay.logTail())")
+            }
+            let snap1 = players.map(\.counter.snapshot)
+            let bench1 = processCPUSeconds(), wall1 = monotonicSeconds()
+            var expected = 0, received = 0
+            for (a, b) in zip(snap0, snap1) {
+                received += b.received - a.received
+                if let h0 = a.highest, let h1 = b.highest { expected += Int(h1 - h0) } else { expected += b.received - a.received }
+            }
+            let wall = wall1 - wall0
+            let step = FanoutStep(players: n, seconds: wall, inboundPPS: Double(s1.packetsIn - s0.packetsIn) / wall,
+                                  relaySent: s1.packetsOut - s0.packetsOut, expected: expected, received: received,
+                                  relayCores: (cpu1 - cpu0) / wall, benchCores: (bench1 - bench0) / wall)
+            result.steps.append(step)
+            result.publisherKbps = s1.kbps
+            progress(String(format: "relay: %3d players: loss %.3f%%, relay %.2f cores, %.1f us CPU per forwarded packet, %.0f packets/s in, bench process %.2f cores",
+                            n, step.loss * 100, step.relayCores, step.relayCPUPerPacketUs ?? 0, step.inboundPPS, step.benchCores))
+            if !step.passed { break }
+        }
+    } catch {
+        await tearDown()
+        throw error
+    }
+    await tearDown()
+    return result
+}
