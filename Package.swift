@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
 
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
-        .target(name: "HTTP"),
+        .target(name: "HTTP", dependencies: ["COpenSSL"]),
         .target(name: "Transport", dependencies: ["STUN", "CShim"]),
 
         // Media: frames and the pipeline pieces around them.

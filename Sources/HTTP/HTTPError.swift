@@ -17,6 +17,7 @@ public struct HTTPError: Error, CustomStringConvertible, Sendable, Equatable {
         case connectionFailed      // resolution, reset, unexpected close, other socket errors
         case malformedResponse
         case tooManyRedirects
+        case tlsFailed             // TLS handshake failed, the certificate not verified included
         case cancelled
         case system                // socket/bind/thread creation failed
     }

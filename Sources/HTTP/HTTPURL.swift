@@ -1,31 +1,32 @@
-// `http://` URLs for the client, and reference resolution (RFC 3986 §5.2) for redirects.
+// `http://` and `https://` URLs for the client, and reference resolution (RFC 3986 §5.2) for redirects.
 
-/// An `http://host[:port]/path?query` URL split for sending.
+/// An `http(s)://host[:port]/path?query` URL split for sending.
 struct HTTPURL: Sendable, Equatable {
+    /// `http` or `https`.
+    var scheme: String
     /// Host without brackets, as given to the resolver.
     var host: String
     var port: UInt16
-    /// Host header value: the URL's authority (with brackets for IPv6, port only when not 80).
+    /// Host header value: the URL's authority (with brackets for IPv6, port only when not the
+    /// scheme's default).
     var authority: String
     /// Path and query, at least `/`.
     var target: String
 
     /// `host:port` as used in error messages.
     var display: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-    var string: String { "http://\(authority)\(target)" }
+    var string: String { "\(scheme)://\(authority)\(target)" }
+    var isTLS: Bool { scheme == "https" }
 
     static func parse(_ text: String) throws(HTTPError) -> HTTPURL {
         if text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
             throw HTTPError(.invalidURL, "URL contains a space or control character: \(HeadParsing.quote(Array(text.utf8)))")
         }
         guard let schemeEnd = text.range(of: "://") else {
-            throw HTTPError(.invalidURL, "not an absolute http:// URL: \(HeadParsing.quote(Array(text.utf8)))")
+            throw HTTPError(.invalidURL, "not an absolute http:// or https:// URL: \(HeadParsing.quote(Array(text.utf8)))")
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
-        if scheme == "https" {
-            throw HTTPError(.invalidURL, "https is not supported by HTTPClient (use URLSession): \(text)")
-        }
-        guard scheme == "http" else {
+        guard scheme == "http" || scheme == "https" else {
             throw HTTPError(.invalidURL, "unsupported URL scheme \"\(scheme)\" in \(text)")
         }
         let rest = text[schemeEnd.upperBound...]
@@ -57,7 +58,8 @@ struct HTTPURL: Sendable, Equatable {
             host = authority
         }
         guard !host.isEmpty else { throw HTTPError(.invalidURL, "no host in \(text)") }
-        var port: UInt16 = 80
+        let defaultPort: UInt16 = scheme == "https" ? 443 : 80
+        var port = defaultPort
         if let portText, !portText.isEmpty {
             guard portText.allSatisfy(\.isASCII), portText.allSatisfy(\.isNumber), let value = UInt16(portText), value > 0 else {
                 throw HTTPError(.invalidURL, "bad port \"\(portText)\" in \(text)")
@@ -66,7 +68,8 @@ struct HTTPURL: Sendable, Equatable {
         }
         let hostText = host.lowercased()
         let bracketed = hostText.contains(":") ? "[\(hostText)]" : hostText
-        return HTTPURL(host: hostText, port: port, authority: port == 80 ? bracketed : "\(bracketed):\(port)", target: target)
+        return HTTPURL(scheme: scheme, host: hostText, port: port,
+                       authority: port == defaultPort ? bracketed : "\(bracketed):\(port)", target: target)
     }
 }
 

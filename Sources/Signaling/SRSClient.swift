@@ -58,11 +58,14 @@ public struct SRSClient: Sendable {
     public let streamURL: StreamURL
     public var apiOverride: String?
     public var timeout: Duration
+    /// Accept any certificate on an https API URL (explicit `--insecure` only).
+    public var insecure: Bool
 
-    public init(url: String, apiOverride: String? = nil, timeout: Duration = .seconds(10)) throws(SignalingError) {
+    public init(url: String, apiOverride: String? = nil, timeout: Duration = .seconds(10), insecure: Bool = false) throws(SignalingError) {
         streamURL = try StreamURL(parsing: url)
         self.apiOverride = apiOverride
         self.timeout = timeout
+        self.insecure = insecure
     }
 
     public struct Answer: Sendable {
@@ -78,7 +81,7 @@ public struct SRSClient: Sendable {
                                    "streamurl": streamURL.original, "sdp": offer]
         if let clientIP { body["clientip"] = clientIP }
         let json = try JSONSerialization.data(withJSONObject: body)
-        let response = try await SignalingHTTP(timeout: timeout).send(method: "POST", url: api, headers: ["Content-Type": "application/json"],
+        let response = try await SignalingHTTP(timeout: timeout, insecure: insecure).send(method: "POST", url: api, headers: ["Content-Type": "application/json"],
                                                                       body: Array(json))
         guard response.status == 200 else {
             throw SignalingError("\(api) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")

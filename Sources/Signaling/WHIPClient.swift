@@ -6,11 +6,14 @@ public struct WHIPClient: Sendable {
     public let endpoint: String
     public var token: String?
     public var timeout: Duration
+    /// Accept any certificate on https (explicit `--insecure` only).
+    public var insecure: Bool
 
-    public init(endpoint: String, token: String? = nil, timeout: Duration = .seconds(10)) {
+    public init(endpoint: String, token: String? = nil, timeout: Duration = .seconds(10), insecure: Bool = false) {
         self.endpoint = endpoint
         self.token = token
         self.timeout = timeout
+        self.insecure = insecure
     }
 
     /// What the server answered.
@@ -24,7 +27,7 @@ public struct WHIPClient: Sendable {
 
     /// POSTs the offer; follows 307/308 redirects; a 503 with Retry-After is retried once.
     public func publish(offer: String) async throws -> Session {
-        let client = SignalingHTTP(timeout: timeout)
+        let client = SignalingHTTP(timeout: timeout, insecure: insecure)
         var headers: HTTPHeaders = ["Content-Type": "application/sdp"]
         if let token { headers.add("Authorization", "Bearer \(token)") }
         var response = try await client.send(method: "POST", url: endpoint, headers: headers, body: Array(offer.utf8))
@@ -50,7 +53,7 @@ public struct WHIPClient: Sendable {
         guard let resource = session.resource else { return }
         var headers: HTTPHeaders = [:]
         if let token { headers.add("Authorization", "Bearer \(token)") }
-        let response = try await SignalingHTTP(timeout: timeout).send(method: "DELETE", url: resource, headers: headers)
+        let response = try await SignalingHTTP(timeout: timeout, insecure: insecure).send(method: "DELETE", url: resource, headers: headers)
         guard (200..<300).contains(response.status) else {
             throw SignalingError("DELETE \(resource) answered \(response.status)")
         }

@@ -18,6 +18,8 @@ public final class StreamingSession: Sendable {
         public var iceServers: [IceServer] = []
         public var configuration = PeerConnection.Configuration()
         public var timeout: Duration = .seconds(15)
+        /// Accept any certificate on https signaling (self-signed included). Off by default.
+        public var insecure: Bool = false
         public init() {}
     }
 
@@ -72,11 +74,11 @@ public final class StreamingSession: Sendable {
         let sdp = (peerConnection.localDescription ?? offer).sdp
         let answer: String
         if url.hasPrefix("webrtc://") {
-            let srs = try SRSClient(url: url, apiOverride: options.api, timeout: options.timeout)
+            let srs = try SRSClient(url: url, apiOverride: options.api, timeout: options.timeout, insecure: options.insecure)
             let clientIP = localAddress(routingTo: srs.streamURL.host)
             answer = try await srs.exchange(role == .publish ? .publish : .play, offer: sdp, clientIP: clientIP).sdp
         } else {
-            let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout)
+            let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure)
             let session = try await client.publish(offer: sdp)
             whipSession.set(session)
             answer = session.answer
@@ -104,7 +106,7 @@ public final class StreamingSession: Sendable {
     /// Tears everything down: WHIP/WHEP DELETE, DTLS close_notify, sockets.
     public func close() async {
         if let session = whipSession.get() {
-            try? await WHIPClient(endpoint: url, token: options.token, timeout: .seconds(3)).stop(session)
+            try? await WHIPClient(endpoint: url, token: options.token, timeout: .seconds(3), insecure: options.insecure).stop(session)
             whipSession.set(nil)
         }
         await peerConnection.close()

@@ -6,7 +6,7 @@ import SwiftRTC
 enum CallCommand {
     static let usage = """
     usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH] [--size WxH] [--fps N] [--window]
-                         [--duration SEC] [--stats-json PATH]
+                         [--duration SEC] [--stats-json PATH] [--insecure]
 
     A video call through a server: publishes our video (+ tone) to URL_SELF and plays URL_PEER
     (webrtc:// for SRS's API, http(s):// for WHIP/WHEP). The peer does the same with the URLs
@@ -17,6 +17,7 @@ enum CallCommand {
       --window         show local preview and remote video in windows (SDL2)
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary
+      --insecure       accept any https certificate (self-signed included); not verified, warned
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -30,7 +31,11 @@ enum CallCommand {
         let statsPath = try a.option("stats-json")
         let selfURL = try a.positional("URL_SELF")
         let peerURL = try a.positional("URL_PEER")
+        let insecure = a.flag("insecure")
         try a.finish()
+        if insecure { printError("warning: --insecure: the server's certificate is not verified") }
+        var options = StreamingSession.Options()
+        options.insecure = insecure
 
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "call-video", source: source)
@@ -53,7 +58,7 @@ enum CallCommand {
         if let preview { videoTrack.addRenderer(preview) }
 
         let started = now()
-        let publisher = try StreamingSession(role: .publish, url: selfURL)
+        let publisher = try StreamingSession(role: .publish, url: selfURL, options: options)
         try await publisher.publish(video: videoTrack, audio: audioTrack)
         try start()
         tone.start()
@@ -64,7 +69,7 @@ enum CallCommand {
         var tracks: (video: VideoTrack?, audio: AudioTrack?) = (nil, nil)
         let giveUp = now() + 30
         while player == nil {
-            let attempt = try StreamingSession(role: .play, url: peerURL)
+            let attempt = try StreamingSession(role: .play, url: peerURL, options: options)
             do {
                 tracks = try await attempt.play()
                 player = attempt

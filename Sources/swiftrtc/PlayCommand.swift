@@ -6,7 +6,7 @@ import Synchronization
 enum PlayCommand {
     static let usage = """
     usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
-                             [--stats-json PATH] [--token T] [--api URL]
+                             [--stats-json PATH] [--token T] [--api URL] [--insecure]
 
     Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
@@ -19,6 +19,7 @@ enum PlayCommand {
       --stats-json PATH  write the final W3C stats and a summary
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token
+      --insecure         accept any https certificate (self-signed included); not verified, warned
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -31,12 +32,15 @@ enum PlayCommand {
         let statsPath = try a.option("stats-json")
         let token = try a.option("token")
         let api = try a.option("api")
+        let insecure = a.flag("insecure")
         let url = try a.positional("URL")
         try a.finish()
+        if insecure { printError("warning: --insecure: the server's certificate is not verified") }
 
         var options = StreamingSession.Options()
         options.token = token
         options.api = api
+        options.insecure = insecure
         let session = try StreamingSession(role: .play, url: url, options: options)
         let started = now()
         let stats = StatsRenderer()

@@ -7,6 +7,7 @@ enum PublishCommand {
     usage: swiftrtc publish URL [--source testsrc|file:PATH] [--codec h264|vp8] [--size WxH] [--fps N]
                                 [--bitrate KBPS] [--max-fps N] [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
+                                [--insecure]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
     http(s)://… speaks WHIP. Shows a live status line; exit code 0 only on success.
@@ -24,6 +25,7 @@ enum PublishCommand {
       --stats-json PATH   write the final W3C stats and a summary
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T           WHIP bearer token
+      --insecure          accept any https certificate (self-signed included); not verified, warned
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -49,8 +51,10 @@ enum PublishCommand {
         let statsPath = try a.option("stats-json")
         let token = try a.option("token")
         let api = try a.option("api")
+        let insecure = a.flag("insecure")
         let url = try a.positional("URL")
         try a.finish()
+        if insecure { printError("warning: --insecure: the server's certificate is not verified") }
         let codec: RtpCodecCapability
         switch codecName.lowercased() {
         case "h264": codec = .h264
@@ -99,6 +103,7 @@ enum PublishCommand {
         options.token = token
         options.api = api
         options.videoCodecs = [codec]
+        options.insecure = insecure
         let session = try StreamingSession(role: .publish, url: url, options: options)
         let started = now()
         say("publish: \(url) (\(codec.name), \(size.width)x\(size.height)@\(Int(fps)), audio \(audioSpec))")

@@ -30,7 +30,7 @@ import Testing
         #expect(v6.host == "::1" && v6.port == 1985 && v6.target == "/" && v6.authority == "[::1]:1985" && v6.display == "[::1]:1985")
         let query = try HTTPURL.parse("http://h:8?x=1")
         #expect(query.target == "/?x=1")
-        #expect(throws: HTTPError(.invalidURL, "https is not supported by HTTPClient (use URLSession): https://h/")) { try HTTPURL.parse("https://h/") }
+        #expect(throws: HTTPError(.invalidURL, "not an absolute http:// or https:// URL: \"h/x\"")) { try HTTPURL.parse("h/x") }
         #expect(throws: HTTPError(.invalidURL, "bad port \"99999\" in http://h:99999/")) { try HTTPURL.parse("http://h:99999/") }
         #expect(throws: HTTPError(.invalidURL, "URL contains a space or control character: \"http://h/a b\"")) { try HTTPURL.parse("http://h/a b") }
     }
