@@ -14,7 +14,6 @@ import socket
 import struct
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 import zlib
 from pathlib import Path
@@ -359,3 +358,28 @@ def close_page(browser, page) -> None:
         browser.send("Target.closeTarget", {"targetId": page.target_id}, timeout=5)
     except Exception:
         pass
+
+
+# ---- reading the test pattern from files ---------------------------------------------------------
+
+def png_pattern(path: Path) -> tuple[int, int] | None:
+    """(frame number, capture ms) read from a PNG of a test-pattern frame, None if unreadable.
+
+    Decodes with PyAV (installed with aiortc); raises ImportError without it.
+    """
+    import av
+    import numpy as np
+    from interop.testpattern import read_pattern
+    with av.open(str(path)) as container:
+        frame = next(container.decode(video=0))
+        rgb = frame.to_ndarray(format="rgb24").astype(np.float64)
+    luma = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]
+    return read_pattern(luma)
+
+
+def y4m_patterns(path: Path) -> dict:
+    """Size and the per-frame (frame number, capture ms) or None of a recorded Y4M file."""
+    from interop.testpattern import parse_y4m, read_pattern
+    y4m = parse_y4m(path)
+    return {"width": y4m["width"], "height": y4m["height"],
+            "frames": [read_pattern(f) for f in y4m["frames"]]}

@@ -73,7 +73,8 @@ enum PlayCommand {
             if let stopAt, now() >= stopAt { break }
             let state = session.peerConnection.peerConnectionState
             if state == .failed || state == .closed { break }
-            if let stopAt, !snapshotRequested, now() >= stopAt - 0.6 {
+            // The loop turns about once a second: ask within the last 1.3 s so one turn always does.
+            if let stopAt, !snapshotRequested, now() >= stopAt - 1.3 {
                 png?.snapshot()
                 snapshotRequested = true
             }
