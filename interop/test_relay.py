@@ -218,8 +218,6 @@ def test_chromium_whip_publish_swift_play(relay, browser, swift_bin, runs, artif
     assert (png["width"], png["height"]) == size, png
 
 
-@pytest.mark.xfail(strict=True, reason="the relay sends its publishers no REMB, transport-cc feedback or "
-                                       "receiver reports: Chromium's estimate stays at its 300 kbps start")
 @pytest.mark.timeout(60)
 def test_chromium_publisher_gets_bandwidth_feedback(relay, browser, artifact_dir, logs):
     """A browser publishing to the relay must learn it may send more than its start bitrate."""

@@ -52,6 +52,16 @@ public final class RelayServer: Sendable {
         http.withLock { $0 = server }
         target.value = self
         server.start()
+        try await loop.submit { [self] in scheduleFeedback() }
+    }
+
+    /// Once a second: receiver reports and REMB to every publisher (loop thread).
+    private func scheduleFeedback() {
+        loop.schedule(at: .now.advanced(by: .seconds(1))) { [weak self] in
+            guard let self else { return }
+            for stream in self.state.value.streams.values { stream.sendPublisherFeedback(maxBitrate: 5_000_000) }
+            self.scheduleFeedback()
+        }
     }
 
     public var url: String { "http://\(httpHost):\(httpPort)" }

@@ -1,5 +1,6 @@
 import PeerConnection
 import RTP
+import RTPMedia
 
 /// One app/stream on the relay: at most one publisher and any number of players. Everything
 /// here runs on the relay's event loop (publisher and player callbacks are delivered there).
@@ -12,6 +13,8 @@ final class RelayStream: @unchecked Sendable {
     /// The publisher's recent packets per kind, by sequence number, to answer players' NACKs.
     private var history: [MediaKind: [UInt16: RTPPacket]] = [:]
     private var lastKeyframeRequest: ContinuousClock.Instant?
+    /// Reception statistics of the publisher's streams, for the receiver reports we send it.
+    private var reception: [UInt32: ReceiverStatistics] = [:]
     var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
     var bitrate = BitrateMeter()
     var videoSize: (width: Int, height: Int)?
@@ -34,6 +37,7 @@ final class RelayStream: @unchecked Sendable {
     func attachPublisher(_ session: RelaySession) {
         publisher = session
         history.removeAll()
+        reception.removeAll()
         for t in session.pc.transceivers {
             let kind = t.kind
             t.receiver.onRTP = { [weak self] packet in self?.forward(packet, kind: kind) }
@@ -54,6 +58,11 @@ final class RelayStream: @unchecked Sendable {
     }
 
     private func forward(_ packet: RTPPacket, kind: MediaKind) {
+        let now = ContinuousClock.now
+        if reception[packet.ssrc] == nil, reception.count < 8 {
+            reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
+        }
+        reception[packet.ssrc]?.record(packet, arrival: now)
         packetsIn += 1
         bytesIn += packet.payload.count + 12
         bitrate.add(bytes: packet.payload.count + 12)
@@ -83,6 +92,20 @@ final class RelayStream: @unchecked Sendable {
         default:
             break
         }
+    }
+
+    /// Receiver reports (loss, jitter) and a REMB to the publisher, once a second: without any
+    /// feedback a browser stays at its start bitrate (about 300 kbit/s).
+    func sendPublisherFeedback(maxBitrate: UInt64) {
+        guard let publisher, publisher.connected,
+              let t = publisher.pc.transceivers.first(where: { $0.currentDirection?.receives == true }) else { return }
+        let now = ContinuousClock.now
+        let reports = reception.keys.sorted().compactMap { reception[$0]?.receptionReport(now: now) }
+        guard !reports.isEmpty else { return }
+        var packets: [RTCPPacket] = [.receiverReport(ReceiverReport(ssrc: t.sender.ssrc, reports: reports))]
+        let video = publisher.pc.transceivers.filter { $0.kind == .video }.flatMap { $0.receiver.remoteSSRCs }
+        if !video.isEmpty { packets.append(.remb(REMB(senderSSRC: t.sender.ssrc, bitrate: maxBitrate, ssrcs: video.sorted()))) }
+        publisher.pc.sendRTCP(packets)
     }
 
     /// PLI to the publisher (at most a few per second), e.g. when a player joins.
