@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${INTEROP_PYTHON:-.venv/bin/python}"
 if [ ! -x "$PYTHON" ]; then
-  echo "interop/run.sh: $PYTHON not found (create the venv: python3 -m venv .venv && .venv/bin/pip install aiortc pytest)" >&2
+  echo "interop/run.sh: $PYTHON not found (create the venv: python3 -m venv .venv && .venv/bin/pip install aiortc pytest numpy)" >&2
   exit 2
 fi
 mkdir -p artifacts/interop
