@@ -65,10 +65,13 @@ fuzz: deps
 	  grep -E "^(#[0-9]+\s+DONE|Done)" artifacts/fuzz/$$t.log | tail -1; \
 	done
 
+# Release builds of the bench and of the CLI its relay phase runs (`swiftrtc serve/publish/play`).
 bench: deps venv
 	swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc-bench
+	swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc
 	@mkdir -p artifacts
-	.build/release/swiftrtc-bench --python $(PY) --aiortc-script bench/aiortc_connect.py --json artifacts/bench.json
+	.build/release/swiftrtc-bench --python $(PY) --aiortc-script bench/aiortc_connect.py \
+	  --aiortc-publish-script bench/aiortc_publish.py --swiftrtc .build/release/swiftrtc --json artifacts/bench.json
 
 clean:
 	rm -rf .build artifacts

@@ -8,7 +8,7 @@ import Transport
 /// User + system CPU seconds of every thread of this process.
 func processCPUSeconds() -> Double {
     var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
@@ -72,4 +72,15 @@ func freeLoopbackPort(_ type: Int32) -> UInt16? {
         a.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
     }
     return ok ? UInt16(bigEndian: addr.sin_port) : nil
+}
+
+/// UDP RcvbufErrors from /proc/net/snmp: datagrams the kernel dropped because a socket's receive
+/// buffer was full (system-wide: other processes count too).
+func udpReceiveBufferErrors() -> Int? {
+    guard let text = try? String(contentsOfFile: "/proc/net/snmp", encoding: .utf8) else { return nil }
+    let lines = text.split(separator: "\n").filter { $0.hasPrefix("Udp:") }
+    guard lines.count >= 2 else { return nil }
+    let names = lines[0].split(separator: " "), values = lines[1].split(separator: " ")
+    guard let i = names.firstIndex(of: "RcvbufErrors"), i < values.count else { return nil }
+    return Int(values[i])
 }

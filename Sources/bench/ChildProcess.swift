@@ -11,7 +11,7 @@ final class ChildProcess: @unchecked Sendable {
     let logPath: String
     private let stdinPipe = Pipe()
     private let stdoutPipe = Pipe()
-    private let lines = Mutex<(all: [String], eof: Bool)>(([], false))
+    private let lines = LineBuffer()
 
     init(_ executable: String, _ arguments: [String], logPath: String) throws {
         guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("\(executable) not found") }
@@ -21,7 +21,7 @@ final class ChildProcess: @unchecked Sendable {
         process.arguments = arguments
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath) ?? FileHandle.nullDevice
         try process.run()
         let fd = stdoutPipe.fileHandleForReading.fileDescriptor
@@ -36,11 +36,11 @@ final class ChildProcess: @unchecked Sendable {
                 while let newline = pending.firstIndex(of: 10) {
                     let line = String(decoding: pending[..<newline], as: UTF8.self)
                     pending.removeSubrange(...newline)
-                    lines.withLock { $0.all.append(line) }
+                    lines.value.withLock { $0.all.append(line) }
                 }
             }
             let rest = String(decoding: pending, as: UTF8.self)
-            lines.withLock {
+            lines.value.withLock {
                 if !rest.isEmpty { $0.all.append(rest) }
                 $0.eof = true
             }
@@ -56,7 +56,7 @@ final class ChildProcess: @unchecked Sendable {
     func jsonLine(withKey key: String, timeout: Duration) async -> [String: Any]? {
         let end = ContinuousClock.now.advanced(by: timeout)
         while true {
-            let (all, eof) = lines.withLock { ($0.all, $0.eof) }
+            let (all, eof) = lines.value.withLock { ($0.all, $0.eof) }
             for line in all where line.hasPrefix("{") {
                 if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object[key] != nil {
                     return object
@@ -101,3 +101,8 @@ let benchTempDirectory: String = {
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }()
+
+/// Lines read so far and whether the child closed stdout (shared with the reader thread).
+private final class LineBuffer: Sendable {
+    let value = Mutex<(all: [String], eof: Bool)>(([], false))
+}

@@ -9,7 +9,6 @@ import Glibc
 import HTTP
 import PeerConnection
 import RTP
-import Signaling
 import STUN
 import Synchronization
 import Transport
@@ -34,7 +33,7 @@ struct BenchPlayer: Sendable {
     let pc: PeerConnection
     let counter: PlayerCounter
 
-    static func connect(url: String, loop: EventLoop) async throws -> BenchPlayer {
+    static func connect(url: String, api: RelayAPI, loop: EventLoop) async throws -> BenchPlayer {
         var config = loopbackConfiguration(answerer: false)
         config.mediaPipeline = false
         let pc = try PeerConnection(configuration: config, loop: loop)
@@ -46,8 +45,8 @@ struct BenchPlayer: Sendable {
             try await pc.setLocalDescription(try await pc.createOffer())
             await pc.waitForGatheringComplete(timeout: .seconds(5))
             guard let offer = pc.localDescription?.sdp else { throw BenchError("player has no offer") }
-            let answer = try await SRSClient(url: url).exchange(.play, offer: offer, clientIP: "127.0.0.1")
-            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer.sdp))
+            let answer = try await api.exchange(.play, streamURL: url, offer: offer)
+            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
             try await pc.waitConnected(timeout: .seconds(15))
             return BenchPlayer(pc: pc, counter: counter)
         } catch {
@@ -66,6 +65,9 @@ struct FanoutStep {
     var received: Int
     var relayCores: Double
     var benchCores: Double
+    var joinSeconds: Double
+    /// System-wide UDP receive-buffer drops during the window (nil where /proc/net/snmp is unreadable).
+    var udpReceiveBufferDrops: Int?
     var loss: Double { expected > 0 ? max(0, Double(expected - received)) / Double(expected) : 1 }
     var lossVsRelaySent: Double { relaySent > 0 ? max(0, Double(relaySent - received)) / Double(relaySent) : 1 }
     var relayCPUPerPacketUs: Double? { relaySent > 0 ? relayCores * seconds * 1e6 / Double(relaySent) : nil }
@@ -75,7 +77,8 @@ struct FanoutStep {
         ["players": players, "seconds": (seconds * 100).rounded() / 100, "inbound_pps": inboundPPS.rounded(),
          "relay_sent": relaySent, "expected": expected, "received": received,
          "loss": (loss * 1e5).rounded() / 1e5, "loss_vs_relay_sent": (lossVsRelaySent * 1e5).rounded() / 1e5,
-         "relay_cores": (relayCores * 1000).rounded() / 1000, "bench_process_cores": (benchCores * 1000).rounded() / 1000,
+         "relay_cores": (relayCores * 1000).rounded() / 1000, "join_seconds": (joinSeconds * 10).rounded() / 10,
+         "udp_rcvbuf_drops_system_wide": udpReceiveBufferDrops.map { $0 as Any } ?? NSNull(), "bench_process_cores": (benchCores * 1000).rounded() / 1000,
          "relay_cpu_us_per_forwarded_packet": relayCPUPerPacketUs.map { ($0 * 100).rounded() / 100 } ?? NSNull()]
     }
 }
@@ -97,6 +100,25 @@ struct RelayAPI {
     func get(_ path: String) async -> [String: Any]? {
         guard let r = try? await HTTPClient(timeout: .seconds(3)).send(method: "GET", url: base + path), r.status == 200 else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]
+    }
+
+    enum Action: String { case publish, play }
+
+    /// SRS's JSON API, as `swiftrtc play` speaks it: POST {api, tid, streamurl, sdp, clientip},
+    /// reply {code: 0, sdp}. Returns the answer SDP.
+    func exchange(_ action: Action, streamURL: String, offer: String) async throws -> String {
+        let url = base + "/rtc/v1/\(action.rawValue)/"
+        let body: [String: Any] = ["api": url, "tid": String(UInt32.random(in: 0...UInt32.max), radix: 36),
+                                   "streamurl": streamURL, "sdp": offer, "clientip": "127.0.0.1"]
+        let request = try JSONSerialization.data(withJSONObject: body)
+        let response = try await HTTPClient(timeout: .seconds(10)).send(method: "POST", url: url, headers: ["Content-Type": "application/json"],
+                                                                        body: Array(request))
+        guard response.status == 200,
+              let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+              (object["code"] as? NSNumber)?.intValue == 0, let sdp = object["sdp"] as? String else {
+            throw BenchError("\(url) refused \(action.rawValue): HTTP \(response.status) \(String(decoding: response.body.prefix(200), as: UTF8.self))")
+        }
+        return sdp
     }
 
     /// (packets in, packets out, publisher active) of stream `name`.
@@ -164,8 +186,11 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
             if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.publishConnectMs.append(ms) }
         }
 
-        // The fan-out publisher: video only, 720p30, capped at 1.5 Mbps.
-        let pub = try ChildProcess(swiftrtc, ["publish", "\(host)/bench", "--bitrate", "1500", "--audio", "none",
+        // The fan-out publisher: video only, 720p30 from a busy clip, capped at 1.5 Mbps.
+        let clip = benchTempDirectory + "/busy-720p.y4m"
+        try writeBusyY4M(path: clip)
+        defer { try? FileManager.default.removeItem(atPath: clip) }
+        let pub = try ChildProcess(swiftrtc, ["publish", "\(host)/bench", "--source", "file:\(clip)", "--bitrate", "1500", "--audio", "none",
                                               "--stats-json", benchTempDirectory + "/publisher.json"],
                                    logPath: benchTempDirectory + "/publisher.log")
         publisher = pub
@@ -188,21 +213,28 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
             if let ms = (stats["firstFrameMs"] as? NSNumber)?.doubleValue { result.playFirstFrameMs.append(ms) }
         }
 
-        // Fan-out.
+        // Fan-out. A player that cannot connect, or the budget running out, ends the series
+        // with a note; the steps measured so far stand.
         let started = monotonicSeconds()
         for n in series {
             if monotonicSeconds() - started > budget {
                 result.notes.append("stopped before \(n) players: the fan-out time budget (\(Int(budget)) s) was spent")
                 break
             }
-            while players.count < n {
+            let joinStarted = monotonicSeconds()
+            var stop: String?
+            while players.count < n && stop == nil {
+                if monotonicSeconds() - started > budget {
+                    stop = "stopped at \(n) players: the fan-out time budget (\(Int(budget)) s) ran out while connecting them (\(players.count) connected)"
+                    break
+                }
                 let batch = min(10, n - players.count)
                 let base = players.count
                 let joined = await withTaskGroup(of: Result<BenchPlayer, any Error>.self) { group in
                     for i in 0..<batch {
                         let loop = loops[(base + i) % loops.count]
                         group.addTask {
-                            do { return .success(try await BenchPlayer.connect(url: "\(host)/bench", loop: loop)) } catch { return .failure(error) }
+                            do { return .success(try await BenchPlayer.connect(url: "\(host)/bench", api: api, loop: loop)) } catch { return .failure(error) }
                         }
                     }
                     var all: [Result<BenchPlayer, any Error>] = []
@@ -210,20 +242,28 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
                     return all
                 }
                 for r in joined { if case .success(let p) = r { players.append(p) } }
-                for r in joined { if case .failure(let e) = r { throw BenchError("player \(players.count + 1) of \(n) could not connect: \(e)") } }
+                for r in joined {
+                    if case .failure(let e) = r, stop == nil { stop = "stopped at \(n) players: player \(players.count + 1) could not connect (\(e))" }
+                }
             }
+            if let stop {
+                result.notes.append(stop)
+                progress("relay: " + stop)
+                break
+            }
+            let joinSeconds = monotonicSeconds() - joinStarted
             try await Task.sleep(for: .milliseconds(1500))   // join keyframes, settle
             guard let s0 = await api.stream("bench"), let cpu0 = processCPUSeconds(pid: relay.pid) else {
                 throw BenchError("relay stats unavailable: \(relay.logTail())")
             }
             let snap0 = players.map(\.counter.snapshot)
-            let bench0 = processCPUSeconds(), wall0 = monotonicSeconds()
+            let bench0 = processCPUSeconds(), wall0 = monotonicSeconds(), drops0 = udpReceiveBufferErrors()
             try await Task.sleep(for: .seconds(window))
             guard let s1 = await api.stream("bench"), let cpu1 = processCPUSeconds(pid: relay.pid) else {
                 throw BenchError("relay stats unavailable: \(relay.logTail())")
             }
             let snap1 = players.map(\.counter.snapshot)
-            let bench1 = processCPUSeconds(), wall1 = monotonicSeconds()
+            let bench1 = processCPUSeconds(), wall1 = monotonicSeconds(), drops1 = udpReceiveBufferErrors()
             var expected = 0, received = 0
             for (a, b) in zip(snap0, snap1) {
                 received += b.received - a.received
@@ -232,11 +272,12 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
             let wall = wall1 - wall0
             let step = FanoutStep(players: n, seconds: wall, inboundPPS: Double(s1.packetsIn - s0.packetsIn) / wall,
                                   relaySent: s1.packetsOut - s0.packetsOut, expected: expected, received: received,
-                                  relayCores: (cpu1 - cpu0) / wall, benchCores: (bench1 - bench0) / wall)
+                                  relayCores: (cpu1 - cpu0) / wall, benchCores: (bench1 - bench0) / wall, joinSeconds: joinSeconds,
+                                  udpReceiveBufferDrops: drops0.flatMap { d0 in drops1.map { $0 - d0 } })
             result.steps.append(step)
             result.publisherKbps = s1.kbps
-            progress(String(format: "relay: %3d players: loss %.3f%%, relay %.2f cores, %.1f us CPU per forwarded packet, %.0f packets/s in, bench process %.2f cores",
-                            n, step.loss * 100, step.relayCores, step.relayCPUPerPacketUs ?? 0, step.inboundPPS, step.benchCores))
+            progress(String(format: "relay: %3d players (joined in %.1f s): loss %.3f%%, relay %.2f cores, %.1f us CPU per forwarded packet, %.0f packets/s in, bench process %.2f cores",
+                            n, joinSeconds, step.loss * 100, step.relayCores, step.relayCPUPerPacketUs ?? 0, step.inboundPPS, step.benchCores))
             if !step.passed { break }
         }
     } catch {

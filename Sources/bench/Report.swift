@@ -62,7 +62,9 @@ struct Row: Sendable {
         case "packets/s": return formatGrouped(value)
         case "ratio": return String(format: "%.3f", value)
         case "ms": return String(format: "%.1f", value)
-        case "MB": return String(format: "%.2f", value)
+        case "MB", "ms/frame", "us/packet", "cores": return String(format: "%.2f", value)
+        case "%": return String(format: "%.3f", value)
+        case "kbps": return String(format: "%.0f", value)
         default: return formatNumber(value)
         }
     }

@@ -3,6 +3,8 @@ import Foundation
 
 let usage = """
 usage: swiftrtc-bench [--runs N] [--srtp-seconds S] [--json PATH] [--python PATH] [--aiortc-script PATH]
+                      [--aiortc-publish-script PATH] [--swiftrtc PATH] [--pipeline-seconds S]
+                      [--fanout N,N,…] [--fanout-window S] [--fanout-budget S] [--only PHASE,…]
 
 Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
   1. SRTP protect rates: libsrtp2's srtp_protect vs our OpenSSL backend, alone and followed by
@@ -10,13 +12,32 @@ Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
   2. connect time (createOffer -> both connected) Swift<->Swift vs aiortc<->aiortc on 127.0.0.1,
      median of N runs each (target: swift/aiortc <= 0.5)
   3. resident memory per connected, idle PeerConnection (target: < 5 MB)
+  4. media and codec micro-benchmarks at 720p: beauty filter (target <= 5 ms/frame), colour,
+     scaling, conversion; H.264 and VP8 encode/decode (CPU ms per frame, one thread)
+  5. publish pipeline CPU per frame at 1280x720@30, H.264 1.5 Mbps (test pattern -> processors ->
+     encode -> packetize -> SRTP -> UDP to a non-decoding loopback peer), without and with the
+     beauty filter, vs aiortc publishing the same pattern (target: swift/aiortc <= 0.5)
+  6. capture->render latency p50/p99 through two loopback PeerConnections at 720p30
+  7. relay (`swiftrtc serve` child): connectMs / firstFrameMs of `swiftrtc publish` / `play`
+     (median of 3); fan-out of one 720p ~1.5 Mbps publisher to N non-decoding players: loss,
+     relay CPU per forwarded packet, largest N under 1% loss within one core; vs a
+     recv + sendmmsg forwarding floor measured in the same run
 Always exits 0 when the measurements ran: benchmarks report, they do not gate.
+Child logs and stats files go to a temporary directory, removed at the end unless the
+environment has SWIFTRTC_BENCH_KEEP set.
 
   --runs N             connect runs per implementation (default 7)
   --srtp-seconds S     CPU seconds per SRTP timing loop (default 2)
   --json PATH          where to write the rows (default artifacts/bench.json)
   --python PATH        Python with aiortc (default .venv/bin/python)
   --aiortc-script PATH (default bench/aiortc_connect.py)
+  --aiortc-publish-script PATH (default bench/aiortc_publish.py)
+  --swiftrtc PATH      the CLI the relay phase runs (default .build/release/swiftrtc)
+  --pipeline-seconds S measured seconds per publish-pipeline and latency run (default 5)
+  --fanout N,N,…       player counts, increasing (default 1,5,10,20,40,80,160,240,320,400,480)
+  --fanout-window S    seconds measured per player count (default 4)
+  --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
+  --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay
 """
 
 struct Options {
@@ -25,7 +46,18 @@ struct Options {
     var jsonPath = "artifacts/bench.json"
     var python = ".venv/bin/python"
     var aiortcScript = "bench/aiortc_connect.py"
+    var aiortcPublishScript = "bench/aiortc_publish.py"
+    var swiftrtc = ".build/release/swiftrtc"
+    var pipelineSeconds = 5.0
+    var fanout = [1, 5, 10, 20, 40, 80, 160, 240, 320, 400, 480]
+    var fanoutWindow = 4.0
+    var fanoutBudget = 120.0
+    var only: Set<String>?
+
+    func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
+
+let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -51,6 +83,32 @@ func parseOptions(_ args: [String]) -> Options? {
         case "--aiortc-script":
             guard let p = value() else { return nil }
             options.aiortcScript = p
+        case "--aiortc-publish-script":
+            guard let p = value() else { return nil }
+            options.aiortcPublishScript = p
+        case "--swiftrtc":
+            guard let p = value() else { return nil }
+            options.swiftrtc = p
+        case "--pipeline-seconds":
+            guard let s = value().flatMap({ Double($0) }), s >= 1, s <= 60 else { return nil }
+            options.pipelineSeconds = s
+        case "--fanout":
+            guard let list = value() else { return nil }
+            let counts = list.split(separator: ",").compactMap { Int($0) }
+            guard !counts.isEmpty, counts.count == list.split(separator: ",").count,
+                  counts.allSatisfy({ (1...1000).contains($0) }), counts == counts.sorted() else { return nil }
+            options.fanout = counts
+        case "--fanout-window":
+            guard let s = value().flatMap({ Double($0) }), s >= 1, s <= 60 else { return nil }
+            options.fanoutWindow = s
+        case "--fanout-budget":
+            guard let s = value().flatMap({ Double($0) }), s >= 5, s <= 3600 else { return nil }
+            options.fanoutBudget = s
+        case "--only":
+            guard let list = value() else { return nil }
+            let names = Set(list.split(separator: ",").map(String.init))
+            guard !names.isEmpty, names.isSubset(of: phases) else { return nil }
+            options.only = names
         default:
             return nil
         }
@@ -80,6 +138,7 @@ var rows: [Row] = []
 var extra: [String: Any] = [:]
 
 // 1. SRTP
+if options.runs("srtp") {
 progress("SRTP: \(options.srtpSeconds) CPU-s per loop, 9 loops")
 let sendTargetNote = "protect + sendmmsg(32) to a loopback socket (kernel delivery paid by the sender), per CPU-second of one thread, vs libsrtp2 srtp_protect alone; 1200-byte RTP"
 let gsoNote = "the same, sending each batch of 32 with one sendmsg that the kernel splits into 32 datagrams (UDP GSO)"
@@ -91,8 +150,10 @@ for r in srtpBenchmark(seconds: options.srtpSeconds) {
 if !rows.contains(where: { $0.name.hasPrefix("srtp.") }) {
     rows.append(Row("srtp", nil, "ratio", target: .atLeast(0.8), note: "SRTP sessions could not be created"))
 }
+}
 
 // 2. Connect time
+if options.runs("connect") {
 progress("connect: Swift<->Swift x \(options.runs)")
 var swiftRuns: [(connect: Double, signaling: Double, ice: Double?)] = []
 var swiftError: String?
@@ -120,8 +181,10 @@ rows.append(Row("connect.swift_vs_aiortc", connectRatio, "ratio", target: .atMos
 func rounded(_ values: [Double]) -> [Double] { values.map { ($0 * 100).rounded() / 100 } }
 extra["connect_ms_runs"] = ["swift": rounded(swiftTimes), "aiortc": aiortcTimes,
                             "swift_signaling": rounded(swiftRuns.map(\.signaling)), "swift_ice": rounded(swiftRuns.compactMap(\.ice))]
+}
 
 // 3. Memory
+if options.runs("memory") {
 progress("memory: warm-up pair, then 1, 10 and 1 (own loops) connected pairs, each idle for 1 s")
 do {
     let m = try await measureMemory()
@@ -135,6 +198,11 @@ do {
 } catch {
     rows.append(Row("memory.rss_per_connected_pc", nil, "MB", target: .below(5), note: "failed: \(error)"))
 }
+}
+
+let media = await mediaPhases(options)
+rows += media.rows
+extra.merge(media.extra) { _, new in new }
 
 let elapsed = millisecondsSince(benchStarted) / 1000
 print(renderTable(rows, title: "swiftrtc-bench (load average at start: \(loadAverage); \(ProcessInfo.processInfo.activeProcessorCount) cores; \(String(format: "%.0f", elapsed)) s)"))
@@ -152,5 +220,10 @@ do {
     print("\nwrote \(options.jsonPath)")
 } catch {
     FileHandle.standardError.write(Data("swiftrtc-bench: cannot write \(options.jsonPath): \(error)\n".utf8))
+}
+if ProcessInfo.processInfo.environment["SWIFTRTC_BENCH_KEEP"] == nil {
+    try? FileManager.default.removeItem(atPath: benchTempDirectory)   // child logs, stats files, the clip
+} else {
+    print("kept \(benchTempDirectory) (SWIFTRTC_BENCH_KEEP)")
 }
 exit(0)
