@@ -10,6 +10,7 @@ struct SignalingHTTP: Sendable {
 
     typealias Response = HTTPClientResponse
 
+    @inline(never)   // works around a swift-frontend 6.3.1 crash (coro-split) in release builds
     func send(method: String, url: String, headers: HTTPHeaders = [], body: [UInt8] = []) async throws -> Response {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
             throw SignalingError("\(url): only http:// and https:// URLs are supported")
