@@ -12,7 +12,8 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeFD: Int32      // read end of the wake-up pipe (polled)
     private let wakeWriteFD: Int32 // write end
     private let pending = Mutex<[Work]>([])
-    private var handlers: [Int32: () -> Void] = [:]
+    private var handlers: [Int32: () -> Void] = [:] { didSet { pollSetChanged = true } }
+    private var pollSetChanged = true
     private var timers: [Int: (deadline: ContinuousClock.Instant, fire: () -> Void)] = [:]
     private var nextTimerID = 0
     private var thread: pthread_t?
@@ -112,9 +113,15 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         var fds: [pollfd] = []
         while !stopped.load(ordering: .relaxed) {
-            fds.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
-            for fd in handlers.keys { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            // The poll set is rebuilt only when a handler was added or removed: with hundreds of
+            // connections on one loop, rebuilding it on every wake-up dominated.
+            if pollSetChanged {
+                fds.removeAll(keepingCapacity: true)
+                fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+                for fd in handlers.keys { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+                pollSetChanged = false
+            }
+            for i in fds.indices { fds[i].revents = 0 }
             let timeout = pollTimeoutMillis()
             let n = poll(&fds, nfds_t(fds.count), timeout)
             if n < 0 && errno != EINTR { break }
