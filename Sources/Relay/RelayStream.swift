@@ -41,6 +41,11 @@ final class RelayStream: @unchecked Sendable {
         for t in session.pc.transceivers {
             let kind = t.kind
             t.receiver.onRTP = { [weak self] packet in self?.forward(packet, kind: kind) }
+            // Sender reports give our receiver reports their LSR/DLSR, so the publisher gets an RTT.
+            t.receiver.onRTCP = { [weak self] packet in
+                guard let self, case .senderReport(let sr) = packet else { return }
+                self.reception[sr.ssrc]?.recordSenderReport(sr, arrival: .now)
+            }
         }
         for player in players.values { player.mapCodecs(from: self) }
     }
