@@ -47,3 +47,49 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
+
+extension PeerConnection {
+    /// Loop thread only: everything getStats reports.
+    func collectStats() -> StatsReport {
+        var report = StatsReport()
+        transportStats(into: &report, transport: transport)
+        for t in transceiverList {
+            guard let mid = t.mid else { continue }
+            for codec in t.negotiatedCodecs {
+                var c = RTCStats(id: "CO\(mid)_\(codec.payloadType)", type: "codec")
+                c["payloadType"] = .int(Int(codec.payloadType))
+                c["mimeType"] = .string(codec.mimeType)
+                c["clockRate"] = .int(codec.clockRate)
+                if let ch = codec.channels { c["channels"] = .int(ch) }
+                if let f = codec.sdpFmtpLine { c["sdpFmtpLine"] = .string(f) }
+                c["transportId"] = .string("T01")
+                report.add(c)
+            }
+            let tx = t.sender.stats
+            if t.currentDirection?.sends == true {
+                var o = RTCStats(id: "OT\(mid)", type: "outbound-rtp")
+                o["ssrc"] = .int(Int(t.sender.ssrc))
+                o["kind"] = .string(t.kind.rawValue)
+                o["mid"] = .string(mid)
+                o["packetsSent"] = .int(tx.packets)
+                o["bytesSent"] = .int(tx.bytes)
+                o["transportId"] = .string("T01")
+                if let first = t.negotiatedCodecs.first { o["codecId"] = .string("CO\(mid)_\(first.payloadType)") }
+                report.add(o)
+            }
+            let rx = t.receiver.stats
+            if t.currentDirection?.receives == true, let ssrc = t.receiver.remoteSSRCs.first {
+                var i = RTCStats(id: "IT\(mid)", type: "inbound-rtp")
+                i["ssrc"] = .int(Int(ssrc))
+                i["kind"] = .string(t.kind.rawValue)
+                i["mid"] = .string(mid)
+                i["packetsReceived"] = .int(rx.packets)
+                i["bytesReceived"] = .int(rx.bytes)
+                i["transportId"] = .string("T01")
+                report.add(i)
+            }
+            mediaStats(for: t, mid: mid, into: &report)
+        }
+        return report
+    }
+}

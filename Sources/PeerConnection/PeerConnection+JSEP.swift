@@ -1,0 +1,268 @@
+import DTLS
+import ICE
+import RTP
+import SDP
+import STUN
+import Transport
+
+/// JSEP: building offers and answers, applying descriptions, finishing a negotiation.
+extension PeerConnection {
+    // MARK: offer / answer
+
+    /// W3C `createOffer()`.
+    public func createOffer() async throws -> SessionDescription {
+        try await loop.submit { [self] in
+            guard !closed else { throw PeerConnectionError("createOffer: the connection is closed") }
+            var used = Set(transceiverList.compactMap(\.mid))
+            var next = 0
+            for t in transceiverList where t.mid == nil {
+                while used.contains(String(next)) { next += 1 }
+                t.mid = String(next)
+                used.insert(String(next))
+            }
+            let sections = transceiverList.map { t -> LocalMediaSection in
+                var pts = Set<UInt8>()
+                let codecs = t.codecCapabilities.map { cap -> RtpCodecParameters in
+                    var pt = cap.preferredPayloadType
+                    while pts.contains(pt) { pt = pt >= 127 ? 96 : pt + 1 }
+                    pts.insert(pt)
+                    return RtpCodecParameters(payloadType: pt, mimeType: cap.mimeType, clockRate: cap.clockRate,
+                                              channels: cap.channels, sdpFmtpLine: cap.sdpFmtpLine, rtcpFeedback: cap.rtcpFeedback)
+                }
+                return LocalMediaSection(kind: t.kind.rawValue, mid: t.mid ?? "0", rejected: false, proto: "UDP/TLS/RTP/SAVPF",
+                                         direction: t.direction, codecs: codecs,
+                                         extensions: [(1, RTPExtensionURI.sdesMID)], sender: t.sender)
+            }
+            localSetup = "actpass"
+            return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
+        }
+    }
+
+    /// W3C `createAnswer()`: answers the remote offer with what our transceivers can do.
+    public func createAnswer() async throws -> SessionDescription {
+        try await loop.submit { [self] in
+            guard !closed else { throw PeerConnectionError("createAnswer: the connection is closed") }
+            guard remoteType == .offer, let offer = remoteSDP else {
+                throw PeerConnectionError("createAnswer: there is no remote offer")
+            }
+            localSetup = configuration.answererDTLSRole == .client ? "active" : "passive"
+            if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .active { localSetup = "passive" }
+            if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .passive { localSetup = "active" }
+            let sections = offer.media.enumerated().map { index, m in answerSection(for: m, index: index) }
+            return SessionDescription(type: .answer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
+        }
+    }
+
+    func answerSection(for m: MediaDescription, index: Int) -> LocalMediaSection {
+        let mid = m.mid ?? String(index)
+        let reject = LocalMediaSection(kind: m.kind, mid: mid, rejected: true, proto: m.proto, direction: .inactive,
+                                       codecs: [], extensions: [], sender: nil, rawFormats: m.formats)
+        guard m.port != 0, let t = transceiverList.first(where: { $0.mid == mid }) else { return reject }
+        var chosen: [RtpCodecParameters] = []
+        for cap in t.codecCapabilities {
+            for offered in m.codecs where cap.matches(offered) && !chosen.contains(where: { $0.payloadType == offered.payloadType }) {
+                let feedback = offered.feedback.compactMap { fb -> RtcpFeedback? in
+                    let f = RtcpFeedback(type: fb.type, parameter: fb.parameter)
+                    return cap.rtcpFeedback.contains(f) ? f : nil
+                }
+                chosen.append(RtpCodecParameters(payloadType: offered.payloadType, mimeType: cap.mimeType,
+                                                 clockRate: offered.clockRate, channels: offered.channels,
+                                                 sdpFmtpLine: offered.fmtp, rtcpFeedback: feedback))
+            }
+        }
+        guard !chosen.isEmpty else { return reject }
+        let remoteDirection = TransceiverDirection(rawValue: m.direction.rawValue) ?? .sendrecv
+        let direction = t.direction.intersection(remoteDirection.reversed)
+        let extensions = m.extMaps.filter { $0.uri == RTPExtensionURI.sdesMID }.map { (id: $0.id, uri: $0.uri) }
+        return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
+                                 codecs: chosen, extensions: extensions, sender: t.sender)
+    }
+
+    func sessionParameters() -> LocalSessionParameters {
+        let fp = certificate.fingerprint
+        return LocalSessionParameters(
+            sessionID: sessionID, sessionVersion: sessionVersion, ufrag: credentials.ufrag, pwd: credentials.pwd,
+            fingerprint: (fp.algorithm, fp.value), setup: localSetup, iceLite: configuration.iceLite,
+            candidates: localCandidates.map(\.attributeValue),
+            gatheringComplete: snapshot.withLock { $0.gathering } == .complete,
+            trickle: configuration.trickle && !configuration.iceLite)
+    }
+
+    /// W3C `setLocalDescription(description)`. Starts gathering on the first call.
+    public func setLocalDescription(_ description: SessionDescription) async throws {
+        try await loop.submit { [self] in try applyLocal(description) }
+    }
+
+    /// W3C `setRemoteDescription(description)`. Malformed SDP throws with the line number.
+    public func setRemoteDescription(_ description: SessionDescription) async throws {
+        try await loop.submit { [self] in try applyRemote(description) }
+    }
+
+    func applyLocal(_ description: SessionDescription) throws {
+        guard !closed else { throw PeerConnectionError("setLocalDescription: the connection is closed") }
+        let parsed: SDP.SessionDescription
+        do { parsed = try SDP.SessionDescription(parsing: description.sdp) } catch {
+            throw PeerConnectionError("setLocalDescription: \(error)")
+        }
+        switch (description.type, signalingState) {
+        case (.offer, .stable), (.offer, .haveLocalOffer): setSignaling(.haveLocalOffer)
+        case (.answer, .haveRemoteOffer), (.pranswer, .haveRemoteOffer): setSignaling(.stable)
+        default:
+            throw PeerConnectionError("setLocalDescription: cannot apply a local \(description.type.rawValue) in state \(signalingState.rawValue)")
+        }
+        localSDP = parsed
+        localType = description.type
+        sessionVersion += 1
+        if transport == nil { try startTransport(controlling: description.type == .offer) }
+        if description.type == .answer { try finishNegotiation(local: parsed, remote: remoteSDP, localIsOffer: false) }
+        publishLocalDescription()
+    }
+
+    func applyRemote(_ description: SessionDescription) throws {
+        guard !closed else { throw PeerConnectionError("setRemoteDescription: the connection is closed") }
+        let parsed: SDP.SessionDescription
+        do { parsed = try SDP.SessionDescription(parsing: description.sdp) } catch {
+            throw PeerConnectionError("setRemoteDescription: \(error)")
+        }
+        try validateRemote(parsed)
+        switch (description.type, signalingState) {
+        case (.offer, .stable), (.offer, .haveRemoteOffer):
+            setSignaling(.haveRemoteOffer)
+            for (index, m) in parsed.media.enumerated() where m.kind == "audio" || m.kind == "video" {
+                let mid = m.mid ?? String(index)
+                if !transceiverList.contains(where: { $0.mid == mid }) {
+                    // A new m-line gets a transceiver like W3C's "recvonly" one; the app may widen it.
+                    let t = makeTransceiver(m.kind == "audio" ? .audio : .video, TransceiverInit(direction: configuration.remoteTransceiverDirection), codecs: nil)
+                    t.mid = mid
+                }
+            }
+        case (.answer, .haveLocalOffer), (.pranswer, .haveLocalOffer):
+            setSignaling(.stable)
+        default:
+            throw PeerConnectionError("setRemoteDescription: cannot apply a remote \(description.type.rawValue) in state \(signalingState.rawValue)")
+        }
+        remoteSDP = parsed
+        remoteType = description.type
+        snapshot.withLock { $0.remoteDescription = description }
+        if description.type == .answer || description.type == .pranswer, let localSDP {
+            try finishNegotiation(local: localSDP, remote: parsed, localIsOffer: true)
+        }
+    }
+
+    /// What every remote description must carry for our transport, checked before anything changes.
+    func validateRemote(_ sdp: SDP.SessionDescription) throws {
+        guard let first = sdp.media.first(where: { $0.port != 0 }) ?? sdp.media.first else {
+            throw PeerConnectionError("setRemoteDescription: the description has no m= line")
+        }
+        guard (first.iceUfrag ?? sdp.iceUfrag) != nil, (first.icePwd ?? sdp.icePwd) != nil else {
+            throw PeerConnectionError("setRemoteDescription: m-line \(first.mid ?? "0") has no a=ice-ufrag/a=ice-pwd")
+        }
+        guard (first.fingerprint ?? sdp.fingerprint) != nil else {
+            throw PeerConnectionError("setRemoteDescription: m-line \(first.mid ?? "0") has no a=fingerprint (DTLS is required)")
+        }
+        for m in sdp.media where m.port != 0 && m.kind != "application" && !m.proto.contains("SAVPF") && !m.proto.contains("SAVP") {
+            throw PeerConnectionError("setRemoteDescription: m-line \(m.mid ?? "?") uses \(m.proto); only UDP/TLS/RTP/SAVPF is supported")
+        }
+    }
+
+    func startTransport(controlling: Bool) throws {
+        let io: PacketIO
+        do { io = try ioFactory(loop, credentials.ufrag) } catch {
+            throw PeerConnectionError("cannot open the transport: \(error)")
+        }
+        var iceConfig = ICEConfiguration()
+        iceConfig.lite = configuration.iceLite
+        iceConfig.stunServers = stunServerAddresses(configuration.iceServers)
+        let role: ICERole = configuration.iceLite ? .controlled : (controlling ? .controlling : .controlled)
+        let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig)
+        let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
+        transport = t
+        t.onIceEvent = { [unowned self] in handleIce($0) }
+        t.onDTLSConnected = { [unowned self] _ in updateConnectionState() }
+        t.onDTLSFailed = { [unowned self] reason in
+            snapshot.withLock { $0.failure = reason }
+            emit(.error(reason))
+            updateConnectionState()
+        }
+        t.onDTLSClosed = { [unowned self] in updateConnectionState() }
+        t.onRTP = { [unowned self] packet, size in route(packet, size: size) }
+        t.onRTCP = { [unowned self] packets in route(packets) }
+        setGathering(.gathering)
+        t.gather()
+        for c in pendingRemoteCandidates { agent.addRemoteCandidate(c, now: .now) }
+        pendingRemoteCandidates.removeAll()
+        t.pump()
+    }
+
+    func finishNegotiation(local: SDP.SessionDescription, remote: SDP.SessionDescription?, localIsOffer: Bool) throws {
+        guard let remote, let transport else { return }
+        let answer = localIsOffer ? remote : local
+        let offer = localIsOffer ? local : remote
+        // Transceivers: negotiated codecs, direction, mid extension, remote SSRCs.
+        midExtensionID = nil
+        for (index, m) in answer.media.enumerated() {
+            let mid = m.mid ?? String(index)
+            guard let t = transceiverList.first(where: { $0.mid == mid }) else { continue }
+            t.mLineIndex = index
+            byMid[mid] = t
+            if m.port == 0 {
+                t.currentDirection = .inactive
+                t.negotiatedCodecs = []
+                continue
+            }
+            t.negotiatedCodecs = m.codecs.map { c in
+                RtpCodecParameters(payloadType: c.payloadType, mimeType: "\(m.kind)/\(c.name)", clockRate: c.clockRate,
+                                   channels: c.channels, sdpFmtpLine: c.fmtp,
+                                   rtcpFeedback: c.feedback.map { RtcpFeedback(type: $0.type, parameter: $0.parameter) })
+            }
+            let answerDirection = TransceiverDirection(rawValue: m.direction.rawValue) ?? .sendrecv
+            t.currentDirection = localIsOffer ? answerDirection.reversed : answerDirection
+            if let ext = m.extMaps.first(where: { $0.uri == RTPExtensionURI.sdesMID }), (1...255).contains(ext.id) {
+                midExtensionID = UInt8(ext.id)
+            }
+            t.sender.transport = transport
+            t.sender.mid = mid
+        }
+        for t in transceiverList { t.sender.midExtensionID = midExtensionID }
+        for (index, m) in remote.media.enumerated() {
+            let mid = m.mid ?? String(index)
+            guard let t = byMid[mid] else { continue }
+            for s in m.ssrcs { bySSRC[s.ssrc] = t }
+        }
+        // ICE: remote credentials and candidates (BUNDLE: the first live m-line's transport).
+        let first = remote.media.first(where: { $0.port != 0 }) ?? remote.media.first
+        if !remoteCredentialsSet, let ufrag = first?.iceUfrag ?? remote.iceUfrag, let pwd = first?.icePwd ?? remote.icePwd {
+            transport.ice.setRemoteCredentials(ICECredentials(ufrag: ufrag, pwd: pwd), remoteIsLite: remote.iceLite, now: .now)
+            remoteCredentialsSet = true
+        }
+        var ended = false
+        for m in remote.media {
+            for text in m.candidates {
+                if let c = try? Candidate(parsing: text) { transport.ice.addRemoteCandidate(c, now: .now) }
+            }
+            ended = ended || m.endOfCandidates
+        }
+        if ended { transport.ice.endOfRemoteCandidates(now: .now) }
+        // DTLS: role from a=setup, fingerprints from the remote.
+        let offerSetup = (offer.media.first?.setup ?? offer.setup) ?? .actpass
+        let answerSetup = (answer.media.first?.setup ?? answer.setup) ?? .active
+        let weAreOfferer = localIsOffer
+        let role: DTLSRole
+        switch (offerSetup, answerSetup) {
+        case (_, .active): role = weAreOfferer ? .server : .client
+        case (_, .passive): role = weAreOfferer ? .client : .server
+        default:
+            throw PeerConnectionError("setRemoteDescription: the answer's a=setup must be active or passive")
+        }
+        startMediaStreams()
+        let fingerprints = remote.media.compactMap(\.fingerprint) + [remote.fingerprint].compactMap { $0 }
+        do {
+            try transport.configureDTLS(role: role, remoteFingerprints: fingerprints.map {
+                DTLS.Fingerprint(algorithm: $0.algorithm.lowercased(), value: $0.value.uppercased())
+            })
+        } catch {
+            throw PeerConnectionError("DTLS set-up failed: \(error)")
+        }
+        updateConnectionState()
+    }
+}

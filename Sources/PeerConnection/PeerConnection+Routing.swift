@@ -1,0 +1,83 @@
+import DTLS
+import ICE
+import RTP
+import SDP
+import STUN
+import Transport
+
+/// What the transport delivers, routed to transceivers (loop thread).
+extension PeerConnection {
+    // MARK: events from the transport (loop thread)
+
+    func handleIce(_ event: ICEEvent) {
+        switch event {
+        case .localCandidate(let c):
+            localCandidates.append(c)
+            publishLocalDescription()
+            let mid = transceiverList.first?.mid ?? "0"
+            emit(.iceCandidate(IceCandidate(candidate: c.attributeValue, sdpMid: mid, sdpMLineIndex: 0)))
+        case .gatheringComplete:
+            setGathering(.complete)
+            publishLocalDescription()
+        case .stateChanged(let s):
+            setIce(IceConnectionState(rawValue: s.rawValue) ?? .new)
+            updateConnectionState()
+        case .selectedPairChanged(let local, let remote):
+            snapshot.withLock { $0.selectedPair = (local.description, remote.description) }
+            updateConnectionState()
+        case .roleChanged:
+            break
+        }
+    }
+
+    func route(_ packet: RTPPacket, size: Int) {
+        var target = bySSRC[packet.ssrc]
+        if target == nil, let id = midExtensionID, let data = packet.extensionData(id: id),
+           let mid = String(validating: data, as: UTF8.self), let t = byMid[mid] {
+            target = t
+            bySSRC[packet.ssrc] = t
+        }
+        if target == nil {
+            // Last resort: the only m-line that negotiated this payload type.
+            let candidates = transceiverList.filter { $0.negotiatedCodecs.contains { $0.payloadType == packet.payloadType } }
+            if candidates.count == 1 {
+                target = candidates[0]
+                bySSRC[packet.ssrc] = candidates[0]
+            }
+        }
+        guard let target else {
+            unroutedRTP += 1
+            return
+        }
+        target.receiver.deliver(packet, size: size)
+        if let mid = target.mid { media.videoReceive[mid]?.receive(packet, now: .now) ; media.audioReceive[mid]?.receive(packet, now: .now) }
+    }
+
+    func route(_ packets: [RTCPPacket]) {
+        routeToStreams(packets)
+        for packet in packets {
+            switch packet {
+            case .senderReport(let sr):
+                bySSRC[sr.ssrc]?.receiver.onRTCP?(packet)
+            case .goodbye(let bye):
+                for s in bye.ssrcs { bySSRC[s]?.receiver.onRTCP?(packet) }
+            case .receiverReport(let rr):
+                for report in rr.reports { sender(ssrc: report.ssrc)?.onRTCP?(packet) }
+            case .nack(let n):
+                sender(ssrc: n.mediaSSRC)?.onRTCP?(packet)
+            case .pli(_, let media):
+                sender(ssrc: media)?.onRTCP?(packet)
+            case .fir(let f):
+                for entry in f.entries { sender(ssrc: entry.ssrc)?.onRTCP?(packet) }
+            case .remb, .transportCC:
+                for t in transceiverList where t.currentDirection?.sends == true { t.sender.onRTCP?(packet) }
+            default:
+                break
+            }
+        }
+    }
+
+    func sender(ssrc: UInt32) -> RtpSender? {
+        transceiverList.first(where: { $0.sender.ssrc == ssrc })?.sender
+    }
+}
