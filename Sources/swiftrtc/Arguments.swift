@@ -48,6 +48,8 @@ struct Arguments {
 
     mutating func positional(_ what: String) throws(UsageError) -> String {
         guard let i = rest.firstIndex(where: { !$0.hasPrefix("--") }) else {
+            // An unknown option left over is the likelier mistake than a forgotten argument.
+            if let unknown = rest.first { throw UsageError("\(command): unknown option \(unknown)") }
             throw UsageError("\(command): missing \(what)")
         }
         return rest.remove(at: i)
