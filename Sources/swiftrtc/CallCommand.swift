@@ -39,19 +39,8 @@ enum CallCommand {
 
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "call-video", source: source)
-        let start: () throws -> Void, stop: () -> Void
-        if sourceSpec == "testsrc" {
-            let capturer = TestPatternCapturer(delegate: source)
-            start = { try capturer.start(width: size.width, height: size.height, fps: fps) }
-            stop = { capturer.stop() }
-        } else if sourceSpec.hasPrefix("file:") {
-            let capturer = FileVideoCapturer(path: String(sourceSpec.dropFirst(5)), loop: true, delegate: source)
-            _ = try capturer.frameRate()
-            start = { try capturer.start() }
-            stop = { capturer.stop() }
-        } else {
-            throw UsageError("swiftrtc call: --source must be testsrc or file:PATH")
-        }
+        let (start, stop) = try makeVideoCapturer(sourceSpec, command: "swiftrtc call", source: source,
+                                                  width: size.width, height: size.height, fps: fps)
         let tone = ToneCapturer(frequency: 660, level: 0.2)
         let audioTrack = AudioTrack(id: "call-audio", source: AudioSource(capturer: tone))
         let preview: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — me", width: 320, height: 180) : nil

@@ -77,14 +77,8 @@ enum DemoCommand {
                 snapshotTaken = true
             }
             let report = await player.stats()
-            let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
-            let pair = report.ofType("candidate-pair").first { $0["state"] == .string("succeeded") }
-            let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
-            let received = Double(inbound?.int("packetsReceived") ?? 0), lost = Double(inbound?.int("packetsLost") ?? 0)
-            status.show(formatStatus(state: player.peerConnection.peerConnectionState.rawValue, elapsed: now() - playStarted,
-                                     fps: rate.fps, width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
-                                     kbps: rate.kbps, rtt: pair?.double("currentRoundTripTime"),
-                                     loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil))
+            status.show(playerStatus(report, state: player.peerConnection.peerConnectionState.rawValue,
+                                     elapsed: now() - playStarted, meter: &meter))
         }
         status.finish()
         capturer.stop()

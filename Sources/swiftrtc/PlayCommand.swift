@@ -80,14 +80,7 @@ enum PlayCommand {
             }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await session.stats()
-            let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
-            let pair = report.ofType("candidate-pair").first { $0["state"] == .string("succeeded") }
-            let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
-            let received = Double(inbound?.int("packetsReceived") ?? 0), lost = Double(inbound?.int("packetsLost") ?? 0)
-            status.show(formatStatus(state: state.rawValue, elapsed: now() - started, fps: rate.fps,
-                                     width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
-                                     kbps: rate.kbps, rtt: pair?.double("currentRoundTripTime"),
-                                     loss: received + lost > 0 ? lost / (received + lost) : nil))
+            status.show(playerStatus(report, state: state.rawValue, elapsed: now() - started, meter: &meter))
             try? await Task.sleep(for: .milliseconds(750))
         }
         waiter.cancel()

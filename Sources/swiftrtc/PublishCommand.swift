@@ -67,19 +67,8 @@ enum PublishCommand {
         if beauty > 0 { source.processors.append(BeautyFilter(strength: beauty)) }
         if let adapt { source.adaptOutputFormat(width: adapt.width, height: adapt.height, fps: adapt.fps) }
         let videoTrack = VideoTrack(id: "video0", source: source)
-        let start: () throws -> Void, stop: () -> Void
-        if sourceSpec == "testsrc" {
-            let capturer = TestPatternCapturer(delegate: source)
-            start = { try capturer.start(width: size.width, height: size.height, fps: fps) }
-            stop = { capturer.stop() }
-        } else if sourceSpec.hasPrefix("file:") {
-            let capturer = FileVideoCapturer(path: String(sourceSpec.dropFirst(5)), loop: true, delegate: source)
-            _ = try capturer.frameRate()   // fails now, with the path and reason, if the file is unusable
-            start = { try capturer.start() }
-            stop = { capturer.stop() }
-        } else {
-            throw UsageError("swiftrtc publish: --source must be testsrc or file:PATH, not \"\(sourceSpec)\"")
-        }
+        let (start, stop) = try makeVideoCapturer(sourceSpec, command: "swiftrtc publish", source: source,
+                                                  width: size.width, height: size.height, fps: fps)
         var audioTrack: AudioTrack?
         var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
         switch audioSpec {

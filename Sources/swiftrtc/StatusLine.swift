@@ -63,3 +63,31 @@ func parseSize(_ text: String) -> (width: Int, height: Int)? {
     guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...7680).contains(w), (16...4320).contains(h) else { return nil }
     return (w, h)
 }
+
+/// The status line of a player, from its stats: decode rate, size, kbps, ICE RTT, loss.
+func playerStatus(_ report: StatsReport, state: String, elapsed: Double, meter: inout RateMeter) -> String {
+    let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
+    let pair = report.ofType("candidate-pair").first { $0["state"] == .string("succeeded") }
+    let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
+    let received = Double(inbound?.int("packetsReceived") ?? 0), lost = Double(inbound?.int("packetsLost") ?? 0)
+    return formatStatus(state: state, elapsed: elapsed, fps: rate.fps,
+                        width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
+                        kbps: rate.kbps, rtt: pair?.double("currentRoundTripTime"),
+                        loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil)
+}
+
+/// `--source testsrc|file:PATH` as a capturer feeding `source`; a bad file fails here, with its
+/// path and reason, before anything connects.
+func makeVideoCapturer(_ spec: String, command: String, source: VideoSource, width: Int, height: Int,
+                       fps: Double) throws -> (start: () throws -> Void, stop: () -> Void) {
+    if spec == "testsrc" {
+        let capturer = TestPatternCapturer(delegate: source)
+        return ({ try capturer.start(width: width, height: height, fps: fps) }, { capturer.stop() })
+    }
+    if spec.hasPrefix("file:") {
+        let capturer = FileVideoCapturer(path: String(spec.dropFirst(5)), loop: true, delegate: source)
+        _ = try capturer.frameRate()
+        return ({ try capturer.start() }, { capturer.stop() })
+    }
+    throw UsageError("\(command): --source must be testsrc or file:PATH, not \"\(spec)\"")
+}
