@@ -31,7 +31,7 @@ extension PeerConnection {
                 }
                 return LocalMediaSection(kind: t.kind.rawValue, mid: t.mid ?? "0", rejected: false, proto: "UDP/TLS/RTP/SAVPF",
                                          direction: t.direction, codecs: codecs,
-                                         extensions: [(1, RTPExtensionURI.sdesMID)], sender: t.sender)
+                                         extensions: HeaderExtensionPolicy.offered(for: t.kind), sender: t.sender)
             }
             localSetup = "actpass"
             return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
@@ -73,7 +73,9 @@ extension PeerConnection {
         guard !chosen.isEmpty else { return reject }
         let remoteDirection = TransceiverDirection(rawValue: m.direction.rawValue) ?? .sendrecv
         let direction = t.direction.intersection(remoteDirection.reversed)
-        let extensions = m.extMaps.filter { $0.uri == RTPExtensionURI.sdesMID }.map { (id: $0.id, uri: $0.uri) }
+        // Accepted with the offer's ids (RFC 8285 §6): mid, and for video the orientation.
+        let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind) && (1...255).contains($0.id) }
+            .map { (id: $0.id, uri: $0.uri) }
         return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
                                  codecs: chosen, extensions: extensions, sender: t.sender)
     }
@@ -208,6 +210,8 @@ extension PeerConnection {
             if m.port == 0 {
                 t.currentDirection = .inactive
                 t.negotiatedCodecs = []
+                t.negotiatedHeaderExtensions = []
+                t.sender.videoOrientationExtensionID = nil
                 continue
             }
             t.negotiatedCodecs = m.codecs.map { c in
@@ -220,6 +224,13 @@ extension PeerConnection {
             if let ext = m.extMaps.first(where: { $0.uri == RTPExtensionURI.sdesMID }), (1...255).contains(ext.id) {
                 midExtensionID = UInt8(ext.id)
             }
+            // The answer lists what both sides use; ids outside RFC 8285's range are ignored.
+            t.negotiatedHeaderExtensions = m.extMaps.compactMap { e in
+                guard HeaderExtensionPolicy.accepts(e.uri, kind: m.kind), (1...255).contains(e.id) else { return nil }
+                return RtpHeaderExtensionParameters(uri: e.uri, id: UInt8(e.id))
+            }
+            t.sender.videoOrientationExtensionID = t.kind == .video
+                ? t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation) : nil
             t.sender.transport = transport
             t.sender.mid = mid
         }

@@ -48,9 +48,12 @@ extension PeerConnection {
                     media.videoSend[mid] = stream
                     attachVideo(stream, to: t.sender)
                 }
+                let orientationID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation)
                 if direction.receives, media.videoReceive[mid] == nil, let track = t.receiver.videoTrack {
                     media.videoReceive[mid] = VideoReceiveStream(codec: type, track: track, feedbackSSRC: t.sender.ssrc,
-                                                                 transport: transport, loop: loop)
+                                                                 videoOrientationID: orientationID, transport: transport, loop: loop)
+                } else {
+                    media.videoReceive[mid]?.setVideoOrientationID(orientationID)
                 }
             case .audio:
                 guard name == "OPUS" else { continue }

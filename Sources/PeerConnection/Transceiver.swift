@@ -36,6 +36,7 @@ public final class RtpTransceiver: @unchecked Sendable {
         var mid: String?
         var current: TransceiverDirection?
         var codecs: [RtpCodecParameters] = []
+        var headerExtensions: [RtpHeaderExtensionParameters] = []
         var direction: TransceiverDirection
         var preferences: [RtpCodecCapability]
     }
@@ -63,6 +64,14 @@ public final class RtpTransceiver: @unchecked Sendable {
     public internal(set) var negotiatedCodecs: [RtpCodecParameters] {
         get { shared.withLock { $0.codecs } }
         set { shared.withLock { $0.codecs = newValue } }
+    }
+
+    /// The RTP header extensions negotiated for this m-line, with their ids (W3C
+    /// `getParameters().headerExtensions`): mid, and for video urn:3gpp:video-orientation when
+    /// both sides use it.
+    public internal(set) var negotiatedHeaderExtensions: [RtpHeaderExtensionParameters] {
+        get { shared.withLock { $0.headerExtensions } }
+        set { shared.withLock { $0.headerExtensions = newValue } }
     }
 
     /// The direction we want (W3C `direction`); takes effect at the next offer/answer.
@@ -97,6 +106,13 @@ public final class RtpSender: @unchecked Sendable {
     weak var transport: MediaTransport?
     var midExtensionID: UInt8?
     var mid: String?
+    private let orientationID = Mutex<UInt8?>(nil)
+    /// The id of urn:3gpp:video-orientation on this m-line (nil: not negotiated). Set on the loop
+    /// thread at negotiation, read by the encode queue and when forwarding.
+    var videoOrientationExtensionID: UInt8? {
+        get { orientationID.withLock { $0 } }
+        set { orientationID.withLock { $0 = newValue } }
+    }
     /// RTCP feedback about what this sender sends (NACK, PLI, FIR, REMB, TWCC, receiver reports).
     /// Called on the connection's loop thread.
     public var onRTCP: (@Sendable (RTCPPacket) -> Void)?
@@ -168,9 +184,11 @@ public final class RtpSender: @unchecked Sendable {
         sendPrepared(packet)
     }
 
-    /// Sends the payloads of one media frame as consecutive packets; `onSent` runs on the loop
-    /// thread for each (history, statistics). Any thread.
+    /// Sends the payloads of one media frame as consecutive packets; `lastPacketExtensions` go
+    /// on the frame's last packet only (video orientation, as libwebrtc does); `onSent` runs on
+    /// the loop thread for each (history, statistics). Any thread.
     func sendPayloads(_ payloads: [RTPPayload], payloadType: UInt8, timestamp: UInt32,
+                      lastPacketExtensions: [RTPHeaderExtension] = [],
                       onSent: @escaping @Sendable (RTPPacket, [UInt8], ContinuousClock.Instant) -> Void) {
         guard let transport else {
             counters.withLock { $0.dropped += payloads.count }
@@ -183,6 +201,9 @@ public final class RtpSender: @unchecked Sendable {
             var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: first &+ UInt16(truncatingIfNeeded: i),
                                    timestamp: timestamp, ssrc: ssrc, payload: payload.bytes)
             if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+            if i == payloads.count - 1 {
+                for e in lastPacketExtensions { packet.setExtension(id: e.id, data: e.data) }
+            }
             packets.append(packet)
         }
         transport.loop.execute { [self, packets] in
@@ -204,13 +225,19 @@ public final class RtpSender: @unchecked Sendable {
     /// original sequence numbers so the far end's NACKs map one to one).
     /// Header extensions are dropped (their ids were negotiated with another peer) and our mid
     /// is set; `payloadType` rewrites the payload type when this peer numbered the codec differently.
-    public func forward(_ packet: RTPPacket, payloadType: UInt8? = nil) {
+    /// `videoOrientationID` is the id the video-orientation element has in `packet` (as its
+    /// source negotiated it): the element is kept, under the id this peer negotiated. When this
+    /// peer did not negotiate it the element is dropped and the peer shows the frames unrotated
+    /// (turning pixels would take a transcode).
+    public func forward(_ packet: RTPPacket, payloadType: UInt8? = nil, videoOrientationID: UInt8? = nil) {
         var packet = packet
         packet.ssrc = ssrc
         if let payloadType { packet.payloadType = payloadType }
+        let orientation = videoOrientationID.flatMap { packet.extensionData(id: $0) }
         packet.extensions = []
         packet.extensionProfile = nil
         if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+        if let orientation, let id = videoOrientationExtensionID { packet.setExtension(id: id, data: orientation) }
         sendPrepared(packet)
     }
 

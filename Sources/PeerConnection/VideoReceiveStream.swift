@@ -27,13 +27,15 @@ final class VideoReceiveStream: @unchecked Sendable {
     private let factory = VideoDecoderFactory()
     private var closed = false
 
-    init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, transport: MediaTransport, loop: EventLoop) {
+    init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, videoOrientationID: UInt8?,
+         transport: MediaTransport, loop: EventLoop) {
         self.codec = codec
         self.track = track
         self.feedbackSSRC = feedbackSSRC
         self.transport = transport
         self.loop = loop
         self.buffer = VideoJitterBuffer(codec: codec)
+        self.buffer.videoOrientationExtensionID = videoOrientationID
     }
 
     var stats: VideoReceiveCounters { counters.withLock { $0 } }
@@ -58,6 +60,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     }
 
     func setRTT(_ rtt: Duration) { buffer.rtt = rtt }
+
+    /// A renegotiation may move or drop the video-orientation extension.
+    func setVideoOrientationID(_ id: UInt8?) { buffer.videoOrientationExtensionID = id }
 
     func close() {
         closed = true

@@ -32,6 +32,10 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private let timestampBase = UInt32.random(in: 0...UInt32.max)
     private var nextAllowedNs: Int64 = .min
     private var encoderPreference: DegradationPreference?
+    /// Buffers for frames turned upright when the peer did not negotiate video orientation.
+    private var rotationPool: VideoBufferPool?
+    /// The rotation the last frame's orientation element said (nil: none sent yet).
+    private var lastSentRotation: VideoRotation?
 
     // loop state
     var history = RTPHistory(capacity: 2048)
@@ -99,6 +103,14 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             let w = max(2, Int(Double(frame.width) / scale) & ~1), h = max(2, Int(Double(frame.height) / scale) & ~1)
             frame.buffer = frame.buffer.scaled(width: w, height: h)
         }
+        // The rotation travels in the video-orientation extension when negotiated (the frame is
+        // sent as captured); otherwise it is turned into pixels here (after scaling: fewer of
+        // them), so the receiver still sees the picture upright. 90/270 swap the encoded size,
+        // which rebuilds the encoder below.
+        let orientationID = sender.videoOrientationExtensionID
+        if orientationID == nil, frame.rotation != .r0 {
+            frame = frame.applyingRotation(pool: uprightPool(for: frame))
+        }
         let fps = encoding.maxFramerate.map { min($0, 30) } ?? 30
         let target = targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
         do {
@@ -134,6 +146,15 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 return
             }
             let encodeTime = ContinuousClock.now - started
+            // As libwebrtc: on keyframes, on a change, and whenever the rotation is not 0 (receivers
+            // that lost the keyframe's element still turn the picture).
+            var lastPacketExtensions: [RTPHeaderExtension] = []
+            if let orientationID {
+                if encoded.isKeyframe || frame.rotation != lastSentRotation || frame.rotation != .r0 {
+                    lastPacketExtensions = [RTPHeaderExtension(id: orientationID, data: frame.rotation.videoOrientationExtensionData)]
+                }
+                lastSentRotation = frame.rotation
+            }
             let payloads: [RTPPayload]
             switch codec {
             case .h264: payloads = h264.packetize(encoded, maxPayloadSize: RTPPayloadLimits.defaultMaxPayloadSize)
@@ -148,13 +169,24 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 $0.totalEncodedBytes += encoded.data.count
                 $0.targetBitrate = target
             }
-            sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp) { [self] packet, bytes, now in
+            sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp,
+                                lastPacketExtensions: lastPacketExtensions) { [self] packet, bytes, now in
                 didSend(packet, bytes: bytes, now: now)
             }
         } catch {
             counters.withLock { $0.encodeErrors += 1 }
             encoder = nil   // re-created on the next frame
         }
+    }
+
+    /// An I420 pool of the upright size of `frame`, kept while the size stays the same.
+    private func uprightPool(for frame: VideoFrame) -> VideoBufferPool {
+        let w = frame.rotation.swapsDimensions ? frame.height : frame.width
+        let h = frame.rotation.swapsDimensions ? frame.width : frame.height
+        if let pool = rotationPool, pool.format == frame.format, pool.width == w, pool.height == h { return pool }
+        let pool = VideoBufferPool(format: frame.format, width: w, height: h, capacity: 3)
+        rotationPool = pool
+        return pool
     }
 
     /// libwebrtc-like defaults: about 0.05 bit per pixel per frame, within the sender's limits.

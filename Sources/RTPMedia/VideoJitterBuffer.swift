@@ -87,6 +87,8 @@ public struct VideoJitterBuffer: Sendable {
         var marker: Bool
         var payload: [UInt8]
         var info: VideoPacketInfo
+        /// From the video-orientation extension, when the packet carries one.
+        var rotation: VideoRotation?
     }
 
     struct NackEntry: Sendable {
@@ -98,6 +100,12 @@ public struct VideoJitterBuffer: Sendable {
     public let configuration: Configuration
     /// Current round-trip estimate (from RTCP); paces NACK retries and keyframe requests.
     public var rtt: Duration
+    /// The negotiated id of urn:3gpp:video-orientation (nil: not negotiated, frames keep `.r0`).
+    /// Senders put it on a frame's last packet; a frame without it keeps the rotation of the
+    /// frame before (3GPP TS 26.114 sends it only on keyframes and changes).
+    public var videoOrientationExtensionID: UInt8?
+    /// The rotation of the last frame delivered.
+    public private(set) var currentRotation: VideoRotation = .r0
 
     public private(set) var ssrc: UInt32?
     /// RFC 3550 statistics of this stream, for our reception report.
@@ -234,7 +242,10 @@ public struct VideoJitterBuffer: Sendable {
 
         let info = VideoPacketInfo(codec: configuration.codec, payload: packet.payload)
         if info.malformed { counters.malformedPackets += 1 }
-        packets[n] = Packet(timestamp: packet.timestamp, marker: packet.marker, payload: packet.payload, info: info)
+        let rotation = videoOrientationExtensionID.flatMap { packet.extensionData(id: $0) }
+            .flatMap { VideoRotation(videoOrientationExtensionData: $0) }
+        packets[n] = Packet(timestamp: packet.timestamp, marker: packet.marker, payload: packet.payload, info: info,
+                            rotation: rotation)
 
         if gapTooWide {
             giveUp(now: arrival)
@@ -425,10 +436,12 @@ public struct VideoJitterBuffer: Sendable {
         var payloads: [[UInt8]] = []
         payloads.reserveCapacity(Int(e - s + 1))
         var timestamp: UInt32 = 0
+        var rotation = currentRotation
         for q in s...e {
             guard let p = packets[q] else { continue }
             timestamp = p.timestamp
             payloads.append(p.payload)
+            if let r = p.rotation { rotation = r }   // the last packet's wins (that is where it is sent)
         }
         do throws(PayloadError) {
             let frame: DepacketizedFrame
@@ -437,7 +450,8 @@ public struct VideoJitterBuffer: Sendable {
             case .vp8: frame = try VP8Depacketizer.depacketize(payloads)
             }
             return .success(EncodedFrame(codec: configuration.codec, data: frame.data, isKeyframe: frame.isKeyframe,
-                                         rtpTimestamp: timestamp, width: frame.width, height: frame.height))
+                                         rtpTimestamp: timestamp, width: frame.width, height: frame.height,
+                                         rotation: rotation))
         } catch {
             return .failure(error)
         }
@@ -537,6 +551,7 @@ public struct VideoJitterBuffer: Sendable {
 
     private mutating func deliver(_ frame: EncodedFrame, now: Instant) {
         stallSince = nil
+        currentRotation = frame.rotation
         counters.framesAssembled += 1
         if frame.isKeyframe {
             counters.keyframesReceived += 1

@@ -118,7 +118,9 @@ final class EchoSession: Sendable {
     func wire(log: @escaping @Sendable (String) -> Void, onEnd: @escaping @Sendable () -> Void) {
         for t in pc.transceivers {
             let sender = t.sender, receiver = t.receiver
-            receiver.onRTP = { packet in sender.forward(packet) }
+            // Same peer both ways: the video-orientation element keeps its id.
+            let orientation = t.negotiatedHeaderExtensions.first { $0.uri == RTPExtensionURI.videoOrientation }?.id
+            receiver.onRTP = { packet in sender.forward(packet, videoOrientationID: orientation) }
             // Sender reports about the far end's stream describe exactly what we echo.
             receiver.onRTCP = { [pc] packet in
                 guard case .senderReport(var sr) = packet else { return }

@@ -13,6 +13,10 @@ final class RelayStream: @unchecked Sendable {
     /// The publisher's recent packets per kind, by sequence number, to answer players' NACKs.
     private var history: [MediaKind: [UInt16: RTPPacket]] = [:]
     private var lastKeyframeRequest: ContinuousClock.Instant?
+    /// The id the publisher negotiated for urn:3gpp:video-orientation: forwarded packets keep
+    /// that element under each player's own id (a player that did not negotiate it gets the
+    /// frames unrotated — the relay does not transcode).
+    private var orientationID: UInt8?
     /// Reception statistics of the publisher's streams, for the receiver reports we send it.
     private var reception: [UInt32: ReceiverStatistics] = [:]
     var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
@@ -38,6 +42,8 @@ final class RelayStream: @unchecked Sendable {
         publisher = session
         history.removeAll()
         reception.removeAll()
+        orientationID = session.pc.transceivers.first { $0.kind == .video && $0.currentDirection?.receives == true }?
+            .negotiatedHeaderExtensions.first { $0.uri == RTPExtensionURI.videoOrientation }?.id
         for t in session.pc.transceivers {
             let kind = t.kind
             t.receiver.onRTP = { [weak self] packet in self?.forward(packet, kind: kind) }
@@ -76,9 +82,10 @@ final class RelayStream: @unchecked Sendable {
         ring[packet.sequenceNumber &- 1024] = nil   // keep about one second of 720p video
         history[kind] = ring
         if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
+        let orientation = kind == .video ? orientationID : nil
         for player in players.values where player.connected {
             guard let (sender, pt) = player.route[kind] else { continue }
-            sender.forward(packet, payloadType: pt)
+            sender.forward(packet, payloadType: pt, videoOrientationID: orientation)
             packetsOut += 1
             bytesOut += packet.payload.count + 12
         }
@@ -90,7 +97,9 @@ final class RelayStream: @unchecked Sendable {
         case .nack(let nack):
             guard let (sender, pt) = player.route[kind] else { return }
             for seq in nack.lostSequenceNumbers {
-                if let p = history[kind]?[seq] { sender.forward(p, payloadType: pt) }
+                if let p = history[kind]?[seq] {
+                    sender.forward(p, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
+                }
             }
         case .pli, .fir:
             requestKeyframe()

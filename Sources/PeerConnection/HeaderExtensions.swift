@@ -1,0 +1,40 @@
+import RTP
+
+/// One negotiated RTP header extension (W3C `RTCRtpHeaderExtensionParameters`): its URI and the
+/// id it has on the wire for this m-line.
+public struct RtpHeaderExtensionParameters: Sendable, Hashable {
+    public var uri: String
+    public var id: UInt8
+
+    public init(uri: String, id: UInt8) {
+        self.uri = uri
+        self.id = id
+    }
+}
+
+/// The header extensions we offer and accept, per media kind.
+enum HeaderExtensionPolicy {
+    /// What an offer of ours lists for `kind`, with the ids Chromium uses (1 for mid, 13 for
+    /// video orientation) unless one is taken, then the next free one-byte id.
+    static func offered(for kind: MediaKind) -> [(id: Int, uri: String)] {
+        var wanted: [(id: Int, uri: String)] = [(1, RTPExtensionURI.sdesMID)]
+        if kind == .video { wanted.append((13, RTPExtensionURI.videoOrientation)) }
+        var used = Set<Int>()
+        return wanted.map { w in
+            var id = w.id
+            while used.contains(id) { id = id % 14 + 1 }
+            used.insert(id)
+            return (id, w.uri)
+        }
+    }
+
+    /// Whether we accept `uri`, offered in an m-line of `kind`, in our answer.
+    static func accepts(_ uri: String, kind: String) -> Bool {
+        uri == RTPExtensionURI.sdesMID || (kind == "video" && uri == RTPExtensionURI.videoOrientation)
+    }
+}
+
+extension Array where Element == RtpHeaderExtensionParameters {
+    /// The id negotiated for `uri`, if any.
+    func id(for uri: String) -> UInt8? { first { $0.uri == uri }?.id }
+}
