@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 APT_PACKAGES := libssl-dev libsrtp2-dev pkg-config chromium iproute2 util-linux \
   libyuv-dev libopenh264-dev libvpx-dev libopus-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev \
-  libwebrtc-audio-processing-dev libsdl2-dev zlib1g-dev xvfb x11-apps imagemagick
+  libwebrtc-audio-processing-dev libsdl2-dev zlib1g-dev libjpeg62-turbo-dev \
+  xvfb x11-apps imagemagick
 VENV := .venv
 PY := $(VENV)/bin/python
 SWIFT_BUILD := swift build
@@ -55,8 +56,12 @@ interop: deps venv build
 
 fuzz: deps
 	swift build --product swiftrtc-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING --scratch-path .build/fuzz
-	@mkdir -p artifacts/fuzz
-	@for t in sdp stun rtp rtcp http; do \
+	@mkdir -p artifacts/fuzz .build/fuzz-corpus/jpeg
+	@# JPEG seeds (made here, not committed): colour 4:2:0, 4:2:2 progressive, greyscale.
+	@convert -size 48x32 gradient:red-blue -quality 80 .build/fuzz-corpus/jpeg/seed420.jpg
+	@convert -size 40x24 gradient:green-yellow -sampling-factor 2x1 -interlace JPEG .build/fuzz-corpus/jpeg/seed422p.jpg
+	@convert -size 32x32 gradient: -colorspace Gray .build/fuzz-corpus/jpeg/seedgray.jpg
+	@for t in sdp stun rtp rtcp http jpeg; do \
 	  echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
 	  mkdir -p .build/fuzz-corpus/$$t; \
 	  SWIFTRTC_FUZZ_TARGET=$$t .build/fuzz/debug/swiftrtc-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat"),
         .systemLibrary(name: "CSDL", pkgConfig: "sdl2"),
         .systemLibrary(name: "CZlib"),
+        // libjpeg reports errors by longjmp: the shim owns the setjmp.
+        .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // webrtc-audio-processing is C++: a C API over it (SwiftPM drops pkg-config -D flags).
         .target(name: "CAudioProcessing",
                 cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
@@ -48,7 +50,7 @@ let package = Package(
         .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing"]),
         .target(name: "RTPMedia", dependencies: ["Media", "RTP"]),
         .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
-        .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV"]),
+        .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG"]),
 
         // Session and servers.
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
@@ -58,7 +60,7 @@ let package = Package(
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
-        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP"]),
+        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP"], path: "Sources/bench"),
 

@@ -1,11 +1,12 @@
 import Foundation
 import HTTP
+import Render
 import RTP
 import SDP
 import STUN
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, stun, rtp, rtcp, http). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
@@ -15,8 +16,9 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "rtp": return fuzzRTP
     case "rtcp": return fuzzRTCP
     case "http": return fuzzHTTPRequest
+    case "jpeg": return fuzzJPEG
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp or http\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http or jpeg\n".utf8))
         exit(2)
     }
 }()
