@@ -23,6 +23,8 @@ let package = Package(
         .systemLibrary(name: "CZlib"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
+        // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
+        .target(name: "CV4L2"),
         // webrtc-audio-processing is C++: a C API over it (SwiftPM drops pkg-config -D flags).
         .target(name: "CAudioProcessing",
                 cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
@@ -51,6 +53,7 @@ let package = Package(
         .target(name: "RTPMedia", dependencies: ["Media", "RTP"]),
         .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
         .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG"]),
+        .target(name: "Camera", dependencies: ["Media", "Capture", "Render", "CV4L2", "CYUV"]),
 
         // Session and servers.
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
@@ -58,7 +61,7 @@ let package = Package(
         .target(name: "Signaling", dependencies: ["HTTP"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
-        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render"]),
+        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
@@ -78,6 +81,7 @@ let package = Package(
         .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
+        .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture"]),
         .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP",
                                                                "Media", "Capture", "Render"]),
     ],

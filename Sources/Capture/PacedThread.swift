@@ -7,10 +7,10 @@ import Darwin
 /// A thread that calls `tick` for tick n at `start + n * interval` (CLOCK_MONOTONIC).
 /// When it falls behind it delivers the late tick at once but then re-bases its schedule, so it
 /// never bursts more than one tick to catch up. `stop()` wakes it immediately and joins it.
-final class PacedThread: @unchecked Sendable {
+public final class PacedThread: @unchecked Sendable {
     // @unchecked: `stopping` and `thread` are guarded by `mutex`; `tick` and `intervalNs` are
     // immutable; the cond/mutex pointers are created in init and destroyed in deinit.
-    typealias Tick = @Sendable (_ index: UInt64, _ nowNs: Int64) -> Bool
+    public typealias Tick = @Sendable (_ index: UInt64, _ nowNs: Int64) -> Bool
 
     private let intervalNs: Int64
     private let tick: Tick
@@ -21,7 +21,7 @@ final class PacedThread: @unchecked Sendable {
     private var thread: pthread_t?
 
     /// `tick` returns false to end the thread (end of file, owner gone).
-    init(intervalNs: Int64, tick: @escaping Tick) {
+    public init(intervalNs: Int64, tick: @escaping Tick) {
         self.intervalNs = max(1, intervalNs)
         self.tick = tick
         pthread_mutex_init(mutex, nil)
@@ -41,7 +41,7 @@ final class PacedThread: @unchecked Sendable {
 
     /// Starts the thread; false if it could not be created (or already started).
     @discardableResult
-    func start() -> Bool {
+    public func start() -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         guard thread == nil, !stopping else { return false }
@@ -63,7 +63,7 @@ final class PacedThread: @unchecked Sendable {
     }
 
     /// Stops and joins the thread. Idempotent; from inside `tick` it detaches instead of joining.
-    func stop() {
+    public func stop() {
         pthread_mutex_lock(mutex)
         stopping = true
         let tid = thread
@@ -79,7 +79,7 @@ final class PacedThread: @unchecked Sendable {
     }
 
     /// Whether the thread is still delivering ticks.
-    var isRunning: Bool {
+    public var isRunning: Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return running && !stopping

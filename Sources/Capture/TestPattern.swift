@@ -34,30 +34,10 @@ public enum TestPattern {
         guard w > 0, h > 0 else { return }
         let y = buffer.planePointer(0), u = buffer.planePointer(1), v = buffer.planePointer(2)
         let ys = buffer.strides[0], us = buffer.strides[1], vs = buffer.strides[2]
-        let cw = w / columns, chh = h / rowsOfCells
-        let bandHeight = bandRows * chh
+        let bandHeight = bandRows * (h / rowsOfCells)
         let chromaW = (w + 1) / 2, chromaH = (h + 1) / 2
-        let clock = UInt32(truncatingIfNeeded: wallClockMs)
-        let words = [frameNumber, clock, checkWord(frameNumber: frameNumber, wallClockMs: clock)]
-
-        // Band: draw the first line of each row of cells, copy it down the cell height.
-        if bandHeight > 0 {
-            for (row, word) in words.enumerated() {
-                let top = y + row * chh * ys
-                for col in 0..<columns {
-                    let bit = (word >> UInt32(columns - 1 - col)) & 1
-                    memset(top + col * cw, Int32(bit == 1 ? oneLuma : zeroLuma), cw)
-                }
-                if columns * cw < w { memset(top + columns * cw, Int32(zeroLuma), w - columns * cw) }
-                for line in 1..<chh { memcpy(top + line * ys, top, w) }
-            }
-        }
-        // Chroma rows that touch the band are neutral.
+        drawBand(frameNumber: frameNumber, wallClockMs: wallClockMs, width: w, height: h, into: buffer)
         let chromaBand = min(chromaH, (bandHeight + 1) / 2)
-        for r in 0..<chromaBand {
-            memset(u + r * us, 128, chromaW)
-            memset(v + r * vs, 128, chromaW)
-        }
 
         // Background: one gradient line drawn, then copied to every row below the band.
         if bandHeight < h {
@@ -170,5 +150,39 @@ public enum TestPattern {
         }
         guard words[2] == checkWord(frameNumber: words[0], wallClockMs: words[1]) else { return nil }
         return (words[0], words[1])
+    }
+}
+
+extension TestPattern {
+    /// Draws only the band (frame number, wall clock, check word; neutral chroma) over the top
+    /// 3/24 of an I420 `buffer`, leaving the rest of the picture as it is — a burned-in marker on
+    /// any picture that `read` understands. Other formats are left untouched.
+    public static func stampBand(frameNumber: UInt32, wallClockMs: UInt64, into buffer: VideoFrameBuffer) {
+        guard buffer.format == .i420 else { return }
+        drawBand(frameNumber: frameNumber, wallClockMs: wallClockMs, width: buffer.width, height: buffer.height, into: buffer)
+    }
+
+    /// The band over the top `bandRows` cells of a `w`×`h` area of an I420 buffer: the first line of
+    /// each row of cells drawn, copied down the cell height; chroma rows touching it neutral.
+    static func drawBand(frameNumber: UInt32, wallClockMs: UInt64, width w: Int, height h: Int, into buffer: VideoFrameBuffer) {
+        let cw = w / columns, chh = h / rowsOfCells
+        guard cw >= 1, chh >= 1 else { return }
+        let y = buffer.planePointer(0), ys = buffer.strides[0]
+        let clock = UInt32(truncatingIfNeeded: wallClockMs)
+        let words = [frameNumber, clock, checkWord(frameNumber: frameNumber, wallClockMs: clock)]
+        for (row, word) in words.enumerated() {
+            let top = y + row * chh * ys
+            for col in 0..<columns {
+                let bit = (word >> UInt32(columns - 1 - col)) & 1
+                memset(top + col * cw, Int32(bit == 1 ? oneLuma : zeroLuma), cw)
+            }
+            if columns * cw < w { memset(top + columns * cw, Int32(zeroLuma), w - columns * cw) }
+            for line in 1..<chh { memcpy(top + line * ys, top, w) }
+        }
+        let chromaW = (w + 1) / 2
+        for r in 0..<min((h + 1) / 2, (bandRows * chh + 1) / 2) {
+            memset(buffer.planePointer(1) + r * buffer.strides[1], 128, chromaW)
+            memset(buffer.planePointer(2) + r * buffer.strides[2], 128, chromaW)
+        }
     }
 }

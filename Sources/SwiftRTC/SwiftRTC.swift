@@ -6,3 +6,4 @@
 @_exported import Streaming
 @_exported import Capture
 @_exported import Render
+@_exported import Camera

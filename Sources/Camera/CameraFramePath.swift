@@ -1,0 +1,72 @@
+import CYUV
+import Media
+
+extension CameraCapturer {
+    /// One frame from the current stream: converted to the output format, mirrored when asked,
+    /// tagged with the rotation, handed to photo waiters and the delegate; every tenth frame is
+    /// metered for the exposure policy.
+    func deliver(_ raw: VideoFrame, generation: UInt64) {
+        let (current, delegate, meter) = framePath.withLock { p -> (Bool, (any VideoCapturerDelegate)?, Bool) in
+            guard p.generation == generation else { return (false, nil, false) }
+            p.framesDelivered &+= 1
+            let meter = p.policy != nil && !p.policyPending && p.framesDelivered % 10 == 0
+            return (true, p.delegate, meter)
+        }
+        guard current else { return }
+        let frame = transform(raw)
+        let waiters = framePath.withLock { p in
+            p.lastFrameSize = (frame.width, frame.height)
+            defer { p.photoWaiters = [] }
+            return p.photoWaiters
+        }
+        for w in waiters { w.continuation.resume(returning: frame) }
+        if meter { meterExposure(frame) }
+        delegate?.capturer(self, didCapture: frame)
+    }
+
+    /// Output format, mirroring (left-right as the viewer sees it: when the frame will be shown
+    /// turned by 90° or 270°, that is top-bottom in the buffer) and rotation, in at most two passes.
+    func transform(_ raw: VideoFrame) -> VideoFrame {
+        let (rotation, mirror, format) = framePath.withLock { ($0.rotation, $0.mirror.mirrors($0.position), $0.outputFormat) }
+        var buffer = raw.buffer.format == format ? raw.buffer : raw.buffer.converted(to: format)
+        if mirror {
+            buffer = rotation.swapsDimensions ? buffer.flippedVertically() : buffer.mirrored()
+        }
+        return VideoFrame(buffer: buffer, rotation: rotation, timestampNs: raw.timestampNs)
+    }
+
+    private func meterExposure(_ frame: VideoFrame) {
+        guard frame.format != .bgra else { return }
+        let b = frame.buffer
+        let luma = BrightnessMeter.meanLuma(UnsafePointer(b.planePointer(0)), stride: b.strides[0], width: b.width, height: b.height)
+        let (policy, band, exposure) = framePath.withLock { ($0.policy, $0.policyBand, $0.exposure) }
+        guard let policy else { return }
+        let e = exposure?() ?? (iso: 100, duration: 1.0 / 30)
+        let bv = BrightnessMeter.brightnessValue(meanLuma: luma, iso: e.iso, duration: e.duration)
+        let next = policy.band(for: bv, current: band)
+        guard next != band else { return }
+        framePath.withLock { $0.policyPending = true }
+        let controller = self.controller
+        Task { await controller.applyPolicy(band: next, brightness: bv, policy: policy) }
+    }
+}
+
+extension VideoFrameBuffer {
+    /// The picture flipped top to bottom (a copy with a negative height, as libyuv allows).
+    func flippedVertically() -> VideoFrameBuffer {
+        let dst = VideoFrameBuffer(format: format, width: width, height: height)
+        let w = Int32(width), h = Int32(height)
+        switch format {
+        case .i420:
+            _ = I420Copy(planePointer(0), Int32(strides[0]), planePointer(1), Int32(strides[1]), planePointer(2), Int32(strides[2]),
+                         dst.planePointer(0), Int32(dst.strides[0]), dst.planePointer(1), Int32(dst.strides[1]),
+                         dst.planePointer(2), Int32(dst.strides[2]), w, -h)
+        case .nv12VideoRange, .nv12FullRange:
+            _ = NV12Copy(planePointer(0), Int32(strides[0]), planePointer(1), Int32(strides[1]),
+                         dst.planePointer(0), Int32(dst.strides[0]), dst.planePointer(1), Int32(dst.strides[1]), w, -h)
+        case .bgra:
+            _ = ARGBCopy(planePointer(0), Int32(strides[0]), dst.planePointer(0), Int32(dst.strides[0]), w, -h)
+        }
+        return dst
+    }
+}
