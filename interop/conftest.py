@@ -104,12 +104,20 @@ def artifact_dir(request) -> Path:
 class ManagedProcess:
     """A child process with stdout/stderr in files; killed (its own process group) at close."""
 
-    def __init__(self, args: list[str], log_path: Path, cwd: Path = REPO_ROOT, env: dict | None = None):
+    def __init__(self, args: list[str], log_path: Path, cwd: Path = REPO_ROOT, env: dict | None = None,
+                 stdin_pipe: bool = False):
         self.args = args
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(args, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                                     stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
+
+    def send_line(self, line: str) -> None:
+        """Writes one line to the child's stdin (needs stdin_pipe=True)."""
+        assert self.proc.stdin is not None, "started without stdin_pipe"
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
 
     def text(self) -> str:
         try:

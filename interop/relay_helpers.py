@@ -175,7 +175,7 @@ class SwiftRun:
     """One `swiftrtc <command>` process with its output in <dir>/<name>.log and JSON in <name>.json."""
 
     def __init__(self, binary: Path, command: str, args: list[str], directory: Path, name: str,
-                 stats: bool = True):
+                 stats: bool = True, stdin_pipe: bool = False):
         self.name = name
         self.json_path = directory / f"{name}.json" if stats else None
         argv = [str(binary), command, *args]
@@ -184,7 +184,7 @@ class SwiftRun:
             argv += ["--stats-json", str(self.json_path)]
         self.argv = argv
         self.started = time.monotonic()
-        self.process = ManagedProcess(argv, directory / f"{name}.log")
+        self.process = ManagedProcess(argv, directory / f"{name}.log", stdin_pipe=stdin_pipe)
         self.seconds: float | None = None
 
     @property

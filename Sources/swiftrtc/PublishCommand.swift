@@ -4,7 +4,7 @@ import SwiftRTC
 /// `swiftrtc publish URL`: the reference app's publisher.
 enum PublishCommand {
     static let usage = """
-    usage: swiftrtc publish URL [--source testsrc|file:PATH] [--codec h264|vp8] [--size WxH] [--fps N]
+    usage: swiftrtc publish URL [--source testsrc|file:PATH|camera[:ID]] [--codec h264|vp8] [--size WxH] [--fps N]
                                 [--bitrate KBPS] [--max-fps N] [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
                                 [--insecure]
@@ -13,7 +13,8 @@ enum PublishCommand {
     http(s)://… speaks WHIP. Shows a live status line; exit code 0 only on success.
 
       --source S          testsrc (default: a moving test pattern carrying frame numbers) or file:PATH
-                          (Y4M, MP4, MKV, WebM…; loops)
+                          (Y4M, MP4, MKV, WebM…; loops) or camera[:ID] (see below; then stdin takes
+                          camera commands: switch, photo PATH, zoom 2, torch on, … one per line)
       --codec C           h264 (default) or vp8
       --size WxH          capture size (default 1280x720)      --fps N   capture rate (default 30)
       --bitrate KBPS      the sender's maxBitrate               --max-fps N   the sender's maxFramerate
@@ -26,12 +27,15 @@ enum PublishCommand {
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T           WHIP bearer token
       --insecure          accept any https certificate (self-signed included); not verified, warned
+    camera flags (with --source camera):
+    \(CameraOptions.usage)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
         var a = Arguments(command: "swiftrtc publish", args, usage: usage)
         if a.wantsHelp { say(usage); return 0 }
         let sourceSpec = try a.option("source") ?? "testsrc"
+        let camera = CameraOptions.isCamera(sourceSpec) ? try CameraOptions.parse(&a, source: sourceSpec) : nil
         let codecName = try a.option("codec") ?? "h264"
         let size = try a.option("size", default: (width: 1280, height: 720), parseSize)
         let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...120).contains($0) ? $0 : nil } }
@@ -67,8 +71,11 @@ enum PublishCommand {
         if beauty > 0 { source.processors.append(BeautyFilter(strength: beauty)) }
         if let adapt { source.adaptOutputFormat(width: adapt.width, height: adapt.height, fps: adapt.fps) }
         let videoTrack = VideoTrack(id: "video0", source: source)
-        let (start, stop) = try makeVideoCapturer(sourceSpec, command: "swiftrtc publish", source: source,
+        var start: () throws -> Void = {}, stop: () -> Void = {}
+        if camera == nil {
+            (start, stop) = try makeVideoCapturer(sourceSpec, command: "swiftrtc publish", source: source,
                                                   width: size.width, height: size.height, fps: fps)
+        }
         var audioTrack: AudioTrack?
         var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
         switch audioSpec {
@@ -110,6 +117,12 @@ enum PublishCommand {
             try video.sender.setParameters(p)
         }
         try start()
+        var cameraCapturer: CameraCapturer?
+        if let camera {
+            let c = try await camera.start(delegate: source, width: size.width, height: size.height, fps: fps, command: "swiftrtc publish")
+            CameraConsole.start(c, command: "swiftrtc publish")
+            cameraCapturer = c
+        }
         try audioStart()
         say("publish: connected in \(Int(connectMs)) ms")
 
@@ -139,6 +152,7 @@ enum PublishCommand {
         waiter.cancel()
         status.finish()
         stop()
+        await cameraCapturer?.stopCapture()
         audioStop()
         let report = await session.stats()
         let state = session.peerConnection.peerConnectionState

@@ -10,8 +10,10 @@ commands:
   call     a video call through a server: publish yourself, play the peer
   serve    the embedded SRS-compatible relay (SRS JSON API, WHIP, WHEP, player page)
   echo     a WHIP-style echo endpoint: your media comes back to you
-  publish  publish a test pattern or a file (plus audio) to SRS (webrtc://) or a WHIP URL
+  publish  publish a test pattern, a file or a camera (plus audio) to SRS (webrtc://) or a WHIP URL
   play     play a stream from SRS (webrtc://) or a WHEP URL: record, snapshot, window
+  devices  list cameras with their formats and controls (--json)
+  photo    take a still from a camera with exposure, ISO, white balance, zoom, torch, focus settings
   probe    offer audio+video to a WHIP-style URL, send raw RTP, report what returns
 """
 
@@ -25,6 +27,8 @@ do {
     case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))
     case "publish": code = try await PublishCommand.run(Array(argv.dropFirst()))
+    case "devices": code = try await DevicesCommand.run(Array(argv.dropFirst()))
+    case "photo": code = try await PhotoCommand.run(Array(argv.dropFirst()))
     case "play": code = try await PlayCommand.run(Array(argv.dropFirst()))
     case nil, "--help", "-h", "help":
         say(topUsage)

@@ -1,0 +1,114 @@
+import Foundation
+import SwiftRTC
+
+/// The camera flags `photo` and `publish` share, parsed into a device choice and control settings.
+struct CameraOptions {
+    static let usage = """
+      --source camera[:ID]  a camera (IDs from `swiftrtc devices`; synthetic:front and synthetic:back always exist)
+      --position P          front or back (the first camera there)
+      --exposure-bias EV    exposure target bias (auto exposure aims brighter +, darker -)
+      --iso N               custom exposure gain           --exposure-time MS   custom exposure time
+      --white-balance K     colour temperature in kelvin, or auto
+      --zoom Z              zoom factor (1 = none)         --torch on|off|LEVEL   the light (LEVEL 0…1)
+      --focus F             auto, continuous or a lens position 0 (near) … 1 (far)
+      --orientation O       portrait, portrait-upside-down, landscape-left, landscape-right (frame rotation)
+      --mirror M            auto (front camera only, default), on or off
+      --exposure-policy     brightness-driven ISO/exposure/frame-rate table (the reference app's)
+    """
+
+    var deviceID: String?
+    var position: CameraPosition?
+    var settings: [CameraSetting] = []
+    var orientation: DeviceOrientation?
+    var mirror: MirrorMode = .auto
+    var exposurePolicy = false
+
+    /// Whether `--source` names a camera.
+    static func isCamera(_ spec: String) -> Bool { spec == "camera" || spec.hasPrefix("camera:") }
+
+    static func parse(_ a: inout Arguments, source: String) throws(UsageError) -> CameraOptions {
+        var o = CameraOptions()
+        if source.hasPrefix("camera:") { o.deviceID = String(source.dropFirst(7)) }
+        let cmd = a.command
+        o.position = try a.option("position", default: CameraPosition?.none) { CameraPosition(rawValue: $0) }
+        if let v = try a.option("exposure-bias", default: Double?.none, finite) { o.settings.append(.exposureBias(v)) }
+        if let v = try a.option("iso", default: Double?.none, positive) { o.settings.append(.iso(v)) }
+        if let v = try a.option("exposure-time", default: Double?.none, positive) { o.settings.append(.exposureDuration(v / 1000)) }
+        if let wb = try a.option("white-balance") {
+            if wb == "auto" { o.settings.append(.whiteBalanceMode(.continuousAuto)) } else if let k = positive(wb) {
+                o.settings.append(.whiteBalanceTemperature(k))
+            } else { throw UsageError("\(cmd): --white-balance \"\(wb)\" is not valid (kelvin or auto)") }
+        }
+        if let v = try a.option("zoom", default: Double?.none, positive) { o.settings.append(.zoom(v)) }
+        if let t = try a.option("torch") {
+            switch t {
+            case "on": o.settings.append(.torch(.on))
+            case "off": o.settings.append(.torch(.off))
+            default:
+                guard let l = Double(t), (0...1).contains(l) else { throw UsageError("\(cmd): --torch \"\(t)\" is not valid (on, off or 0…1)") }
+                o.settings.append(.torch(.level(l)))
+            }
+        }
+        if let f = try a.option("focus") {
+            switch f {
+            case "auto": o.settings.append(.focusMode(.autoFocus))
+            case "continuous": o.settings.append(.focusMode(.continuousAuto))
+            default:
+                guard let p = Double(f), (0...1).contains(p) else { throw UsageError("\(cmd): --focus \"\(f)\" is not valid (auto, continuous or 0…1)") }
+                o.settings.append(.focusPosition(p))
+            }
+        }
+        o.orientation = try a.option("orientation", default: DeviceOrientation?.none, parseOrientation)
+        o.mirror = try a.option("mirror", default: MirrorMode.auto) { MirrorMode(rawValue: $0) }
+        o.exposurePolicy = a.flag("exposure-policy")
+        return o
+    }
+
+    /// The machine's cameras: V4L2 devices, then the synthetic front and back cameras.
+    static let backend = MultiCameraBackend([V4L2CameraBackend(), SyntheticCameraBackend()])
+
+    /// A capturer on the chosen camera, started at the nearest format, controls applied and
+    /// printed as the device actually set them.
+    func start(delegate: any VideoCapturerDelegate, width: Int, height: Int, fps: Double,
+               command: String) async throws -> CameraCapturer {
+        let capturer = CameraCapturer(backend: Self.backend, delegate: delegate)
+        capturer.mirrorMode = mirror
+        capturer.onEvent = { event in
+            switch event {
+            case .warning, .interrupted, .resumed, .switched, .exposurePolicy: say("\(command): camera \(event)")
+            default: break
+            }
+        }
+        let device = try pickDevice(capturer)
+        if let orientation { await capturer.setDeviceOrientation(orientation) }
+        let choice = try await capturer.startCapture(device: device, width: width, height: height, fps: fps)
+        say("\(command): camera \(device.id) \"\(device.name)\" \(choice.format.sizeDescription) \(choice.format.pixelFormat.rawValue) at \(fmtNumber(choice.fps)) fps")
+        for s in settings {
+            let actual = try await capturer.set(s)
+            say("\(command): camera \(actual)\(actual == s ? "" : " (asked: \(s))")")
+        }
+        if exposurePolicy { await capturer.setExposurePolicy(.reference) }
+        return capturer
+    }
+
+    func pickDevice(_ capturer: CameraCapturer) throws -> CaptureDevice {
+        if let deviceID { return try capturer.device(id: deviceID) }
+        if let position { return try capturer.device(position: position) }
+        return try capturer.device()
+    }
+}
+
+func parseOrientation(_ text: String) -> DeviceOrientation? {
+    switch text {
+    case "portrait": return .portrait
+    case "portrait-upside-down": return .portraitUpsideDown
+    case "landscape-left": return .landscapeLeft
+    case "landscape-right": return .landscapeRight
+    default: return nil
+    }
+}
+
+private func finite(_ s: String) -> Double? { Double(s).flatMap { $0.isFinite ? $0 : nil } }
+private func positive(_ s: String) -> Double? { Double(s).flatMap { $0.isFinite && $0 > 0 ? $0 : nil } }
+
+func fmtNumber(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(format: "%.3g", v) }

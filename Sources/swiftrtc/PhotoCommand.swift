@@ -1,0 +1,105 @@
+import Foundation
+import SwiftRTC
+
+/// `swiftrtc photo`: a still from a camera with the given settings, as PNG or JPEG.
+enum PhotoCommand {
+    static let usage = """
+    usage: swiftrtc photo --out PATH [--source camera[:ID]] [--size WxH] [--json PATH] [camera flags]
+
+    Opens the camera, applies the settings, takes a still and writes it upright (PNG for .png,
+    JPEG for .jpg/.jpeg). Prints what the camera actually set.
+      --out PATH          where the photo goes
+      --size WxH          the photo's size (the camera's nearest format); default: the camera's
+                          full resolution
+      --quality Q         JPEG quality 1…100 (default 90)
+      --json PATH         a summary: device, size, settings as set, mean luma and R, G, B
+    \(CameraOptions.usage)
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc photo", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let sourceSpec = try a.option("source") ?? "camera"
+        guard CameraOptions.isCamera(sourceSpec) else {
+            throw UsageError("swiftrtc photo: --source must be camera or camera:ID, not \"\(sourceSpec)\"")
+        }
+        let camera = try CameraOptions.parse(&a, source: sourceSpec)
+        guard let out = try a.option("out") else { throw UsageError("swiftrtc photo: --out PATH is required") }
+        let size = try a.option("size", default: (width: Int, height: Int)?.none, parseSize)
+        let quality = try a.option("quality", default: 90) { Int($0).flatMap { (1...100).contains($0) ? $0 : nil } }
+        let jsonPath = try a.option("json")
+        try a.finish()
+        let ext = (out as NSString).pathExtension.lowercased()
+        guard ["png", "jpg", "jpeg"].contains(ext) else {
+            throw UsageError("swiftrtc photo: --out must end in .png, .jpg or .jpeg, not \"\(out)\"")
+        }
+
+        let counter = FrameCounter()
+        let capturer = try await camera.start(delegate: counter, width: size?.width ?? 1280, height: size?.height ?? 720, fps: 30,
+                                              command: "swiftrtc photo")
+        // A couple of frames first, so the settings are in the picture (a real sensor needs them).
+        guard await counter.wait(for: 3, timeout: 5) else {
+            await capturer.stopCapture()
+            printError("swiftrtc photo: the camera delivered no frames within 5 s")
+            return 1
+        }
+        let photo = try await capturer.takePhoto(fullResolution: size == nil)
+        let controls = await capturer.controls
+        let device = await capturer.currentDevice
+        await capturer.stopCapture()
+        let bytes = ext == "png" ? PNGEncoder.encode(photo) : try JPEGEncoder.encode(photo, quality: quality)
+        try Data(bytes).write(to: URL(fileURLWithPath: out))
+        let m = meanColour(photo)
+        let upright = photo.rotation.swapsDimensions ? (photo.height, photo.width) : (photo.width, photo.height)
+        say("photo: wrote \(out) (\(upright.0)x\(upright.1), \(bytes.count / 1000) kB) mean luma \(fmtNumber(m.luma.rounded())), R/B \(String(format: "%.3f", m.r / max(m.b, 1)))")
+        if let jsonPath {
+            let summary: [String: Any] = [
+                "path": out, "device": device?.id ?? "", "width": upright.0, "height": upright.1,
+                "meanLuma": m.luma, "meanR": m.r, "meanG": m.g, "meanB": m.b,
+                "settings": controls.settings.map(\.description), "rotation": photo.rotation.rawValue,
+            ]
+            try writeJSON(summary, to: jsonPath)
+        }
+        return 0
+    }
+
+    /// Mean R, G, B and BT.601 luma of the upright picture.
+    static func meanColour(_ frame: VideoFrame) -> (luma: Double, r: Double, g: Double, b: Double) {
+        let rgb = PNGEncoder.uprightRGB(frame).rgb
+        var r = 0, g = 0, b = 0
+        var i = 0
+        while i + 2 < rgb.count {
+            r += Int(rgb[i]); g += Int(rgb[i + 1]); b += Int(rgb[i + 2])
+            i += 3
+        }
+        let n = Double(max(rgb.count / 3, 1))
+        let mr = Double(r) / n, mg = Double(g) / n, mb = Double(b) / n
+        return (0.299 * mr + 0.587 * mg + 0.114 * mb, mr, mg, mb)
+    }
+}
+
+/// Counts frames so a command can wait for the camera to be running.
+final class FrameCounter: VideoCapturerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var frames = 0
+    let next: (any VideoCapturerDelegate)?
+    init(next: (any VideoCapturerDelegate)? = nil) { self.next = next }
+
+    func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) {
+        lock.lock(); frames += 1; lock.unlock()
+        next?.capturer(capturer, didCapture: frame)
+    }
+
+    var count: Int { lock.lock(); defer { lock.unlock() }; return frames }
+
+    /// Whether `n` more frames arrived within `timeout` seconds.
+    func wait(for n: Int, timeout: Double) async -> Bool {
+        let target = count + n
+        let deadline = Date().addingTimeInterval(timeout)
+        while count < target {
+            if Date() >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+}
