@@ -37,6 +37,7 @@ build: deps
 # verified frame by frame; writes artifacts/demo/snapshot.png and stats.json.
 demo: build
 	$(BIN) demo
+	$(BIN) demo --camera --out artifacts/demo/camera
 
 # Everything CI checks: unit tests, interop with Chromium and aiortc, bounded fuzzing.
 test: deps venv

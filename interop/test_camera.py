@@ -179,3 +179,26 @@ def test_switch_camera_and_photo_while_publishing(swift_bin, artifact_dir, logs)
     # A photo in the middle did not cost the stream frames: the publisher encoded ~30 fps throughout.
     encoded = pub_stats.get("framesEncoded", 0)
     assert encoded >= 0.85 * 30 * 9, f"publisher encoded {encoded} frames in 9 s"
+
+
+@pytest.mark.timeout(90)
+def test_camera_demo(swift_bin, artifact_dir, logs):
+    """`swiftrtc demo --camera`: the synthetic camera through the relay with the test pattern's band
+    burned in (verified in order by the player), touring its controls with a PNG after each step."""
+    out = artifact_dir / "demo"
+    run = SwiftRun(swift_bin, "demo", ["--camera", "--duration", "10", "--out", str(out)], artifact_dir, "demo",
+                   stats=False)
+    logs.append(("swiftrtc demo --camera", run.text))
+    try:
+        code = run.wait(timeout=60)
+    finally:
+        run.close()
+    assert code == 0, f"swiftrtc demo --camera exited {code}:\n{run.text()[-3000:]}"
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats.get("patternVerified") is True and stats.get("frameWidth") == 1280, summary(stats)
+    shots = sorted(out.glob("camera-*.png"))
+    names = [p.name for p in shots]
+    assert len(shots) == 7, names
+    for p in shots:
+        assert (png_info(p)["width"], png_info(p)["height"]) == (1280, 720), p
+    assert "switched to the back camera" in run.text(), run.text()[-2000:]
