@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
         .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture"]),
         .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP",
-                                                               "Media", "Capture", "Render"]),
+                                                               "Media", "Capture", "Render", "Camera"]),
     ],
     swiftLanguageModes: [.v6]
 )
