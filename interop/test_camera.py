@@ -97,6 +97,9 @@ def test_camera_bad_input(swift_bin):
     assert r.returncode == 2 and "--out must end in .png, .jpg or .jpeg" in r.stderr, r.stderr
     r = run_cli(swift_bin, "photo", "--out", "/tmp/x.png", "--white-balance", "warm")
     assert r.returncode == 2 and "--white-balance \"warm\" is not valid" in r.stderr, r.stderr
+    # A missing camera is reported before anything connects (nothing listens on port 1).
+    r = run_cli(swift_bin, "publish", "webrtc://127.0.0.1:1/live/x", "--source", "camera:bogus")
+    assert r.returncode == 1 and "camera bogus: no such camera (have: " in r.stderr, r.stderr
 
 
 def y4m_frames(path: Path):

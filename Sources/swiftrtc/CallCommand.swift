@@ -5,7 +5,7 @@ import SwiftRTC
 /// own stream, play the other side's.
 enum CallCommand {
     static let usage = """
-    usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH] [--size WxH] [--fps N] [--window]
+    usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--window]
                          [--duration SEC] [--stats-json PATH] [--insecure]
 
     A video call through a server: publishes our video (+ tone) to URL_SELF and plays URL_PEER
@@ -13,7 +13,8 @@ enum CallCommand {
     swapped. Waits up to 30 s for the peer's stream to appear. Exit code 0 only if the peer's
     video was decoded.
 
-      --source S       testsrc (default) or file:PATH     --size WxH (default 640x360)   --fps N (default 30)
+      --source S       testsrc (default), file:PATH or camera[:ID] (with the camera flags of
+                       `swiftrtc publish --help`)          --size WxH (default 640x360)   --fps N (default 30)
       --window         show local preview and remote video in windows (SDL2)
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary
@@ -24,6 +25,7 @@ enum CallCommand {
         var a = Arguments(command: "swiftrtc call", args, usage: usage)
         if a.wantsHelp { say(usage); return 0 }
         let sourceSpec = try a.option("source") ?? "testsrc"
+        let camera = CameraOptions.isCamera(sourceSpec) ? try CameraOptions.parse(&a, source: sourceSpec) : nil
         let size = try a.option("size", default: (width: 640, height: 360), parseSize)
         let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...60).contains($0) ? $0 : nil } }
         let window = a.flag("window")
@@ -39,8 +41,8 @@ enum CallCommand {
 
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "call-video", source: source)
-        let (start, stop) = try makeVideoCapturer(sourceSpec, command: "swiftrtc call", source: source,
-                                                  width: size.width, height: size.height, fps: fps)
+        let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc call", source: source,
+                                            width: size.width, height: size.height, fps: fps)
         let tone = ToneCapturer(frequency: 660, level: 0.2)
         let audioTrack = AudioTrack(id: "call-audio", source: AudioSource(capturer: tone))
         let preview: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — me", width: 320, height: 180) : nil
@@ -49,7 +51,7 @@ enum CallCommand {
         let started = now()
         let publisher = try StreamingSession(role: .publish, url: selfURL, options: options)
         try await publisher.publish(video: videoTrack, audio: audioTrack)
-        try start()
+        try await capture.start()
         tone.start()
         say("call: publishing to \(selfURL)")
 
@@ -65,7 +67,7 @@ enum CallCommand {
             } catch {
                 await attempt.close()
                 if now() > giveUp {
-                    stop(); tone.stop(); await publisher.close()
+                    await capture.stop(); tone.stop(); await publisher.close()
                     throw UsageError("swiftrtc call: cannot play \(peerURL) after 30 s: \(error)")
                 }
                 try? await Task.sleep(for: .milliseconds(500))
@@ -96,7 +98,7 @@ enum CallCommand {
         }
         waiter.cancel()
         status.finish()
-        stop()
+        await capture.stop()
         tone.stop()
         preview?.close()
         remoteWindow?.close()

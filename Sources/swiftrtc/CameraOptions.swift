@@ -67,10 +67,8 @@ struct CameraOptions {
     /// The machine's cameras: V4L2 devices, then the synthetic front and back cameras.
     static let backend = MultiCameraBackend([V4L2CameraBackend(), SyntheticCameraBackend()])
 
-    /// A capturer on the chosen camera, started at the nearest format, controls applied and
-    /// printed as the device actually set them.
-    func start(delegate: any VideoCapturerDelegate, width: Int, height: Int, fps: Double,
-               command: String) async throws -> CameraCapturer {
+    /// A capturer for these options, printing its warnings, interruptions and switches.
+    func makeCapturer(delegate: any VideoCapturerDelegate, command: String) -> CameraCapturer {
         let capturer = CameraCapturer(backend: Self.backend, delegate: delegate)
         capturer.mirrorMode = mirror
         capturer.onEvent = { event in
@@ -79,6 +77,12 @@ struct CameraOptions {
             default: break
             }
         }
+        return capturer
+    }
+
+    /// Starts `capturer` on the chosen camera at the nearest format, then applies the controls,
+    /// printing each as the device actually set it.
+    func start(_ capturer: CameraCapturer, width: Int, height: Int, fps: Double, command: String) async throws {
         let device = try pickDevice(capturer)
         if let orientation { await capturer.setDeviceOrientation(orientation) }
         let choice = try await capturer.startCapture(device: device, width: width, height: height, fps: fps)
@@ -88,7 +92,6 @@ struct CameraOptions {
             say("\(command): camera \(actual)\(actual == s ? "" : " (asked: \(s))")")
         }
         if exposurePolicy { await capturer.setExposurePolicy(.reference) }
-        return capturer
     }
 
     func pickDevice(_ capturer: CameraCapturer) throws -> CaptureDevice {

@@ -35,8 +35,8 @@ enum PhotoCommand {
         }
 
         let counter = FrameCounter()
-        let capturer = try await camera.start(delegate: counter, width: size?.width ?? 1280, height: size?.height ?? 720, fps: 30,
-                                              command: "swiftrtc photo")
+        let capturer = camera.makeCapturer(delegate: counter, command: "swiftrtc photo")
+        try await camera.start(capturer, width: size?.width ?? 1280, height: size?.height ?? 720, fps: 30, command: "swiftrtc photo")
         // A couple of frames first, so the settings are in the picture (a real sensor needs them).
         guard await counter.wait(for: 3, timeout: 5) else {
             await capturer.stopCapture()

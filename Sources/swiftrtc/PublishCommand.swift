@@ -71,11 +71,8 @@ enum PublishCommand {
         if beauty > 0 { source.processors.append(BeautyFilter(strength: beauty)) }
         if let adapt { source.adaptOutputFormat(width: adapt.width, height: adapt.height, fps: adapt.fps) }
         let videoTrack = VideoTrack(id: "video0", source: source)
-        var start: () throws -> Void = {}, stop: () -> Void = {}
-        if camera == nil {
-            (start, stop) = try makeVideoCapturer(sourceSpec, command: "swiftrtc publish", source: source,
-                                                  width: size.width, height: size.height, fps: fps)
-        }
+        let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc publish", source: source,
+                                            width: size.width, height: size.height, fps: fps)
         var audioTrack: AudioTrack?
         var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
         switch audioSpec {
@@ -116,13 +113,7 @@ enum PublishCommand {
             p.encodings[0].maxFramerate = maxFps
             try video.sender.setParameters(p)
         }
-        try start()
-        var cameraCapturer: CameraCapturer?
-        if let camera {
-            let c = try await camera.start(delegate: source, width: size.width, height: size.height, fps: fps, command: "swiftrtc publish")
-            CameraConsole.start(c, command: "swiftrtc publish")
-            cameraCapturer = c
-        }
+        try await capture.start()
         try audioStart()
         say("publish: connected in \(Int(connectMs)) ms")
 
@@ -151,8 +142,7 @@ enum PublishCommand {
         }
         waiter.cancel()
         status.finish()
-        stop()
-        await cameraCapturer?.stopCapture()
+        await capture.stop()
         audioStop()
         let report = await session.stats()
         let state = session.peerConnection.peerConnectionState

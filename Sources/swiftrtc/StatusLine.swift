@@ -76,18 +76,34 @@ func playerStatus(_ report: StatsReport, state: String, elapsed: Double, meter: 
                         loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil)
 }
 
-/// `--source testsrc|file:PATH` as a capturer feeding `source`; a bad file fails here, with its
-/// path and reason, before anything connects.
-func makeVideoCapturer(_ spec: String, command: String, source: VideoSource, width: Int, height: Int,
-                       fps: Double) throws -> (start: () throws -> Void, stop: () -> Void) {
+/// A `--source` capturer: how to start and stop it (a camera's are async), and the camera when
+/// it is one (for camera commands on stdin).
+struct VideoCapture {
+    let start: () async throws -> Void
+    let stop: () async -> Void
+    let camera: CameraCapturer?
+}
+
+/// `--source testsrc|file:PATH|camera[:ID]` as a capturer feeding `source`; a bad file fails here,
+/// with its path and reason, before anything connects. `camera` holds the parsed camera flags.
+func makeVideoCapturer(_ spec: String, camera: CameraOptions?, command: String, source: VideoSource,
+                       width: Int, height: Int, fps: Double) throws -> VideoCapture {
     if spec == "testsrc" {
         let capturer = TestPatternCapturer(delegate: source)
-        return ({ try capturer.start(width: width, height: height, fps: fps) }, { capturer.stop() })
+        return VideoCapture(start: { try capturer.start(width: width, height: height, fps: fps) }, stop: { capturer.stop() }, camera: nil)
     }
     if spec.hasPrefix("file:") {
         let capturer = FileVideoCapturer(path: String(spec.dropFirst(5)), loop: true, delegate: source)
         _ = try capturer.frameRate()
-        return ({ try capturer.start() }, { capturer.stop() })
+        return VideoCapture(start: { try capturer.start() }, stop: { capturer.stop() }, camera: nil)
     }
-    throw UsageError("\(command): --source must be testsrc or file:PATH, not \"\(spec)\"")
+    if let camera, CameraOptions.isCamera(spec) {
+        let capturer = camera.makeCapturer(delegate: source, command: command)
+        _ = try camera.pickDevice(capturer)   // a missing camera fails here, before anything connects
+        return VideoCapture(start: {
+            try await camera.start(capturer, width: width, height: height, fps: fps, command: command)
+            CameraConsole.start(capturer, command: command)
+        }, stop: { await capturer.stopCapture() }, camera: capturer)
+    }
+    throw UsageError("\(command): --source must be testsrc, file:PATH or camera[:ID], not \"\(spec)\"")
 }
