@@ -4,16 +4,16 @@ import Media
 /// Turns the bytes of one V4L2 buffer into an I420 frame buffer from a pool: YUYV, NV12 and
 /// YU12 with libyuv, MJPEG with libyuv's libjpeg-turbo decoder. nil for a short or corrupt
 /// buffer (the caller drops the frame).
-struct V4L2FrameConverter: Sendable {
+public struct V4L2FrameConverter: Sendable {
     let format: V4L2PixFormat
     let pool: VideoBufferPool
 
-    init(format: V4L2PixFormat) {
+    public init(format: V4L2PixFormat) {
         self.format = format
         pool = VideoBufferPool(format: .i420, width: format.width, height: format.height, capacity: 8)
     }
 
-    func convert(_ bytes: UnsafeRawBufferPointer) -> VideoFrameBuffer? {
+    public func convert(_ bytes: UnsafeRawBufferPointer) -> VideoFrameBuffer? {
         guard let src = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         let w = format.width, h = format.height, cw = (w + 1) / 2, ch = (h + 1) / 2
         let dst = pool.get()

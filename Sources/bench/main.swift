@@ -22,6 +22,9 @@ Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
      (median of 3); fan-out of one 720p ~1.5 Mbps publisher to N non-decoding players: loss,
      relay CPU per forwarded packet, largest N under 1% loss within one core; vs a
      recv + sendmmsg forwarding floor measured in the same run
+  8. camera at 720p: synthetic scene render (target <= 5 ms/frame), the capturer's per-frame
+     NV12 -> I420 + mirror, MJPEG decode by our V4L2 path vs libavcodec's mjpeg decoder
+     (target: ours/libavcodec <= 1.5); CPU ms per frame, one thread
 Always exits 0 when the measurements ran: benchmarks report, they do not gate.
 Child logs and stats files go to a temporary directory, removed at the end unless the
 environment has SWIFTRTC_BENCH_KEEP set.
@@ -37,7 +40,8 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --fanout N,N,…       player counts, increasing (default 1,5,10,20,40,80,160,240,320,400,480)
   --fanout-window S    seconds measured per player count (default 4)
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
-  --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay
+  --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
+                       camera
 """
 
 struct Options {
@@ -57,7 +61,7 @@ struct Options {
     func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
 
-let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay"]
+let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -203,6 +207,12 @@ do {
 let media = await mediaPhases(options)
 rows += media.rows
 extra.merge(media.extra) { _, new in new }
+
+// 8. Camera
+if options.runs("camera") {
+    progress("camera: synthetic scene, capturer frame path, MJPEG decode at 720p (median of 60 frames each)")
+    rows += await cameraBenchmarks()
+}
 
 let elapsed = millisecondsSince(benchStarted) / 1000
 print(renderTable(rows, title: "swiftrtc-bench (load average at start: \(loadAverage); \(ProcessInfo.processInfo.activeProcessorCount) cores; \(String(format: "%.0f", elapsed)) s)"))
