@@ -1,8 +1,15 @@
+import Synchronization
+
 /// Several backends as one: devices listed in order, each opened by the backend that listed it
 /// (e.g. the machine's V4L2 cameras first, then the synthetic front and back cameras).
 public final class MultiCameraBackend: CameraBackend {
     public let backends: [any CameraBackend]
+    private let errors = Mutex<[CameraError]>([])
     public init(_ backends: [any CameraBackend]) { self.backends = backends }
+
+    /// Why backends listed nothing in the last `devices()` (a camera node without permission,
+    /// say), so a caller can tell the user instead of silently falling back to another camera.
+    public var listingErrors: [CameraError] { errors.withLock { $0 } }
 
     public var name: String { backends.map(\.name).joined(separator: "+") }
 
@@ -11,11 +18,12 @@ public final class MultiCameraBackend: CameraBackend {
     /// first error is thrown so the user learns why.
     public func devices() throws(CameraError) -> [CaptureDevice] {
         var all: [CaptureDevice] = []
-        var firstError: CameraError?
+        var failures: [CameraError] = []
         for b in backends {
-            do { all += try b.devices() } catch { firstError = firstError ?? error }
+            do { all += try b.devices() } catch { failures.append(error) }
         }
-        if all.isEmpty, let firstError { throw firstError }
+        errors.withLock { $0 = failures }
+        if all.isEmpty, let first = failures.first { throw first }
         return all
     }
 

@@ -95,9 +95,15 @@ struct CameraOptions {
     }
 
     func pickDevice(_ capturer: CameraCapturer) throws -> CaptureDevice {
-        if let deviceID { return try capturer.device(id: deviceID) }
-        if let position { return try capturer.device(position: position) }
-        return try capturer.device()
+        let device: CaptureDevice
+        if let deviceID { device = try capturer.device(id: deviceID) } else if let position {
+            device = try capturer.device(position: position)
+        } else {
+            device = try capturer.device()
+        }
+        // A camera we could not open (no permission) must not go unnoticed behind the synthetic one.
+        for e in Self.backend.listingErrors { printError("warning: \(e)") }
+        return device
     }
 }
 

@@ -17,6 +17,7 @@ enum DevicesCommand {
         let json = a.flag("json")
         try a.finish()
         let devices = try CameraOptions.backend.devices()
+        for e in CameraOptions.backend.listingErrors { printError("swiftrtc devices: warning: \(e)") }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
