@@ -289,3 +289,12 @@ def run_probe(binary: Path, url: str, json_path: Path, log_path: Path, duration:
 
 def write_json(path: Path, value) -> None:
     path.write_text(json.dumps(value, indent=2, default=str))
+
+
+@pytest.fixture
+def swift_bin():
+    """The swiftrtc CLI under test; a missing binary fails (or skips outside CI) with how to build it."""
+    binary = swiftrtc_bin()
+    require(binary.is_file() and os.access(binary, os.X_OK),
+            f"swiftrtc binary not found at {binary} (swift build --product swiftrtc, or set SWIFTRTC_BIN)")
+    return binary

@@ -12,7 +12,6 @@ Run inside the loopback-only namespace: interop/run.sh -k camera
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -20,16 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interop.conftest import require, swiftrtc_bin, write_json
+from interop.conftest import write_json
 from interop.relay_helpers import Relay, SwiftRun, png_info, summary
-
-
-@pytest.fixture
-def swift_bin():
-    binary = swiftrtc_bin()
-    require(binary.is_file() and os.access(binary, os.X_OK),
-            f"swiftrtc binary not found at {binary} (swift build --product swiftrtc, or set SWIFTRTC_BIN)")
-    return binary
 
 
 def run_cli(binary: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -12,14 +12,13 @@ Run inside the loopback-only namespace: interop/run.sh -k relay
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import time
 
 import pytest
 
-from interop.conftest import require, swiftrtc_bin, write_json
+from interop.conftest import require, write_json
 from interop.relay_helpers import (PC_STATS_JS, READ_PATTERN_JS, Relay, SwiftRun, close_page,
                                    open_player_page, page_log, png_info, png_pattern, poll, summary,
                                    y4m_patterns)
@@ -31,14 +30,6 @@ BWE_JS = """(async () => { const r = await pc.getStats(); const o = {available: 
     if (s.type === 'remote-inbound-rtp') o.receiverReports += s.reportsReceived || 1;
     if (s.type === 'outbound-rtp' && s.kind === 'video') o.sent = `${s.frameWidth}x${s.frameHeight} ${s.qualityLimitationReason}`;
   }); return o; })()"""
-
-
-@pytest.fixture
-def swift_bin():
-    binary = swiftrtc_bin()
-    require(binary.is_file() and os.access(binary, os.X_OK),
-            f"swiftrtc binary not found at {binary} (swift build --product swiftrtc, or set SWIFTRTC_BIN)")
-    return binary
 
 
 @pytest.fixture
