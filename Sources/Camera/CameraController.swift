@@ -150,7 +150,8 @@ actor CameraController {
     private func restartLoop(id: String, generation g: UInt64) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: restartInterval)
-            guard running, generation == g, !Task.isCancelled else { return }
+            // The capturer gone (deinit stopped its stream) means nobody wants the frames any more.
+            guard running, generation == g, !Task.isCancelled, owner != nil else { return }
             guard let back = (try? backend.devices())?.first(where: { $0.id == id }) else { continue }
             device = back
             do {
