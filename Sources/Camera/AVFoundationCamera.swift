@@ -1,7 +1,8 @@
-// The same camera model on Apple platforms: AVCaptureSession + AVCaptureDevice. Our build and CI
+// The same camera model on iOS (the reference app's platform): AVCaptureSession + AVCaptureDevice.
+// Exposure, ISO, white-balance gains, zoom and torch are iOS-only AVFoundation API. Our build and CI
 // machines are Linux, where this file compiles to nothing; it has never been compiled here, so it
 // is kept small and close to the AVFoundation documentation (see README, "Cameras").
-#if canImport(AVFoundation) && !os(Linux)
+#if canImport(AVFoundation) && os(iOS)
 import AVFoundation
 import CoreMedia
 import CoreVideo
@@ -14,8 +15,9 @@ public final class AVFoundationCameraBackend: CameraBackend {
     public init() {}
 
     public func devices() throws(CameraError) -> [CaptureDevice] {
-        let session = AVCaptureDevice.DiscoverySession(deviceTypes: [.builtInWideAngleCamera, .external],
-                                                       mediaType: .video, position: .unspecified)
+        var types: [AVCaptureDevice.DeviceType] = [.builtInWideAngleCamera]
+        if #available(iOS 17.0, *) { types.append(.external) }
+        let session = AVCaptureDevice.DiscoverySession(deviceTypes: types, mediaType: .video, position: .unspecified)
         return session.devices.map(Self.model)
     }
 
