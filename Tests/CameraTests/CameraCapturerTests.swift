@@ -27,6 +27,29 @@ import Testing
         #expect(await capturer.isRunning == false)
     }
 
+    @Test func concurrentStartsAndStopsAreSerialized() async throws {
+        let backend = FakeBackend()
+        let capturer = CameraCapturer(backend: backend)
+        let formats = [FakeBackend.front.formats[0], FakeBackend.front.formats[1]]
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0 ..< 40 {
+                group.addTask {
+                    if i % 3 == 2 {
+                        await capturer.stopCapture()
+                    } else {
+                        try? await capturer.startCapture(device: FakeBackend.front, format: formats[i % 2], fps: 30)
+                    }
+                }
+            }
+        }
+        // Whatever the interleaving: at most one stream open at any time, and none after the last stop.
+        let streams = backend.state.withLock { $0.streams }
+        #expect(streams.dropLast().allSatisfy { $0.stopped })
+        await capturer.stopCapture()
+        #expect(streams.allSatisfy { $0.stopped })
+        #expect(await capturer.isRunning == false)
+    }
+
     @Test func unmetRequestRaisesWarnings() async throws {
         let backend = FakeBackend()
         let capturer = CameraCapturer(backend: backend)
