@@ -1,4 +1,3 @@
-import CYUV
 import Media
 
 extension CameraCapturer {
@@ -28,7 +27,7 @@ extension CameraCapturer {
     /// turned by 90° or 270°, that is top-bottom in the buffer) and rotation, in at most two passes.
     func transform(_ raw: VideoFrame) -> VideoFrame {
         let (rotation, mirror, format) = framePath.withLock { ($0.rotation, $0.mirror.mirrors($0.position), $0.outputFormat) }
-        var buffer = raw.buffer.format == format ? raw.buffer : raw.buffer.converted(to: format)
+        var buffer = raw.buffer.converted(to: format)   // no copy when it already is
         if mirror {
             buffer = rotation.swapsDimensions ? buffer.flippedVertically() : buffer.mirrored()
         }
@@ -48,25 +47,5 @@ extension CameraCapturer {
         framePath.withLock { $0.policyPending = true }
         let controller = self.controller
         Task { await controller.applyPolicy(band: next, brightness: bv, policy: policy) }
-    }
-}
-
-extension VideoFrameBuffer {
-    /// The picture flipped top to bottom (a copy with a negative height, as libyuv allows).
-    func flippedVertically() -> VideoFrameBuffer {
-        let dst = VideoFrameBuffer(format: format, width: width, height: height)
-        let w = Int32(width), h = Int32(height)
-        switch format {
-        case .i420:
-            _ = I420Copy(planePointer(0), Int32(strides[0]), planePointer(1), Int32(strides[1]), planePointer(2), Int32(strides[2]),
-                         dst.planePointer(0), Int32(dst.strides[0]), dst.planePointer(1), Int32(dst.strides[1]),
-                         dst.planePointer(2), Int32(dst.strides[2]), w, -h)
-        case .nv12VideoRange, .nv12FullRange:
-            _ = NV12Copy(planePointer(0), Int32(strides[0]), planePointer(1), Int32(strides[1]),
-                         dst.planePointer(0), Int32(dst.strides[0]), dst.planePointer(1), Int32(dst.strides[1]), w, -h)
-        case .bgra:
-            _ = ARGBCopy(planePointer(0), Int32(strides[0]), dst.planePointer(0), Int32(dst.strides[0]), w, -h)
-        }
-        return dst
     }
 }

@@ -20,12 +20,11 @@ public final class FileVideoCapturer: VideoCapturer, Sendable {
         var delegate: (any VideoCapturerDelegate)?
         var onEnd: (@Sendable () -> Void)?
         var onError: (@Sendable (MediaError) -> Void)?
-        var thread: PacedThread?
     }
     private let callbacks = Mutex(Callbacks())
     /// The open file; touched only under this lock (by the capture thread or `readNextFrame`).
     private let reader = Mutex<FileReader?>(nil)
-    private let control = Mutex(())
+    private let thread = PacedThreadSlot()
 
     public init(path: String, loop: Bool = false, delegate: (any VideoCapturerDelegate)? = nil) {
         self.path = path
@@ -59,42 +58,27 @@ public final class FileVideoCapturer: VideoCapturer, Sendable {
     /// The file's picture size as its header/container declares it (opens the file if needed).
     public func size() throws -> (width: Int, height: Int) { try withReader { ($0.width, $0.height) } }
 
-    public var isRunning: Bool { callbacks.withLock { $0.thread?.isRunning ?? false } }
+    public var isRunning: Bool { thread.isRunning }
 
     /// Opens the file and starts delivering frames at its frame rate, from the first frame.
     /// Throws a `MediaError` naming the file and the reason when it cannot be read as video.
     public func start() throws {
-        try control.withLock { _ in
-            stopThread()
+        let started = try thread.start(prepare: {
             let rate = try withReader { r in
                 try r.rewind()
                 return r.frameRate
             }
-            let thread = PacedThread(intervalNs: Int64((1e9 / rate).rounded())) { [weak self] _, now in
-                guard let self else { return false }
-                return self.tick(now: now)
-            }
-            callbacks.withLock { $0.thread = thread }
-            guard thread.start() else {
-                throw MediaError("\(path): cannot start the capture thread")
-            }
+            return Int64((1e9 / rate).rounded())
+        }) { [weak self] _, now in
+            guard let self else { return false }
+            return self.tick(now: now)
         }
+        guard started else { throw MediaError("\(path): cannot start the capture thread") }
     }
 
     /// Stops delivering and waits for the capture thread to finish. Idempotent. The file stays
     /// open; `start()` plays it again from the beginning.
-    public func stop() {
-        stopThread()   // not under `control`: a delegate may call stop() while start() joins
-    }
-
-    private func stopThread() {
-        let thread = callbacks.withLock { c -> PacedThread? in
-            let t = c.thread
-            c.thread = nil
-            return t
-        }
-        thread?.stop()
-    }
+    public func stop() { thread.stop() }
 
     /// Manual mode (tests, offline pipelines): the next frame, stamped `timestampNs` (default:
     /// now on CLOCK_MONOTONIC), or nil at the end of a non-looping file. Does not call the

@@ -10,12 +10,10 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
         var delegate: (any VideoCapturerDelegate)?
         var pool: VideoBufferPool?
         var nextFrameNumber: UInt32 = 0
-        var thread: PacedThread?
         var width = 0, height = 0
     }
     private let state = Mutex(State())
-    /// Serializes start/stop so a stop joins the thread a concurrent start made.
-    private let control = Mutex(())
+    private let thread = PacedThreadSlot()
 
     public init(delegate: (any VideoCapturerDelegate)? = nil) {
         state.withLock { $0.delegate = delegate }
@@ -35,7 +33,7 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
     /// Buffers the frame pool has allocated (tests check steady state stops growing).
     var pooledBufferCount: Int { state.withLock { $0.pool?.allocatedCount ?? 0 } }
 
-    public var isRunning: Bool { state.withLock { $0.thread?.isRunning ?? false } }
+    public var isRunning: Bool { thread.isRunning }
 
     /// Starts delivering frames of `width`×`height` at `fps`: frame n at start + n/fps.
     /// Restarts (from frame 0) if already running. Throws for sizes or rates out of range.
@@ -46,35 +44,21 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
         guard fps.isFinite, fps > 0, fps <= 1000 else {
             throw MediaError("test pattern: frame rate \(fps) out of range (0…1000]")
         }
-        control.withLock { _ in
-            stopThread()
-            let thread = PacedThread(intervalNs: Int64((1e9 / fps).rounded())) { [weak self] _, now in
-                guard let self else { return false }
-                _ = self.deliverFrame(timestampNs: now, wallClockMs: CaptureClock.realtimeMs(), width: nil, height: nil)
-                return true
-            }
+        thread.start(prepare: {
             state.withLock {
                 $0.width = width; $0.height = height
                 $0.nextFrameNumber = 0
-                $0.thread = thread
             }
-            thread.start()
+            return Int64((1e9 / fps).rounded())
+        }) { [weak self] _, now in
+            guard let self else { return false }
+            _ = self.deliverFrame(timestampNs: now, wallClockMs: CaptureClock.realtimeMs(), width: nil, height: nil)
+            return true
         }
     }
 
     /// Stops delivering and waits for the capture thread to finish. Idempotent.
-    public func stop() {
-        stopThread()   // not under `control`: a delegate may call stop() while start() joins
-    }
-
-    private func stopThread() {
-        let thread = state.withLock { s -> PacedThread? in
-            let t = s.thread
-            s.thread = nil
-            return t
-        }
-        thread?.stop()
-    }
+    public func stop() { thread.stop() }
 
     /// Manual mode (tests, offline pipelines): draws the next frame now, delivers it to the
     /// delegate on the calling thread, and returns it.

@@ -18,12 +18,11 @@ public final class ToneCapturer: AudioCapturer, Sendable {
 
     private struct State {
         var onFrame: (@Sendable (AudioFrame) -> Void)?
-        var thread: PacedThread?
         /// Samples produced so far (drives the phase and manual timestamps).
         var sampleIndex: Int64 = 0
     }
     private let state = Mutex(State())
-    private let control = Mutex(())
+    private let thread = PacedThreadSlot()
 
     /// `frequency` is clamped to 0…24000 Hz and `level` to 0…1.
     public init(frequency: Double = 440, level: Double = 0.25, frameDuration: AudioFrameDuration = .ms10) {
@@ -39,36 +38,20 @@ public final class ToneCapturer: AudioCapturer, Sendable {
         set { state.withLock { $0.onFrame = newValue } }
     }
 
-    public var isRunning: Bool { state.withLock { $0.thread?.isRunning ?? false } }
+    public var isRunning: Bool { thread.isRunning }
 
     /// Starts delivering frames to `onFrame` every 10 or 20 ms. Restarts if already running.
     public func start() {
-        control.withLock { _ in
-            stopThread()
-            let thread = PacedThread(intervalNs: frameDuration.nanoseconds) { [weak self] _, now in
-                guard let self else { return false }
-                let frame = self.nextFrame(timestampNs: now)
-                self.state.withLock { $0.onFrame }?(frame)
-                return true
-            }
-            state.withLock { $0.thread = thread }
-            thread.start()
+        thread.start(prepare: { frameDuration.nanoseconds }) { [weak self] _, now in
+            guard let self else { return false }
+            let frame = self.nextFrame(timestampNs: now)
+            self.state.withLock { $0.onFrame }?(frame)
+            return true
         }
     }
 
     /// Stops and joins the capture thread. Idempotent.
-    public func stop() {
-        stopThread()   // not under `control`: a delegate may call stop() while start() joins
-    }
-
-    private func stopThread() {
-        let thread = state.withLock { s -> PacedThread? in
-            let t = s.thread
-            s.thread = nil
-            return t
-        }
-        thread?.stop()
-    }
+    public func stop() { thread.stop() }
 
     /// Manual mode: the next frame of the tone (not passed to `onFrame`). Timestamps default to
     /// the frame's position in the tone (first sample = 0 ns).

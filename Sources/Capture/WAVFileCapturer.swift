@@ -15,11 +15,10 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
         var onFrame: (@Sendable (AudioFrame) -> Void)?
         var onEnd: (@Sendable () -> Void)?
         var onError: (@Sendable (MediaError) -> Void)?
-        var thread: PacedThread?
     }
     private let callbacks = Mutex(Callbacks())
     private let playback = Mutex<Playback?>(nil)
-    private let control = Mutex(())
+    private let thread = PacedThreadSlot()
 
     public init(path: String, loop: Bool = false, frameDuration: AudioFrameDuration = .ms10) {
         self.path = path
@@ -44,7 +43,7 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
         set { callbacks.withLock { $0.onError = newValue } }
     }
 
-    public var isRunning: Bool { callbacks.withLock { $0.thread?.isRunning ?? false } }
+    public var isRunning: Bool { thread.isRunning }
 
     /// The file's own rate and channel count (opens it if needed).
     public func fileFormat() throws -> (sampleRate: Int, channels: Int) {
@@ -54,42 +53,29 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
     /// Opens the file and delivers frames to `onFrame` from its start. Throws a `MediaError`
     /// naming the file when it is missing or not a supported WAV.
     public func start() throws {
-        try control.withLock { _ in
-            stopThread()
+        let started = try thread.start(prepare: {
             try withPlayback { try $0.restart() }
-            let thread = PacedThread(intervalNs: frameDuration.nanoseconds) { [weak self] _, now in
-                guard let self else { return false }
-                do {
-                    guard let frame = try self.nextFrame(timestampNs: now) else {
-                        self.callbacks.withLock { $0.onEnd }?()
-                        return false
-                    }
-                    self.callbacks.withLock { $0.onFrame }?(frame)
-                    return true
-                } catch {
-                    let e = error as? MediaError ?? MediaError("\(self.path): \(error)")
-                    self.callbacks.withLock { $0.onError }?(e)
+            return frameDuration.nanoseconds
+        }) { [weak self] _, now in
+            guard let self else { return false }
+            do {
+                guard let frame = try self.nextFrame(timestampNs: now) else {
+                    self.callbacks.withLock { $0.onEnd }?()
                     return false
                 }
+                self.callbacks.withLock { $0.onFrame }?(frame)
+                return true
+            } catch {
+                let e = error as? MediaError ?? MediaError("\(self.path): \(error)")
+                self.callbacks.withLock { $0.onError }?(e)
+                return false
             }
-            callbacks.withLock { $0.thread = thread }
-            guard thread.start() else { throw MediaError("\(path): cannot start the capture thread") }
         }
+        guard started else { throw MediaError("\(path): cannot start the capture thread") }
     }
 
     /// Stops and joins the capture thread. Idempotent.
-    public func stop() {
-        stopThread()   // not under `control`: a delegate may call stop() while start() joins
-    }
-
-    private func stopThread() {
-        let thread = callbacks.withLock { c -> PacedThread? in
-            let t = c.thread
-            c.thread = nil
-            return t
-        }
-        thread?.stop()
-    }
+    public func stop() { thread.stop() }
 
     /// Manual mode: the next 48 kHz frame (not passed to `onFrame`), or nil after the end of a
     /// non-looping file. Timestamps default to the frame's position in the output (0 first).

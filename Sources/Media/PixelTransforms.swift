@@ -105,6 +105,23 @@ extension VideoFrameBuffer {
         return dst
     }
 
+    /// The picture flipped top to bottom (a copy with a negative height, as libyuv allows): a
+    /// selfie mirror for frames that will be shown turned by 90° or 270°.
+    public func flippedVertically(pool: VideoBufferPool? = nil) -> VideoFrameBuffer {
+        let dst = outputBuffer(format, width, height, pool: pool)
+        let w = i32(width), h = i32(height)
+        switch format {
+        case .i420:
+            _ = I420Copy(pl(0), st(0), pl(1), st(1), pl(2), st(2),
+                         dst.pl(0), dst.st(0), dst.pl(1), dst.st(1), dst.pl(2), dst.st(2), w, -h)
+        case .nv12VideoRange, .nv12FullRange:
+            _ = NV12Copy(pl(0), st(0), pl(1), st(1), dst.pl(0), dst.st(0), dst.pl(1), dst.st(1), w, -h)
+        case .bgra:
+            _ = ARGBCopy(pl(0), st(0), dst.pl(0), dst.st(0), w, -h)
+        }
+        return dst
+    }
+
     /// A video-range I420 picture filled with one colour (black is Y 16, U = V 128).
     public static func filledI420(width: Int, height: Int, y: UInt8, u: UInt8, v: UInt8,
                                   pool: VideoBufferPool? = nil) -> VideoFrameBuffer {

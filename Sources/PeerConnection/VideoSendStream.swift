@@ -32,8 +32,6 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private let timestampBase = UInt32.random(in: 0...UInt32.max)
     private var nextAllowedNs: Int64 = .min
     private var encoderPreference: DegradationPreference?
-    /// Buffers for frames turned upright when the peer did not negotiate video orientation.
-    private var rotationPool: VideoBufferPool?
     /// The rotation the last frame's orientation element said (nil: none sent yet).
     private var lastSentRotation: VideoRotation?
 
@@ -109,7 +107,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         // which rebuilds the encoder below.
         let orientationID = sender.videoOrientationExtensionID
         if orientationID == nil, frame.rotation != .r0 {
-            frame = frame.applyingRotation(pool: uprightPool(for: frame))
+            frame = frame.applyingRotation()   // into Media's shared pool for that size
         }
         let fps = encoding.maxFramerate.map { min($0, 30) } ?? 30
         let target = targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
@@ -177,16 +175,6 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             counters.withLock { $0.encodeErrors += 1 }
             encoder = nil   // re-created on the next frame
         }
-    }
-
-    /// An I420 pool of the upright size of `frame`, kept while the size stays the same.
-    private func uprightPool(for frame: VideoFrame) -> VideoBufferPool {
-        let w = frame.rotation.swapsDimensions ? frame.height : frame.width
-        let h = frame.rotation.swapsDimensions ? frame.width : frame.height
-        if let pool = rotationPool, pool.format == frame.format, pool.width == w, pool.height == h { return pool }
-        let pool = VideoBufferPool(format: frame.format, width: w, height: h, capacity: 3)
-        rotationPool = pool
-        return pool
     }
 
     /// libwebrtc-like defaults: about 0.05 bit per pixel per frame, within the sender's limits.

@@ -48,11 +48,9 @@ enum CameraConsole {
             try await capturer.switchCamera(to: target)
         case "photo":
             guard words.count == 2 else { throw UsageError("photo needs a PATH") }
-            let ext = (words[1] as NSString).pathExtension.lowercased()
-            guard ["png", "jpg", "jpeg"].contains(ext) else { throw UsageError("photo PATH must end in .png, .jpg or .jpeg") }
+            guard PhotoFile.isSupported(words[1]) else { throw UsageError("photo PATH must end in .png, .jpg or .jpeg") }
             let photo = try await capturer.takePhoto()
-            let bytes = ext == "png" ? PNGEncoder.encode(photo) : try JPEGEncoder.encode(photo)
-            try Data(bytes).write(to: URL(fileURLWithPath: words[1]))
+            _ = try PhotoFile.write(photo, to: words[1])
             say("\(command): photo \(words[1]) \(photo.width)x\(photo.height) rotation \(photo.rotation.rawValue)")
         case "fps":
             guard words.count == 2, let fps = Double(words[1]), fps > 0 else { throw UsageError("fps needs a number above 0") }
@@ -68,10 +66,7 @@ enum CameraConsole {
             let options = try CameraOptions.parse(&a, source: "camera")
             try a.finish()
             guard !options.settings.isEmpty else { throw UsageError("unknown camera command \"\(words[0])\" (\(help))") }
-            for s in options.settings {
-                let actual = try await capturer.set(s)
-                say("\(command): camera \(actual)\(actual == s ? "" : " (asked: \(s))")")
-            }
+            try await CameraOptions.apply(options.settings, to: capturer, command: command)
         }
     }
 }

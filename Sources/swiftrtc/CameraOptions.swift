@@ -87,11 +87,16 @@ struct CameraOptions {
         if let orientation { await capturer.setDeviceOrientation(orientation) }
         let choice = try await capturer.startCapture(device: device, width: width, height: height, fps: fps)
         say("\(command): camera \(device.id) \"\(device.name)\" \(choice.format.sizeDescription) \(choice.format.pixelFormat.rawValue) at \(fmtNumber(choice.fps)) fps")
+        try await Self.apply(settings, to: capturer, command: command)
+        if exposurePolicy { await capturer.setExposurePolicy(.reference) }
+    }
+
+    /// Applies `settings` in order, printing each as the camera actually set it.
+    static func apply(_ settings: [CameraSetting], to capturer: CameraCapturer, command: String) async throws {
         for s in settings {
             let actual = try await capturer.set(s)
             say("\(command): camera \(actual)\(actual == s ? "" : " (asked: \(s))")")
         }
-        if exposurePolicy { await capturer.setExposurePolicy(.reference) }
     }
 
     func pickDevice(_ capturer: CameraCapturer) throws -> CaptureDevice {
@@ -104,6 +109,19 @@ struct CameraOptions {
         // A camera we could not open (no permission) must not go unnoticed behind the synthetic one.
         for e in Self.backend.listingErrors { printError("warning: \(e)") }
         return device
+    }
+}
+
+/// A photo file: PNG for .png, JPEG for .jpg/.jpeg (upright, as the encoders write frames).
+enum PhotoFile {
+    static func isSupported(_ path: String) -> Bool { ["png", "jpg", "jpeg"].contains((path as NSString).pathExtension.lowercased()) }
+
+    /// Encodes by the path's extension and writes; returns the file's size in bytes.
+    static func write(_ photo: VideoFrame, to path: String, quality: Int = 90) throws -> Int {
+        let png = (path as NSString).pathExtension.lowercased() == "png"
+        let bytes = png ? PNGEncoder.encode(photo) : try JPEGEncoder.encode(photo, quality: quality)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return bytes.count
     }
 }
 

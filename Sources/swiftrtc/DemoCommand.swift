@@ -46,7 +46,7 @@ enum DemoCommand {
         // Publisher: test pattern (or the synthetic camera with the pattern's band burned in) + tone, H.264 720p30.
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "demo-video", source: source)
-        let capturer = TestPatternCapturer(delegate: camera ? nil : source)
+        let patternCapturer = camera ? nil : TestPatternCapturer(delegate: source)
         let cameraCapturer = camera ? CameraCapturer(backend: SyntheticCameraBackend(), delegate: source) : nil
         if camera { source.processors.append(MarkerStamp()) }
         let tone = ToneCapturer(frequency: 440, level: 0.2)
@@ -54,11 +54,8 @@ enum DemoCommand {
         let publisher = try StreamingSession(role: .publish, url: streamURL)
         let started = now()
         try await publisher.publish(video: videoTrack, audio: audioTrack)
-        if let cameraCapturer {
-            try await cameraCapturer.startCapture(device: SyntheticDevices.front, width: 1280, height: 720, fps: 30)
-        } else {
-            try capturer.start(width: 1280, height: 720, fps: 30)
-        }
+        try patternCapturer?.start(width: 1280, height: 720, fps: 30)
+        try await cameraCapturer?.startCapture(device: SyntheticDevices.front, width: 1280, height: 720, fps: 30)
         tone.start()
         say("demo: publishing \(streamURL) (connected in \(Int((now() - started) * 1000)) ms)")
 
@@ -96,7 +93,7 @@ enum DemoCommand {
                                      elapsed: now() - playStarted, meter: &meter))
         }
         status.finish()
-        capturer.stop()
+        patternCapturer?.stop()
         await cameraCapturer?.stopCapture()
         tone.stop()
         png.waitUntilIdle()

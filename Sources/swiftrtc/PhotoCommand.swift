@@ -29,8 +29,7 @@ enum PhotoCommand {
         let quality = try a.option("quality", default: 90) { Int($0).flatMap { (1...100).contains($0) ? $0 : nil } }
         let jsonPath = try a.option("json")
         try a.finish()
-        let ext = (out as NSString).pathExtension.lowercased()
-        guard ["png", "jpg", "jpeg"].contains(ext) else {
+        guard PhotoFile.isSupported(out) else {
             throw UsageError("swiftrtc photo: --out must end in .png, .jpg or .jpeg, not \"\(out)\"")
         }
 
@@ -47,11 +46,10 @@ enum PhotoCommand {
         let controls = await capturer.controls
         let device = await capturer.currentDevice
         await capturer.stopCapture()
-        let bytes = ext == "png" ? PNGEncoder.encode(photo) : try JPEGEncoder.encode(photo, quality: quality)
-        try Data(bytes).write(to: URL(fileURLWithPath: out))
+        let byteCount = try PhotoFile.write(photo, to: out, quality: quality)
         let m = meanColour(photo)
         let upright = photo.rotation.swapsDimensions ? (photo.height, photo.width) : (photo.width, photo.height)
-        say("photo: wrote \(out) (\(upright.0)x\(upright.1), \(bytes.count / 1000) kB) mean luma \(fmtNumber(m.luma.rounded())), R/B \(String(format: "%.3f", m.r / max(m.b, 1)))")
+        say("photo: wrote \(out) (\(upright.0)x\(upright.1), \(byteCount / 1000) kB) mean luma \(fmtNumber(m.luma.rounded())), R/B \(String(format: "%.3f", m.r / max(m.b, 1)))")
         if let jsonPath {
             let summary: [String: Any] = [
                 "path": out, "device": device?.id ?? "", "width": upright.0, "height": upright.1,
