@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from interop.peers import (BadOffer, LoopThread, SdpHttpServer, check_offer, negotiated_codecs,
-                           new_peer_connection)
+from interop.peers import (BadOffer, LoopThread, SdpHttpServer, check_offer, close_aiortc_endpoint,
+                           negotiated_codecs, new_peer_connection)
 from interop.testpattern import (PatternRenderer, RateLimiter, adapt_size, band_height, beauty,
                                  black_i420, hf_energy, read_pattern, write_y4m_header)
 
@@ -426,13 +426,7 @@ class AiortcWhipReceiver:
         return self.lt.run(collect(), timeout=10)
 
     def close(self) -> None:
-        self.http.close()
-        for pc in list(self.sessions.values()):
-            try:
-                self.lt.run(pc.close(), timeout=5)
-            except Exception:
-                pass
-        self.lt.stop()
+        close_aiortc_endpoint(self.http, self.sessions.values(), self.lt)
 
 
 class AiortcWhepSender:
@@ -515,13 +509,7 @@ class AiortcWhepSender:
         return self.lt.run(collect(), timeout=10)
 
     def close(self) -> None:
-        self.http.close()
-        for pc in list(self.sessions.values()):
-            try:
-                self.lt.run(pc.close(), timeout=5)
-            except Exception:
-                pass
-        self.lt.stop()
+        close_aiortc_endpoint(self.http, self.sessions.values(), self.lt)
 
 
 # ---- Chromium endpoints ----------------------------------------------------------------------------

@@ -289,6 +289,18 @@ def check_offer(sdp: str) -> None:
 
 # ---- aiortc reference echo (contract A) --------------------------------------------------
 
+def close_aiortc_endpoint(http: "SdpHttpServer", pcs, lt: LoopThread) -> None:
+    """Stops an aiortc endpoint: its HTTP server, then every peer connection (errors ignored:
+    a peer may already be gone), then its event loop thread."""
+    http.close()
+    for pc in list(pcs):
+        try:
+            lt.run(pc.close(), timeout=5)
+        except Exception:
+            pass
+    lt.stop()
+
+
 class AiortcEchoServer:
     """Sends each received track back on its own transceiver (aiortc decodes and re-encodes)."""
 
@@ -346,13 +358,7 @@ class AiortcEchoServer:
         return True
 
     def close(self) -> None:
-        self.http.close()
-        for pc in list(self.sessions.values()):
-            try:
-                self.lt.run(pc.close(), timeout=5)
-            except Exception:
-                pass
-        self.lt.stop()
+        close_aiortc_endpoint(self.http, self.sessions.values(), self.lt)
 
 
 # ---- answerers (the far end of `swiftrtc probe`) ------------------------------------------
@@ -419,13 +425,7 @@ class AiortcAnswerer:
         return self.lt.run(collect(), timeout=10)
 
     def close(self) -> None:
-        self.http.close()
-        if self.pc is not None:
-            try:
-                self.lt.run(self.pc.close(), timeout=5)
-            except Exception:
-                pass
-        self.lt.stop()
+        close_aiortc_endpoint(self.http, [self.pc] if self.pc is not None else [], self.lt)
 
 
 class ChromiumAnswerer:

@@ -35,9 +35,9 @@ enum CallCommand {
         let peerURL = try a.positional("URL_PEER")
         let insecure = a.flag("insecure")
         try a.finish()
-        if insecure { printError("warning: --insecure: the server's certificate is not verified") }
         var options = StreamingSession.Options()
         options.insecure = insecure
+        warnIfInsecure(options)
 
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "call-video", source: source)

@@ -30,17 +30,11 @@ enum PlayCommand {
         let window = a.flag("window")
         let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
         let statsPath = try a.option("stats-json")
-        let token = try a.option("token")
-        let api = try a.option("api")
-        let insecure = a.flag("insecure")
+        let options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
         try a.finish()
-        if insecure { printError("warning: --insecure: the server's certificate is not verified") }
+        warnIfInsecure(options)
 
-        var options = StreamingSession.Options()
-        options.token = token
-        options.api = api
-        options.insecure = insecure
         let session = try StreamingSession(role: .play, url: url, options: options)
         let started = now()
         let stats = StatsRenderer()

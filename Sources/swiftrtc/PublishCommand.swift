@@ -53,12 +53,10 @@ enum PublishCommand {
         let disableAfter = try a.option("disable-after", default: Double?.none) { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
         let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
         let statsPath = try a.option("stats-json")
-        let token = try a.option("token")
-        let api = try a.option("api")
-        let insecure = a.flag("insecure")
+        var options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
         try a.finish()
-        if insecure { printError("warning: --insecure: the server's certificate is not verified") }
+        warnIfInsecure(options)
         let codec: RtpCodecCapability
         switch codecName.lowercased() {
         case "h264": codec = .h264
@@ -92,11 +90,7 @@ enum PublishCommand {
             throw UsageError("swiftrtc publish: --audio must be tone, file:PATH or none, not \"\(audioSpec)\"")
         }
 
-        var options = StreamingSession.Options()
-        options.token = token
-        options.api = api
         options.videoCodecs = [codec]
-        options.insecure = insecure
         let session = try StreamingSession(role: .publish, url: url, options: options)
         let started = now()
         say("publish: \(url) (\(codec.name), \(size.width)x\(size.height)@\(Int(fps)), audio \(audioSpec))")

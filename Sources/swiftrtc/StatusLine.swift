@@ -76,6 +76,20 @@ func playerStatus(_ report: StatsReport, state: String, elapsed: Double, meter: 
                         loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil)
 }
 
+/// `--token`, `--api` and `--insecure` (publish, play) as a streaming session's options.
+func parseSessionOptions(_ a: inout Arguments) throws(UsageError) -> StreamingSession.Options {
+    var options = StreamingSession.Options()
+    options.token = try a.option("token")
+    options.api = try a.option("api")
+    options.insecure = a.flag("insecure")
+    return options
+}
+
+/// The warning `--insecure` earns, once the command line is known to be valid.
+func warnIfInsecure(_ options: StreamingSession.Options) {
+    if options.insecure { printError("warning: --insecure: the server's certificate is not verified") }
+}
+
 /// A `--source` capturer: how to start and stop it (a camera's are async), and the camera when
 /// it is one (for camera commands on stdin).
 struct VideoCapture {
