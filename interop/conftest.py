@@ -186,28 +186,32 @@ def pages_server():
     server.close()
 
 
-@pytest.fixture(scope="module")
-def browser():
+def launch_browser(extra_flags: tuple[str, ...] = ()):
+    """Headless Chromium; missing, it fails the test under CI=true and skips it elsewhere."""
     from interop.cdp import Browser, ChromiumNotFound
     try:
-        b = Browser.launch()
+        return Browser.launch(extra_flags=extra_flags)
     except ChromiumNotFound as exc:
         if CI:
             pytest.fail(f"CI=true and {exc}", pytrace=False)
         pytest.skip(str(exc))
-    yield b
-    b.close()
 
 
-@pytest.fixture
-def page(browser, pages_server, logs, artifact_dir):
-    p = browser.new_page(pages_server.url + "index.html")
+def open_test_page(browser, url: str, logs, artifact_dir, save_sdp: bool = False):
+    """A page of ours (generator for a fixture): its console, window.log and Chromium's stderr go
+    to the report; afterwards window.log (and with `save_sdp` the last offer/answer) is saved,
+    its peer connection closed and the tab closed."""
+    p = browser.new_page(url)
     logs.append(("chromium console", lambda: "\n".join(p.console)))
     logs.append(("page log", lambda: "\n".join(p.evaluate("window.log", timeout=5) or [])))
     logs.append(("chromium stderr (tail)", lambda: browser.stderr_tail()))
     yield p
     try:
         (artifact_dir / "page-log.txt").write_text("\n".join(p.evaluate("window.log", timeout=5) or []))
+        for name in ("lastOffer", "lastAnswer") if save_sdp else ():
+            sdp = p.evaluate(f"window.{name} || ''", timeout=5)
+            if sdp:
+                (artifact_dir / f"chromium-{name}.sdp").write_text(sdp)
         p.evaluate("window.pc && window.pc.close()", timeout=5)
     except Exception:
         pass
@@ -215,6 +219,18 @@ def page(browser, pages_server, logs, artifact_dir):
         browser.send("Target.closeTarget", {"targetId": p.target_id}, timeout=5)
     except Exception:
         pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = launch_browser()
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def page(browser, pages_server, logs, artifact_dir):
+    yield from open_test_page(browser, pages_server.url + "index.html", logs, artifact_dir)
 
 
 # ---- echo server under test (swiftrtc echo, or the aiortc reference with INTEROP_STANDIN=1) ---

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interop.conftest import CI, STANDIN, ManagedProcess, require, swiftrtc_bin, write_json
+from interop.conftest import (STANDIN, ManagedProcess, launch_browser, open_test_page, require, swiftrtc_bin,
+                              write_json)
 from interop.media_peers import (AiortcWhepSender, AiortcWhipReceiver, ChromiumWhepSender,
                                  ChromiumWhipReceiver)
 from interop.testpattern import check_png, parse_y4m, read_pattern
@@ -34,37 +35,14 @@ FAKE_CAMERA_FLAGS = ("--use-fake-device-for-media-stream=fps=30",)  # default fa
 def browser():
     """This module's Chromium: the shared flags plus a 30 fps fake camera (the later duplicate of
     --use-fake-device-for-media-stream wins on Chromium's command line)."""
-    from interop.cdp import Browser, ChromiumNotFound
-    try:
-        b = Browser.launch(extra_flags=FAKE_CAMERA_FLAGS)
-    except ChromiumNotFound as exc:
-        if CI:
-            pytest.fail(f"CI=true and {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    b = launch_browser(extra_flags=FAKE_CAMERA_FLAGS)
     yield b
     b.close()
 
 
 @pytest.fixture
 def media_page(browser, pages_server, logs, artifact_dir):
-    p = browser.new_page(pages_server.url + "media.html")
-    logs.append(("chromium console", lambda: "\n".join(p.console)))
-    logs.append(("page log", lambda: "\n".join(p.evaluate("window.log", timeout=5) or [])))
-    logs.append(("chromium stderr (tail)", lambda: browser.stderr_tail()))
-    yield p
-    try:
-        (artifact_dir / "page-log.txt").write_text("\n".join(p.evaluate("window.log", timeout=5) or []))
-        for name in ("lastOffer", "lastAnswer"):
-            sdp = p.evaluate(f"window.{name} || ''", timeout=5)
-            if sdp:
-                (artifact_dir / f"chromium-{name}.sdp").write_text(sdp)
-        p.evaluate("window.pc && window.pc.close()", timeout=5)
-    except Exception:
-        pass
-    try:
-        browser.send("Target.closeTarget", {"targetId": p.target_id}, timeout=5)
-    except Exception:
-        pass
+    yield from open_test_page(browser, pages_server.url + "media.html", logs, artifact_dir, save_sdp=True)
 
 
 # ---- running `swiftrtc publish|play` (or the stand-in) -------------------------------------------

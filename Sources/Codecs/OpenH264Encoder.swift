@@ -123,10 +123,7 @@ public final class OpenH264Encoder: VideoEncoder {
     // MARK: - OpenH264 setup
 
     private static func validate(_ s: VideoEncoderSettings) throws(MediaError) {
-        guard s.bitrate > 0 else { throw MediaError("H.264 encoder: bitrate \(s.bitrate) must be > 0") }
-        guard s.framerate > 0, s.framerate <= 240 else { throw MediaError("H.264 encoder: framerate \(s.framerate) out of range") }
-        guard s.keyframeInterval >= 0 else { throw MediaError("H.264 encoder: negative keyframe interval") }
-        if s.width != 0 || s.height != 0 { try validateFrameSize(s.width, s.height, codec: "H.264", requireEven: true) }
+        try validateEncoderSettings(s, codec: "H.264", requireEven: true)
     }
 
     private func open(width: Int, height: Int) throws(MediaError) {

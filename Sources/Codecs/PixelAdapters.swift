@@ -39,6 +39,14 @@ final class DecodedFramePool {
     }
 }
 
+/// Encoder settings the codecs accept (a size of 0x0 means "from the first frame").
+func validateEncoderSettings(_ s: VideoEncoderSettings, codec: String, requireEven: Bool) throws(MediaError) {
+    guard s.bitrate > 0 else { throw MediaError("\(codec) encoder: bitrate \(s.bitrate) must be > 0") }
+    guard s.framerate > 0, s.framerate <= 240 else { throw MediaError("\(codec) encoder: framerate \(s.framerate) out of range") }
+    guard s.keyframeInterval >= 0 else { throw MediaError("\(codec) encoder: negative keyframe interval") }
+    if s.width != 0 || s.height != 0 { try validateFrameSize(s.width, s.height, codec: codec, requireEven: requireEven) }
+}
+
 /// Frame sizes the codecs accept.
 func validateFrameSize(_ width: Int, _ height: Int, codec: String, requireEven: Bool) throws(MediaError) {
     guard width >= 16, height >= 16, width <= 4096, height <= 4096 else {

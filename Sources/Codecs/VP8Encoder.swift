@@ -117,10 +117,7 @@ public final class VP8Encoder: VideoEncoder {
     // MARK: - libvpx setup
 
     private static func validate(_ s: VideoEncoderSettings) throws(MediaError) {
-        guard s.bitrate > 0 else { throw MediaError("VP8 encoder: bitrate \(s.bitrate) must be > 0") }
-        guard s.framerate > 0, s.framerate <= 240 else { throw MediaError("VP8 encoder: framerate \(s.framerate) out of range") }
-        guard s.keyframeInterval >= 0 else { throw MediaError("VP8 encoder: negative keyframe interval") }
-        if s.width != 0 || s.height != 0 { try validateFrameSize(s.width, s.height, codec: "VP8", requireEven: false) }
+        try validateEncoderSettings(s, codec: "VP8", requireEven: false)
     }
 
     private func open(width: Int, height: Int) throws(MediaError) {
