@@ -23,7 +23,7 @@ static inline long swiftrtc_SSL_CTX_set_max_proto_version(SSL_CTX *c, int v) { r
 static inline long swiftrtc_SSL_CTX_set1_groups_list(SSL_CTX *c, const char *list) { return SSL_CTX_set1_groups_list(c, list); }
 static inline long swiftrtc_SSL_CTX_set_session_cache_mode(SSL_CTX *c, long mode) { return SSL_CTX_set_session_cache_mode(c, mode); }
 // SSL_OP_* are built with SSL_OP_BIT(n), which Swift does not import.
-static inline uint64_t swiftrtc_SSL_CTX_set_dtls_srtp_options(SSL_CTX *c) { return SSL_CTX_set_options(c, SSL_OP_NO_QUERY_MTU | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET); }
+static inline uint64_t swiftrtc_SSL_CTX_set_dtls_srtp_options(SSL_CTX *c) { return SSL_CTX_set_options(c, SSL_OP_NO_QUERY_MTU | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET | SSL_OP_NO_ENCRYPT_THEN_MAC); }
 
 // SRTP helpers (Sources/SRTP): HMAC-SHA1 over plain SHA_CTX values with precomputed pads.
 // OpenSSL 3.0's EVP_MAC HMAC duplicates provider digest contexts (malloc + free) twice per

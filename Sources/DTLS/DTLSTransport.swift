@@ -26,6 +26,8 @@ public final class DTLSTransport {
     private var eventHead = 0
     private var lastNow: ContinuousClock.Instant?
     private var readBuffer = [UInt8](repeating: 0, count: 16_384)
+    /// The negotiated suite's smallest epoch-1 record body; 0 until the suite is known.
+    private var minimumProtectedLength = 0
 
     /// - Parameters:
     ///   - remoteFingerprints: the peer's `a=fingerprint` values; the handshake succeeds only if
@@ -35,9 +37,11 @@ public final class DTLSTransport {
     ///   - mtu: the largest UDP payload to send; handshake messages are fragmented to fit.
     ///   - initialRetransmitTimeout: how long a flight waits for an answer before it is sent
     ///     again; doubled after every retransmission, up to 60 s.
+    ///   - cipherSuites: OpenSSL names of the suites offered or accepted, in preference order.
     public init(role: DTLSRole, certificate: DTLSCertificate, remoteFingerprints: [Fingerprint],
                 srtpProfiles: [SRTPProtectionProfile] = [.aeadAes128Gcm, .aes128CmHmacSha1_80],
-                mtu: Int = 1200, initialRetransmitTimeout: Duration = .milliseconds(100)) throws(DTLSError) {
+                mtu: Int = 1200, initialRetransmitTimeout: Duration = .milliseconds(100),
+                cipherSuites: [String] = DTLSTransport.defaultCipherSuites) throws(DTLSError) {
         let usable = remoteFingerprints.filter { (try? FingerprintHash(name: $0.algorithm)) != nil }
         guard !usable.isEmpty else {
             let given = remoteFingerprints.isEmpty ? "none was given" : "given: " + remoteFingerprints.map(\.algorithm).joined(separator: ", ")
@@ -50,7 +54,8 @@ public final class DTLSTransport {
         var profiles: [SRTPProtectionProfile] = []
         for profile in srtpProfiles where !profiles.contains(profile) { profiles.append(profile) }
 
-        let context = try DTLSContextFactory.make(role: role, certificate: certificate, srtpProfiles: profiles)
+        let context = try DTLSContextFactory.make(role: role, certificate: certificate, srtpProfiles: profiles,
+                                                  cipherSuites: cipherSuites)
         guard let ssl = SSL_new(context.pointer) else {
             throw DTLSError(.configuration, "SSL_new failed: \(openSSLErrors())")
         }
@@ -76,6 +81,14 @@ public final class DTLSTransport {
         SSL_set_ex_data(ssl, transportExDataIndex, Unmanaged.passUnretained(self).toOpaque())
     }
 
+    /// ECDHE with ECDSA or RSA, AEAD suites first; all are accepted by Chromium and Firefox.
+    public static let defaultCipherSuites = DTLSContextFactory.defaultCipherSuites
+
+    /// The negotiated cipher suite's OpenSSL name, once the peer's hello chose one.
+    public var cipherSuite: String? {
+        SSL_get_current_cipher(connection.pointer).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) }
+    }
+
     // MARK: Input
 
     /// Begins the handshake: a client queues its ClientHello flight, a server waits for one.
@@ -98,7 +111,11 @@ public final class DTLSTransport {
         case .connecting, .connected: break
         }
         let wasConnected = state == .connected
-        let screened = RecordFilter.screen(bytes, handshakeComplete: wasConnected)
+        if minimumProtectedLength == 0, let cipher = SSL_get_current_cipher(connection.pointer) {
+            minimumProtectedLength = RecordProtection.minimumRecordLength(of: cipher)
+        }
+        let screened = RecordFilter.screen(bytes, handshakeComplete: wasConnected,
+                                           minimumProtectedLength: minimumProtectedLength)
         stats.droppedRecords += screened.dropped
         guard !screened.kept.isEmpty else { return }
         let queued = screened.kept.withUnsafeBufferPointer { buffer in
@@ -298,6 +315,11 @@ public final class DTLSTransport {
                 state = .closed
                 emit(.closed)
             default:
+                // In OpenSSL 3.0.19 both SSL_ERROR_SYSCALL (a record shorter than the suite's
+                // overhead) and SSL_ERROR_SSL (a bad MAC under encrypt-then-MAC) are fatal
+                // inside OpenSSL: it has left the connected state and queued an alert, so they
+                // cannot be forgiven here. RecordFilter and NO_ENCRYPT_THEN_MAC keep forged
+                // records from getting this far.
                 fail(DTLSError(.connection, "connection failed: \(openSSLErrors())"))
             }
         }

@@ -29,14 +29,15 @@ final class SSLHandle {
 enum DTLSContextFactory {
     /// ECDHE with ECDSA first (our certificate's type, what browsers use); ECDHE-RSA so a
     /// server with an RSA certificate works too. All are accepted by Chromium and Firefox.
-    static let cipherList = [
+    static let defaultCipherSuites = [
         "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305",
         "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-CHACHA20-POLY1305",
         "ECDHE-ECDSA-AES128-SHA", "ECDHE-RSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-RSA-AES256-SHA",
-    ].joined(separator: ":")
+    ]
     static let groups = "X25519:P-256"
 
-    static func make(role: DTLSRole, certificate: DTLSCertificate, srtpProfiles: [SRTPProtectionProfile]) throws(DTLSError) -> SSLContextHandle {
+    static func make(role: DTLSRole, certificate: DTLSCertificate, srtpProfiles: [SRTPProtectionProfile],
+                     cipherSuites: [String] = defaultCipherSuites) throws(DTLSError) -> SSLContextHandle {
         guard let pointer = SSL_CTX_new(DTLS_method()) else {
             throw DTLSError(.configuration, "SSL_CTX_new failed: \(openSSLErrors())")
         }
@@ -49,9 +50,12 @@ enum DTLSContextFactory {
         try check(swiftrtc_SSL_CTX_set_max_proto_version(pointer, DTLS1_2_VERSION) == 1, "setting the maximum version to DTLS 1.2")
         // The MTU comes from us, not from a socket; no renegotiation (keys must not change
         // under SRTP) and no session tickets or caching (every WebRTC handshake is fresh).
-        _ = swiftrtc_SSL_CTX_set_dtls_srtp_options(pointer)  // NO_QUERY_MTU | NO_RENEGOTIATION | NO_TICKET
+        // No encrypt-then-MAC (RFC 7366) either: BoringSSL, hence Chromium, never does it, and
+        // OpenSSL 3.0.19 ends a DTLS connection on one bad ETM MAC instead of dropping the record.
+        _ = swiftrtc_SSL_CTX_set_dtls_srtp_options(pointer)  // NO_QUERY_MTU | NO_RENEGOTIATION | NO_TICKET | NO_ENCRYPT_THEN_MAC
         _ = swiftrtc_SSL_CTX_set_session_cache_mode(pointer, Int(SSL_SESS_CACHE_OFF))
-        try check(SSL_CTX_set_cipher_list(pointer, cipherList) == 1, "setting the cipher list")
+        let cipherList = cipherSuites.joined(separator: ":")
+        try check(SSL_CTX_set_cipher_list(pointer, cipherList) == 1, "setting the cipher list \(cipherList)")
         try check(swiftrtc_SSL_CTX_set1_groups_list(pointer, groups) == 1, "setting the ECDHE groups \(groups)")
         try check(SSL_CTX_use_certificate(pointer, certificate.certificate) == 1, "loading the certificate")
         try check(SSL_CTX_use_PrivateKey(pointer, certificate.privateKey) == 1, "loading the private key")

@@ -16,11 +16,15 @@ struct RecordFilter {
         var dropped = 0
         /// Kept application data records of the current epoch (each yields one SSL_read).
         var applicationRecords = 0
+        /// Epoch-1 records dropped for being shorter than the cipher suite's overhead.
+        var tooShort = 0
     }
 
     /// `handshakeComplete`: both sides are on epoch 1, so epoch 0 records are stale or foreign
     /// (OpenSSL ignores them too). Epochs above 1 never occur: renegotiation is off.
-    static func screen(_ datagram: [UInt8], handshakeComplete: Bool) -> Result {
+    /// `minimumProtectedLength`: once the cipher suite is known, an epoch-1 body shorter than
+    /// its overhead cannot be genuine (see `RecordProtection`).
+    static func screen(_ datagram: [UInt8], handshakeComplete: Bool, minimumProtectedLength: Int = 0) -> Result {
         var result = Result()
         result.kept.reserveCapacity(datagram.count)
         var offset = 0
@@ -44,7 +48,10 @@ struct RecordFilter {
             }
             let end = offset + headerLength + length
             let expectedEpoch = epoch == 1 || (epoch == 0 && !handshakeComplete)
-            if expectedEpoch {
+            if epoch == 1 && length < minimumProtectedLength {
+                result.dropped += 1
+                result.tooShort += 1
+            } else if expectedEpoch {
                 result.kept.append(contentsOf: datagram[offset..<end])
                 if type == applicationData && epoch == 1 { result.applicationRecords += 1 }
             } else {

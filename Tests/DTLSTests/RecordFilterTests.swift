@@ -42,6 +42,18 @@ import Testing
         #expect(RecordFilter.screen(stale, handshakeComplete: false).kept == stale)
     }
 
+    @Test func dropsEpochOneRecordsShorterThanTheSuitesOverhead() {
+        let short = record(type: 23, epoch: 1, body: Array(repeating: 7, count: 23))
+        let long = record(type: 23, epoch: 1, body: Array(repeating: 7, count: 24))
+        let handshake = record(type: 22, epoch: 0, body: [1])
+        let result = RecordFilter.screen(short + long + handshake, handshakeComplete: false, minimumProtectedLength: 24)
+        #expect(result.kept == long + handshake)
+        #expect(result.dropped == 1 && result.tooShort == 1)
+        #expect(result.applicationRecords == 1)
+        // Before the suite is known (0) nothing is screened by length.
+        #expect(RecordFilter.screen(short, handshakeComplete: false).kept == short)
+    }
+
     @Test func emptyDatagramIsNothing() {
         let result = RecordFilter.screen([], handshakeComplete: false)
         #expect(result.kept.isEmpty && result.dropped == 0)

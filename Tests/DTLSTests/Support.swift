@@ -30,15 +30,18 @@ final class Link {
          serverProfiles: [SRTPProtectionProfile] = [.aeadAes128Gcm, .aes128CmHmacSha1_80],
          clientExpects: ((DTLSCertificate) throws -> [Fingerprint])? = nil,
          serverExpects: ((DTLSCertificate) throws -> [Fingerprint])? = nil,
-         mtu: Int = 1200, retransmitTimeout: Duration = .milliseconds(100)) throws {
+         mtu: Int = 1200, retransmitTimeout: Duration = .milliseconds(100),
+         cipherSuites: [String] = DTLSTransport.defaultCipherSuites) throws {
         clientCertificate = try DTLSCertificate.generate()
         serverCertificate = try DTLSCertificate.generate()
         let clientRemote = try clientExpects?(serverCertificate) ?? [serverCertificate.fingerprint]
         let serverRemote = try serverExpects?(clientCertificate) ?? [clientCertificate.fingerprint]
         client = try DTLSTransport(role: .client, certificate: clientCertificate, remoteFingerprints: clientRemote,
-                                   srtpProfiles: clientProfiles, mtu: mtu, initialRetransmitTimeout: retransmitTimeout)
+                                   srtpProfiles: clientProfiles, mtu: mtu, initialRetransmitTimeout: retransmitTimeout,
+                                   cipherSuites: cipherSuites)
         server = try DTLSTransport(role: .server, certificate: serverCertificate, remoteFingerprints: serverRemote,
-                                   srtpProfiles: serverProfiles, mtu: mtu, initialRetransmitTimeout: retransmitTimeout)
+                                   srtpProfiles: serverProfiles, mtu: mtu, initialRetransmitTimeout: retransmitTimeout,
+                                   cipherSuites: cipherSuites)
     }
 
     func start() {
