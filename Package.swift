@@ -51,6 +51,8 @@ let package = Package(
         .target(name: "AudioCodecs", dependencies: ["Media", "COpus"]),
         .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing"]),
         .target(name: "RTPMedia", dependencies: ["Media", "RTP"]),
+        // Congestion control, sans-I/O: send-side bandwidth estimation (GCC) and the pacer.
+        .target(name: "BandwidthEstimation", dependencies: ["RTP"]),
         .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
         .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG"]),
         // Optimized in debug builds too: the synthetic camera paints every pixel in Swift, and
@@ -61,7 +63,7 @@ let package = Package(
 
         // Session and servers.
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
-                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing"]),
+                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation"]),
         .target(name: "Signaling", dependencies: ["HTTP"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
@@ -82,6 +84,7 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
         .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
+        .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP"]),
         .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),

@@ -1,0 +1,75 @@
+/// Decides when to probe (libwebrtc `ProbeController`, simplified):
+/// - at start, clusters at 3× and 6× the start bitrate, because additive/8%-per-second growth
+///   alone would take ~15 s to find a 1 Mbit/s link from 300 kbit/s;
+/// - exponentially: while results reach 70% of the last probe, probe again at 2× the estimate;
+/// - periodically (every `periodicInterval`, if set) at 2× the estimate while it is below the
+///   maximum and the queue is not growing, so capacity that came back is found within seconds
+///   rather than at 8% per second. libwebrtc does this only in application-limited periods;
+///   doing it always costs a few padding packets every few seconds.
+struct ProbeController: Sendable {
+    static let furtherProbeThreshold = 0.7
+    static let resultTimeout = Duration.seconds(1)
+
+    enum Phase: Sendable, Equatable {
+        case notStarted
+        case waiting(minBitrateToProbeFurther: Double, since: ContinuousClock.Instant)
+        case idle
+    }
+
+    let enabled: Bool
+    let periodicInterval: Duration?
+    private(set) var phase = Phase.notStarted
+    private var nextID = 1
+    private var lastProbe: ContinuousClock.Instant?
+
+    init(enabled: Bool, periodicInterval: Duration?) {
+        self.enabled = enabled
+        self.periodicInterval = periodicInterval
+    }
+
+    mutating func start(startBitrate: Double, maxBitrate: Double, at now: ContinuousClock.Instant) -> [ProbeCluster] {
+        guard phase == .notStarted else { return [] }
+        phase = .idle
+        guard enabled else { return [] }
+        return initiate([3 * startBitrate, 6 * startBitrate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
+    }
+
+    /// Every change of the combined estimate.
+    mutating func onEstimate(_ estimate: Double, maxBitrate: Double, at now: ContinuousClock.Instant) -> [ProbeCluster] {
+        guard case .waiting(let threshold, _) = phase, estimate > threshold else { return [] }
+        return initiate([2 * estimate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
+    }
+
+    /// `allowPeriodic` is false while loss, not delay, limits the rate.
+    mutating func process(estimate: Double, maxBitrate: Double, state: DelayState, allowPeriodic: Bool,
+                          at now: ContinuousClock.Instant) -> [ProbeCluster] {
+        if case .waiting(_, let since) = phase, now - since > Self.resultTimeout { phase = .idle }
+        guard enabled, allowPeriodic, phase == .idle, let interval = periodicInterval, state == .normal,
+              estimate < 0.95 * maxBitrate, lastProbe.map({ now - $0 >= interval }) ?? true
+        else { return [] }
+        return initiate([2 * estimate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
+    }
+
+    private mutating func initiate(_ rates: [Double], maxBitrate: Double, furtherAllowed: Bool,
+                                   at now: ContinuousClock.Instant) -> [ProbeCluster] {
+        var clusters: [ProbeCluster] = []
+        var further = furtherAllowed
+        var last = 0.0
+        for rate in rates {
+            var r = rate
+            if r >= maxBitrate {
+                r = maxBitrate
+                further = false
+            }
+            guard r.isFinite, r >= 1 else { continue }
+            clusters.append(ProbeCluster(id: nextID, bitrate: Int(r)))
+            nextID = nextID == Int.max ? 1 : nextID + 1
+            last = r
+            if !further { break }
+        }
+        lastProbe = now
+        phase = further && last > 0
+            ? .waiting(minBitrateToProbeFurther: Self.furtherProbeThreshold * last, since: now) : .idle
+        return clusters
+    }
+}
