@@ -91,15 +91,12 @@ public struct VideoJitterBuffer: Sendable {
         var rotation: VideoRotation?
     }
 
-    struct NackEntry: Sendable {
-        var created: Instant
-        var lastSent: Instant?
-        var retries = 0
-    }
-
     public let configuration: Configuration
     /// Current round-trip estimate (from RTCP); paces NACK retries and keyframe requests.
-    public var rtt: Duration
+    public var rtt: Duration {
+        get { nack.rtt }
+        set { nack.rtt = newValue }
+    }
     /// The negotiated id of urn:3gpp:video-orientation (nil: not negotiated, frames keep `.r0`).
     /// Senders put it on a frame's last packet; a frame without it keeps the rotation of the
     /// frame before (3GPP TS 26.114 sends it only on keyframes and changes).
@@ -114,7 +111,8 @@ public struct VideoJitterBuffer: Sendable {
 
     private var unwrapper = SequenceNumberUnwrapper()
     private var packets: [Int64: Packet] = [:]
-    private var highest: Int64?
+    /// Highest sequence number accepted (the NACK generator sees every accepted packet).
+    private var highest: Int64? { nack.highestReceived }
     private var firstSequence: Int64?
     /// Last sequence number of the newest frame delivered or dropped in order.
     private var boundary: Int64?
@@ -126,7 +124,7 @@ public struct VideoJitterBuffer: Sendable {
     private var keyframeNeeded = false
     private var keyframeNeededSince: Instant?
     private var lastKeyframeRequest: Instant?
-    private var nack: [Int64: NackEntry] = [:]
+    private var nack: NackGenerator
     private var ready: [EncodedFrame] = []
     private var probation: (packet: RTPPacket, arrival: Instant)?
     private var h264 = H264Depacketizer()
@@ -134,7 +132,15 @@ public struct VideoJitterBuffer: Sendable {
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        self.rtt = configuration.initialRTT
+        var n = NackGenerator.Configuration()
+        n.maxRetries = configuration.maxNackRetries
+        n.maxAge = configuration.nackMaxAge
+        n.delay = configuration.nackDelay
+        n.slack = configuration.nackSlack
+        n.maxGap = configuration.maxNackListSize
+        // Only a memory bound here: far above what a stream that can still recover has missing.
+        n.maxListSize = 4 * max(configuration.maxNackListSize, configuration.maxPackets)
+        self.nack = NackGenerator(configuration: n, rtt: configuration.initialRTT)
     }
 
     public init(codec: VideoCodecType) {
@@ -143,6 +149,9 @@ public struct VideoJitterBuffer: Sendable {
 
     public var statistics: Statistics {
         var s = counters
+        s.nacksSent = nack.statistics.nacksSent
+        s.nackedSequences = nack.statistics.nackedSequences
+        s.retransmissionsReceived = nack.statistics.retransmissionsReceived
         s.packetsLost = receiverStatistics?.cumulativeLost ?? 0
         s.jitter = receiverStatistics?.jitter ?? 0
         s.jitterSeconds = receiverStatistics?.jitterSeconds ?? 0
@@ -155,7 +164,6 @@ public struct VideoJitterBuffer: Sendable {
     public var isWaitingForKeyframe: Bool { waitingForKeyframe }
 
     private var recoveryDeadline: Duration { max(configuration.recoveryDeadline, rtt * 2 + configuration.nackSlack) }
-    private var nackRetryInterval: Duration { rtt + configuration.nackSlack }
     private var keyframeRequestInterval: Duration { max(configuration.minKeyframeRequestInterval, rtt) }
 
     // MARK: Input
@@ -188,7 +196,7 @@ public struct VideoJitterBuffer: Sendable {
         // when the next packet follows on.
         if let h = highest {
             let n = unwrapper.peek(packet.sequenceNumber)
-            if n - h > configuration.maxDropout || (h - n > configuration.maxMisorder && nack[n] == nil) {
+            if n - h > configuration.maxDropout || (h - n > configuration.maxMisorder && !nack.isMissing(extended: n)) {
                 if let held = probation, held.packet.sequenceNumber &+ 1 == packet.sequenceNumber {
                     restart()
                     receiverStatistics?.record(held.packet, arrival: held.arrival)
@@ -202,7 +210,7 @@ public struct VideoJitterBuffer: Sendable {
             }
         }
         probation = nil
-        let requested = nack[unwrapper.peek(packet.sequenceNumber)]?.lastSent != nil
+        let requested = nack.wasRequested(extended: unwrapper.peek(packet.sequenceNumber))
         receiverStatistics?.record(packet, arrival: arrival, isRetransmission: requested)
         return accept(packet, arrival: arrival)
     }
@@ -210,7 +218,7 @@ public struct VideoJitterBuffer: Sendable {
     private mutating func accept(_ packet: RTPPacket, arrival: Instant) -> InsertResult {
         let n = unwrapper.unwrap(packet.sequenceNumber)
         if let b = boundary, n <= b {
-            if nack.removeValue(forKey: n) != nil { counters.retransmissionsReceived += 1 }
+            nack.received(extended: n, at: arrival)
             counters.packetsLate += 1
             return .late
         }
@@ -221,24 +229,8 @@ public struct VideoJitterBuffer: Sendable {
         if firstSequence == nil { waitingSince = arrival }
         if boundary == nil { firstSequence = min(firstSequence ?? n, n) }
 
-        var gapTooWide = false
-        if let h = highest {
-            if n > h + 1 {
-                if n - h - 1 > Int64(configuration.maxNackListSize) {
-                    nack.removeAll()
-                    gapTooWide = true
-                } else {
-                    for m in (h + 1)..<n { nack[m] = NackEntry(created: arrival) }
-                }
-            }
-            if n > h {
-                highest = n
-            } else if let e = nack.removeValue(forKey: n), e.lastSent != nil {
-                counters.retransmissionsReceived += 1
-            }
-        } else {
-            highest = n
-        }
+        // Tracks gaps above the highest, clears the ones this packet fills.
+        let gapTooWide = nack.received(extended: n, at: arrival) == .keyframeNeeded
 
         let info = VideoPacketInfo(codec: configuration.codec, payload: packet.payload)
         if info.malformed { counters.malformedPackets += 1 }
@@ -264,9 +256,8 @@ public struct VideoJitterBuffer: Sendable {
         counters.framesDropped += distinctTimestamps(packets.values.map(\.timestamp))
         unwrapper = SequenceNumberUnwrapper()
         packets.removeAll()
-        nack.removeAll()
+        nack.reset()
         frameEnds.removeAll()
-        highest = nil
         firstSequence = nil
         boundary = nil
         waitingForKeyframe = true
@@ -287,29 +278,9 @@ public struct VideoJitterBuffer: Sendable {
     /// than `nackMaxAge`.
     public mutating func pollNack(now: Instant) -> [UInt16]? {
         handleTimeout(now: now)
-        var due: [Int64] = []
-        for (seq, entry) in nack {
-            if now - entry.created >= configuration.nackMaxAge || entry.retries >= configuration.maxNackRetries
-                || seq <= (boundary ?? Int64.min) {
-                nack[seq] = nil
-                continue
-            }
-            if let last = entry.lastSent {
-                if now - last < nackRetryInterval { continue }
-            } else if now - entry.created < configuration.nackDelay {
-                continue
-            }
-            var e = entry
-            e.lastSent = now
-            e.retries += 1
-            nack[seq] = e
-            due.append(seq)
-        }
-        guard !due.isEmpty else { return nil }
-        due.sort()
-        counters.nacksSent += 1
-        counters.nackedSequences += due.count
-        return due.map { UInt16(truncatingIfNeeded: $0) }
+        if let b = boundary { nack.forget(below: b + 1) }
+        let due = nack.poll(at: now)
+        return due.isEmpty ? nil : due
     }
 
     /// Whether to send a PLI now (rate-limited; repeats while the need lasts).
@@ -348,14 +319,7 @@ public struct VideoJitterBuffer: Sendable {
         if keyframeNeeded {
             consider(lastKeyframeRequest.map { $0 + keyframeRequestInterval } ?? keyframeNeededSince)
         }
-        for (_, e) in nack where e.retries < configuration.maxNackRetries {
-            if let last = e.lastSent {
-                let next = last + nackRetryInterval
-                if next < e.created + configuration.nackMaxAge { consider(next) }
-            } else {
-                consider(e.created + configuration.nackDelay)
-            }
-        }
+        consider(nack.nextDeadline())
         return best
     }
 
@@ -530,7 +494,7 @@ public struct VideoJitterBuffer: Sendable {
     /// Skips everything before `s` (a keyframe's first packet); output resumes there.
     private mutating func jump(to s: Int64) {
         dropPackets(below: s)
-        for key in nack.keys where key < s { nack[key] = nil }
+        nack.forget(below: s)
         boundary = s - 1
         waitingForKeyframe = false
         waitingSince = nil
@@ -613,7 +577,7 @@ public struct VideoJitterBuffer: Sendable {
         let cut = keys[count - 1]
         counters.packetsDroppedOverflow += count
         dropPackets(below: cut + 1)
-        for key in nack.keys where key <= cut { nack[key] = nil }
+        nack.forget(below: cut + 1)
         if !waitingForKeyframe, let b = boundary, cut > b {
             giveUp(now: now)
         }
