@@ -59,6 +59,7 @@ final class LibSRTPContext {
         }
         policy.ssrc.type = type
         policy.ssrc.value = 0
+        // 1024, as our backend: late retransmissions must pass both alike (SRTCP stays at libsrtp's fixed 128).
         policy.window_size = UInt(replayWindowSize)
         // NACK re-sends reuse the sequence number on the sending side; a receiver never accepts repeats.
         policy.allow_repeat_tx = type == ssrc_any_outbound ? 1 : 0

@@ -1,31 +1,67 @@
-/// Window size for replay protection, in packets (RFC 3711 §3.3.2 asks for at least 64).
-let replayWindowSize = 128
+/// SRTP replay window, in packets (RFC 3711 §3.3.2 asks for at least 64). 1024 rather than
+/// libsrtp's default 128 so a NACKed packet re-sent with its original sequence number, arriving
+/// a few hundred packets late on a high-rate video stream, is still accepted. libsrtp gets the
+/// same value through its policy's `window_size`.
+let replayWindowSize = 1024
 
-/// 128 bits as two words; bit k stands for "index (newest - k) was seen" (or window_start + k).
-struct Bits128: Equatable {
-    var low: UInt64 = 0   // bits 0...63
-    var high: UInt64 = 0  // bits 64...127
+/// SRTCP replay window: libsrtp's is a fixed 128 (`window_size` applies to SRTP only), so ours
+/// stays 128 too and both backends accept the same SRTCP packets.
+let rtcpReplayWindowSize = 128
+
+/// A fixed-size bit set for replay lists; bit k stands for "index (newest - k) was seen" (or
+/// window_start + k). Its words are allocated once, with the stream; per packet it only
+/// shifts and sets bits in place.
+struct ReplayBitmap: Equatable {
+    private var words: [UInt64]
+
+    init(bits: Int) {
+        words = [UInt64](repeating: 0, count: max(1, (bits + 63) / 64))
+    }
 
     @inline(__always) func get(_ k: Int) -> Bool {
-        k < 64 ? (low >> UInt64(k)) & 1 == 1 : (high >> UInt64(k - 64)) & 1 == 1
+        guard k >= 0, k >> 6 < words.count else { return false }
+        return (words[k >> 6] >> UInt64(k & 63)) & 1 == 1
     }
 
     @inline(__always) mutating func set(_ k: Int) {
-        if k < 64 { low |= 1 << UInt64(k) } else { high |= 1 << UInt64(k - 64) }
+        guard k >= 0, k >> 6 < words.count else { return }
+        words[k >> 6] |= 1 << UInt64(k & 63)
     }
 
-    /// Moves every bit k to k + n; bits pushed past 127 are dropped.
-    @inline(__always) mutating func shiftUp(_ n: Int) {
-        if n >= 128 { low = 0; high = 0 }
-        else if n >= 64 { high = low << UInt64(n - 64); low = 0 }
-        else if n > 0 { high = (high << UInt64(n)) | (low >> UInt64(64 - n)); low <<= UInt64(n) }
+    /// Moves every bit k to k + n; bits pushed past the end are dropped.
+    mutating func shiftUp(_ n: Int) {
+        guard n > 0 else { return }
+        let wordShift = n >> 6
+        let bitShift = UInt64(n & 63)
+        words.withUnsafeMutableBufferPointer { w in
+            for i in stride(from: w.count - 1, through: 0, by: -1) {
+                let src = i - wordShift
+                var v: UInt64 = 0
+                if src >= 0 {
+                    v = w[src] << bitShift
+                    if bitShift > 0 && src > 0 { v |= w[src - 1] >> (64 - bitShift) }
+                }
+                w[i] = v
+            }
+        }
     }
 
     /// Moves every bit k to k - n; bits pushed below 0 are dropped.
-    @inline(__always) mutating func shiftDown(_ n: Int) {
-        if n >= 128 { low = 0; high = 0 }
-        else if n >= 64 { low = high >> UInt64(n - 64); high = 0 }
-        else if n > 0 { low = (low >> UInt64(n)) | (high << UInt64(64 - n)); high >>= UInt64(n) }
+    mutating func shiftDown(_ n: Int) {
+        guard n > 0 else { return }
+        let wordShift = n >> 6
+        let bitShift = UInt64(n & 63)
+        words.withUnsafeMutableBufferPointer { w in
+            for i in 0..<w.count {
+                let src = i + wordShift
+                var v: UInt64 = 0
+                if src < w.count {
+                    v = w[src] >> bitShift
+                    if bitShift > 0 && src + 1 < w.count { v |= w[src + 1] << (64 - bitShift) }
+                }
+                w[i] = v
+            }
+        }
     }
 }
 
@@ -36,7 +72,7 @@ struct Bits128: Equatable {
 struct RTPIndexTracker {
     /// Highest accepted index: ROC << 16 | SEQ (48 bits).
     private(set) var index: UInt64 = 0
-    private var seen = Bits128()
+    private var seen = ReplayBitmap(bits: replayWindowSize)
 
     enum Check { case fresh, repeated, tooOld }
 
@@ -86,11 +122,11 @@ struct RTPIndexTracker {
 /// moved forward when a newer index arrives. Same acceptance rule as libsrtp's.
 struct RTCPReplayWindow {
     private var windowStart: UInt32 = 0
-    private var seen = Bits128()
+    private var seen = ReplayBitmap(bits: rtcpReplayWindowSize)
 
     @inline(__always)
     func check(_ index: UInt32) -> RTPIndexTracker.Check {
-        if UInt64(index) >= UInt64(windowStart) + UInt64(replayWindowSize) { return .fresh }
+        if UInt64(index) >= UInt64(windowStart) + UInt64(rtcpReplayWindowSize) { return .fresh }
         if index < windowStart { return .tooOld }
         return seen.get(Int(index - windowStart)) ? .repeated : .fresh
     }
@@ -99,12 +135,12 @@ struct RTCPReplayWindow {
     mutating func add(_ index: UInt32) {
         guard index >= windowStart else { return }
         let delta = Int(index - windowStart)
-        if delta < replayWindowSize {
+        if delta < rtcpReplayWindowSize {
             seen.set(delta)
         } else {
-            let shift = delta - (replayWindowSize - 1)
+            let shift = delta - (rtcpReplayWindowSize - 1)
             seen.shiftDown(shift)
-            seen.set(replayWindowSize - 1)
+            seen.set(rtcpReplayWindowSize - 1)
             windowStart &+= UInt32(shift)
         }
     }
