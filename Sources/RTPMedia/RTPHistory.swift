@@ -1,10 +1,12 @@
-/// Sent packets by sequence number, to answer NACKs. A ring of `capacity` slots (a power of
-/// two, so `seq & mask` addresses a slot across the 16-bit wrap); a slot holds the newest
-/// packet that maps to it.
-public struct RTPHistory: Sendable {
+/// Sent (or forwarded) packets by sequence number, to answer NACKs: a sender keeps its
+/// plaintext bytes (`RTPHistory<[UInt8]>`), the relay its publishers' parsed packets. A ring of
+/// `capacity` slots (a power of two, so `seq & mask` addresses a slot across the 16-bit wrap);
+/// a slot holds the newest packet that maps to it.
+public struct RTPHistory<Packet: Sendable>: Sendable {
     struct Entry: Sendable {
         var sequenceNumber: UInt16
-        var bytes: [UInt8]
+        var packet: Packet
+        var size: Int
         var sentAt: ContinuousClock.Instant
         var lastResent: ContinuousClock.Instant?
     }
@@ -12,7 +14,8 @@ public struct RTPHistory: Sendable {
     private var slots: [Entry?]
     private let mask: Int
     /// Packets are not resent again within this long of the previous resend (the first copy
-    /// may still be on its way); keep it at the current RTT estimate.
+    /// may still be on its way); keep it at the current RTT estimate. Zero: never suppressed
+    /// (a relay answering many players from one history).
     public var rtt: Duration = .milliseconds(100)
     public private(set) var retransmittedPackets = 0
     public private(set) var retransmittedBytes = 0
@@ -32,36 +35,43 @@ public struct RTPHistory: Sendable {
 
     public var capacity: Int { slots.count }
 
-    /// Keeps a sent packet (its plaintext RTP bytes, before SRTP).
-    public mutating func store(_ bytes: [UInt8], sequenceNumber: UInt16, sentAt: ContinuousClock.Instant) {
-        slots[Int(sequenceNumber) & mask] = Entry(sequenceNumber: sequenceNumber, bytes: bytes, sentAt: sentAt)
+    /// Keeps a packet of `size` bytes on the wire.
+    public mutating func store(_ packet: Packet, size: Int, sequenceNumber: UInt16, sentAt: ContinuousClock.Instant) {
+        slots[Int(sequenceNumber) & mask] = Entry(sequenceNumber: sequenceNumber, packet: packet, size: size, sentAt: sentAt)
     }
 
-    public func packet(sequenceNumber: UInt16) -> [UInt8]? {
+    public func packet(sequenceNumber: UInt16) -> Packet? {
         guard let e = slots[Int(sequenceNumber) & mask], e.sequenceNumber == sequenceNumber else { return nil }
-        return e.bytes
+        return e.packet
     }
 
     /// The packets to resend for a NACK, in request order; skips those not held and those
     /// resent less than `rtt` ago.
-    public mutating func packets(for nack: [UInt16], now: ContinuousClock.Instant) -> [[UInt8]] {
-        var out: [[UInt8]] = []
+    public mutating func packets(for nack: [UInt16], now: ContinuousClock.Instant) -> [Packet] {
+        var out: [Packet] = []
         for seq in nack {
             let i = Int(seq) & mask
             guard var e = slots[i], e.sequenceNumber == seq else {
                 missedRequests += 1
                 continue
             }
-            if let last = e.lastResent, now - last < rtt {
+            if rtt > .zero, let last = e.lastResent, now - last < rtt {
                 suppressedRequests += 1
                 continue
             }
             e.lastResent = now
             slots[i] = e
             retransmittedPackets += 1
-            retransmittedBytes += e.bytes.count
-            out.append(e.bytes)
+            retransmittedBytes += e.size
+            out.append(e.packet)
         }
         return out
+    }
+}
+
+extension RTPHistory where Packet == [UInt8] {
+    /// Keeps a sent packet's plaintext RTP bytes (before SRTP).
+    public mutating func store(_ bytes: [UInt8], sequenceNumber: UInt16, sentAt: ContinuousClock.Instant) {
+        store(bytes, size: bytes.count, sequenceNumber: sequenceNumber, sentAt: sentAt)
     }
 }

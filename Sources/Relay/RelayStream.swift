@@ -10,8 +10,16 @@ final class RelayStream: @unchecked Sendable {
     let name: String
     var publisher: RelaySession?
     var players: [String: RelaySession] = [:]
-    /// The publisher's recent packets per kind, by sequence number, to answer players' NACKs.
-    private var history: [MediaKind: [UInt16: RTPPacket]] = [:]
+    /// The publisher's recent packets per kind, to answer players' NACKs (about one second of
+    /// 720p video; audio is not NACKed by browsers but kept the same way). Never suppressed:
+    /// every player may ask for the same packet.
+    private var videoHistory = RelayStream.makeHistory()
+    private var audioHistory = RelayStream.makeHistory()
+    private static func makeHistory() -> RTPHistory<RTPPacket> {
+        var h = RTPHistory<RTPPacket>(capacity: 1024)
+        h.rtt = .zero
+        return h
+    }
     private var lastKeyframeRequest: ContinuousClock.Instant?
     /// The id the publisher negotiated for urn:3gpp:video-orientation: forwarded packets keep
     /// that element under each player's own id (a player that did not negotiate it gets the
@@ -40,7 +48,8 @@ final class RelayStream: @unchecked Sendable {
 
     func attachPublisher(_ session: RelaySession) {
         publisher = session
-        history.removeAll()
+        videoHistory = Self.makeHistory()
+        audioHistory = Self.makeHistory()
         reception.removeAll()
         orientationID = session.pc.transceivers.first { $0.kind == .video && $0.currentDirection?.receives == true }?
             .negotiatedHeaderExtensions.first { $0.uri == RTPExtensionURI.videoOrientation }?.id
@@ -77,10 +86,10 @@ final class RelayStream: @unchecked Sendable {
         packetsIn += 1
         bytesIn += packet.payload.count + 12
         bitrate.add(bytes: packet.payload.count + 12)
-        var ring = history[kind, default: [:]]
-        ring[packet.sequenceNumber] = packet
-        ring[packet.sequenceNumber &- 1024] = nil   // keep about one second of 720p video
-        history[kind] = ring
+        switch kind {
+        case .video: videoHistory.store(packet, size: packet.payload.count + 12, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        case .audio: audioHistory.store(packet, size: packet.payload.count + 12, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        }
         if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
         let orientation = kind == .video ? orientationID : nil
         for player in players.values where player.connected {
@@ -96,10 +105,13 @@ final class RelayStream: @unchecked Sendable {
         switch packet {
         case .nack(let nack):
             guard let (sender, pt) = player.route[kind] else { return }
-            for seq in nack.lostSequenceNumbers {
-                if let p = history[kind]?[seq] {
-                    sender.forward(p, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
-                }
+            // One request per sequence number, however often a (hostile) NACK repeats it.
+            var seen = Set<UInt16>()
+            let wanted = nack.lostSequenceNumbers.filter { seen.insert($0).inserted }
+            let now = ContinuousClock.now
+            let packets = kind == .video ? videoHistory.packets(for: wanted, now: now) : audioHistory.packets(for: wanted, now: now)
+            for p in packets {
+                sender.forward(p, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
             }
         case .pli, .fir:
             requestKeyframe()

@@ -120,7 +120,7 @@ import Testing
     }
 
     @Test func historyAnswersNACKsOncePerRTT() {
-        var history = RTPHistory(capacity: 1000)
+        var history = RTPHistory<[UInt8]>(capacity: 1000)
         #expect(history.capacity == 1024)
         history.rtt = .milliseconds(50)
         for i in 0..<2000 {

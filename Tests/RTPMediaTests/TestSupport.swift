@@ -63,7 +63,7 @@ struct SimulatedVideoSender {
     var h264 = H264Packetizer()
     var vp8 = VP8Packetizer(initialPictureID: 0x7FF0)
     var sequencer: RTPSequencer
-    var history = RTPHistory(capacity: 4096)
+    var history = RTPHistory<[UInt8]>(capacity: 4096)
     var source: SyntheticH264
     var rng: SeededRandom
     var timestamp: UInt32
