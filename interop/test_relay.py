@@ -205,8 +205,9 @@ def test_chromium_whip_publish_swift_play(relay, browser, swift_bin, runs, artif
     assert size in sent_sizes, f"swiftrtc play decoded {size}, Chromium sent {sent_sizes}"
     assert size[0] * camera[1] == size[1] * camera[0], f"decoded {size} is not the camera's shape {camera}"
     assert relay_video and (relay_video[-1].get("width"), relay_video[-1].get("height")) in sent_sizes, relay_video
+    # The snapshot is taken about a second before the end: Chromium may have stepped its size up since.
     png = png_info(artifact_dir / "swift-play.png")
-    assert (png["width"], png["height"]) == size, png
+    assert (png["width"], png["height"]) in sent_sizes, (png, sent_sizes)
 
 
 @pytest.mark.timeout(60)

@@ -39,10 +39,11 @@ public struct RtpCodecCapability: Sendable, Hashable {
     public var name: String { String(mimeType.split(separator: "/").last ?? Substring(mimeType)) }
     public var kind: MediaKind { mimeType.lowercased().hasPrefix("audio/") ? .audio : .video }
 
-    static let videoFeedback: [RtcpFeedback] = [.remb, .nack, .pli, .fir]
+    static let videoFeedback: [RtcpFeedback] = [.remb, .transportCC, .nack, .pli, .fir]
 
     public static let opus = RtpCodecCapability(mimeType: "audio/opus", clockRate: 48000, channels: 2,
-                                                sdpFmtpLine: "minptime=10;useinbandfec=1", preferredPayloadType: 111)
+                                                sdpFmtpLine: "minptime=10;useinbandfec=1", rtcpFeedback: [.transportCC],
+                                                preferredPayloadType: 111)
     public static let vp8 = RtpCodecCapability(mimeType: "video/VP8", clockRate: 90000,
                                                rtcpFeedback: videoFeedback, preferredPayloadType: 96)
     /// Constrained baseline, packetization-mode 1: what SRS and the reference app prefer.
@@ -56,7 +57,7 @@ public struct RtpCodecCapability: Sendable, Hashable {
 
     /// Codecs a pass-through endpoint (echo, relay) can carry without decoding them.
     public static let passThroughAudio: [RtpCodecCapability] = [
-        RtpCodecCapability(mimeType: "audio/opus", clockRate: 48000, channels: 2, preferredPayloadType: 111),
+        RtpCodecCapability(mimeType: "audio/opus", clockRate: 48000, channels: 2, rtcpFeedback: [.transportCC], preferredPayloadType: 111),
         RtpCodecCapability(mimeType: "audio/PCMU", clockRate: 8000, preferredPayloadType: 0),
         RtpCodecCapability(mimeType: "audio/PCMA", clockRate: 8000, preferredPayloadType: 8),
         RtpCodecCapability(mimeType: "audio/G722", clockRate: 8000, preferredPayloadType: 9),
@@ -77,6 +78,31 @@ public struct RtpCodecCapability: Sendable, Hashable {
         let a = FormatParameter.parse(mine), b = FormatParameter.parse(codec.fmtp ?? "")
         guard (a.value(for: "packetization-mode") ?? "0") == (b.value(for: "packetization-mode") ?? "0") else { return false }
         return H264Profile(a.value(for: "profile-level-id")) == H264Profile(b.value(for: "profile-level-id"))
+    }
+}
+
+/// RFC 4588 retransmission streams: an `rtx/90000` payload type per video codec, its `apt`
+/// naming the codec it repairs.
+enum RTXCodec {
+    static func isRTX(_ mimeType: String) -> Bool { mimeType.lowercased().hasSuffix("/rtx") }
+
+    /// The payload type an rtx fmtp (`apt=96`) repairs.
+    static func associatedPayloadType(_ fmtp: String?) -> UInt8? {
+        FormatParameter.parse(fmtp ?? "").value(for: "apt").flatMap { UInt8($0) }.flatMap { $0 <= 127 ? $0 : nil }
+    }
+
+    static func parameters(payloadType: UInt8, repairing apt: UInt8) -> RtpCodecParameters {
+        RtpCodecParameters(payloadType: payloadType, mimeType: "video/rtx", clockRate: 90000, channels: nil,
+                           sdpFmtpLine: "apt=\(apt)", rtcpFeedback: [])
+    }
+
+    /// rtx payload type → the payload type it repairs, among `codecs`.
+    static func map(_ codecs: [RtpCodecParameters]) -> [UInt8: UInt8] {
+        var out: [UInt8: UInt8] = [:]
+        for c in codecs where isRTX(c.mimeType) {
+            if let apt = associatedPayloadType(c.sdpFmtpLine), codecs.contains(where: { $0.payloadType == apt }) { out[c.payloadType] = apt }
+        }
+        return out
     }
 }
 

@@ -14,10 +14,11 @@ public struct RtpHeaderExtensionParameters: Sendable, Hashable {
 
 /// The header extensions we offer and accept, per media kind.
 enum HeaderExtensionPolicy {
-    /// What an offer of ours lists for `kind`, with the ids Chromium uses (1 for mid, 13 for
-    /// video orientation) unless one is taken, then the next free one-byte id.
+    /// What an offer of ours lists for `kind`, with the ids Chromium uses (1 for mid, 3 for
+    /// transport-wide sequence numbers, 13 for video orientation) unless one is taken, then
+    /// the next free one-byte id.
     static func offered(for kind: MediaKind) -> [(id: Int, uri: String)] {
-        var wanted: [(id: Int, uri: String)] = [(1, RTPExtensionURI.sdesMID)]
+        var wanted: [(id: Int, uri: String)] = [(1, RTPExtensionURI.sdesMID), (3, RTPExtensionURI.transportWideCC)]
         if kind == .video { wanted.append((13, RTPExtensionURI.videoOrientation)) }
         var used = Set<Int>()
         return wanted.map { w in
@@ -30,7 +31,8 @@ enum HeaderExtensionPolicy {
 
     /// Whether we accept `uri`, offered in an m-line of `kind`, in our answer.
     static func accepts(_ uri: String, kind: String) -> Bool {
-        uri == RTPExtensionURI.sdesMID || (kind == "video" && uri == RTPExtensionURI.videoOrientation)
+        uri == RTPExtensionURI.sdesMID || uri == RTPExtensionURI.transportWideCC
+            || (kind == "video" && uri == RTPExtensionURI.videoOrientation)
     }
 }
 

@@ -32,6 +32,8 @@ final class MediaTransport: @unchecked Sendable {
     var onApplicationData: (([UInt8]) -> Void)?
 
     private(set) var counters = TransportCounters()
+    /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
+    private(set) lazy var congestion = CongestionController(transport: self)
 
     init(loop: EventLoop, io: PacketIO, ice: ICEAgent, certificate: DTLSCertificate, srtpBackend: SRTPBackend) {
         self.loop = loop
@@ -111,6 +113,7 @@ final class MediaTransport: @unchecked Sendable {
                 do {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
+                    congestion.received(packet, now: .now)
                     onRTP?(packet, plain.count)
                 } catch {
                     counters.malformedRTP += 1
@@ -123,22 +126,34 @@ final class MediaTransport: @unchecked Sendable {
 
     // MARK: send
 
-    /// Protects and sends one RTP packet on the selected pair; any thread.
-    func sendRTP(_ packet: [UInt8]) {
+    /// Protects and sends one RTP packet on the selected pair; any thread. `transportCCID`: the
+    /// id of the packet's transport-wide sequence number placeholder, filled in here as it
+    /// leaves. Video goes through the pacer; audio, retransmissions and forwards do not wait.
+    func sendRTP(_ packet: [UInt8], transportCCID: UInt8? = nil, kind: OutgoingRTPKind = .direct) {
         guard loop.inLoop else {
-            loop.execute { [self] in sendRTP(packet) }
+            loop.execute { [self] in sendRTP(packet, transportCCID: transportCCID, kind: kind) }
             return
         }
+        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: .now)
+    }
+
+    /// The last step of every RTP packet: SRTP and the socket (loop thread).
+    func transmitRTP(_ packet: [UInt8]) -> Bool {
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
-            return
+            return false
         }
         do {
             let protected = try srtp.protectRTP(packet)
-            if io.send(protected, from: local, to: remote) { counters.rtpSent += 1 } else { counters.sendErrors += 1 }
+            if io.send(protected, from: local, to: remote) {
+                counters.rtpSent += 1
+                return true
+            }
+            counters.sendErrors += 1
         } catch {
             counters.srtpErrors += 1
         }
+        return false
     }
 
     /// Protects and sends a compound RTCP packet; any thread.
@@ -245,6 +260,7 @@ final class MediaTransport: @unchecked Sendable {
             while let datagram = dtls.pollTransmit() { io.send(datagram, from: local, to: remote) }
         }
         closed = true
+        congestion.close()
         ice.close()
         if let timerID { loop.cancelTimer(timerID) }
         io.close()

@@ -22,12 +22,22 @@ extension PeerConnection {
             }
             let sections = transceiverList.map { t -> LocalMediaSection in
                 var pts = Set<UInt8>()
-                let codecs = t.codecCapabilities.map { cap -> RtpCodecParameters in
-                    var pt = cap.preferredPayloadType
+                func freePayloadType(from preferred: UInt8) -> UInt8 {
+                    var pt = preferred
                     while pts.contains(pt) { pt = pt >= 127 ? 96 : pt + 1 }
                     pts.insert(pt)
-                    return RtpCodecParameters(payloadType: pt, mimeType: cap.mimeType, clockRate: cap.clockRate,
-                                              channels: cap.channels, sdpFmtpLine: cap.sdpFmtpLine, rtcpFeedback: cap.rtcpFeedback)
+                    return pt
+                }
+                var codecs = t.codecCapabilities.map { cap -> RtpCodecParameters in
+                    RtpCodecParameters(payloadType: freePayloadType(from: cap.preferredPayloadType), mimeType: cap.mimeType,
+                                       clockRate: cap.clockRate, channels: cap.channels, sdpFmtpLine: cap.sdpFmtpLine,
+                                       rtcpFeedback: cap.rtcpFeedback)
+                }
+                // One RTX payload type per video codec, after it (as Chromium numbers them).
+                if t.kind == .video {
+                    codecs = codecs.flatMap { c in
+                        [c, RTXCodec.parameters(payloadType: freePayloadType(from: c.payloadType &+ 1), repairing: c.payloadType)]
+                    }
                 }
                 return LocalMediaSection(kind: t.kind.rawValue, mid: t.mid ?? "0", rejected: false, proto: "UDP/TLS/RTP/SAVPF",
                                          direction: t.direction, codecs: codecs,
@@ -71,6 +81,15 @@ extension PeerConnection {
             }
         }
         guard !chosen.isEmpty else { return reject }
+        // RTX for the video codecs we took, with the offer's payload types.
+        if m.kind == "video" {
+            for offered in m.codecs where offered.name.lowercased() == "rtx" && offered.clockRate == 90000 {
+                if let apt = RTXCodec.associatedPayloadType(offered.fmtp), chosen.contains(where: { $0.payloadType == apt }),
+                   !chosen.contains(where: { $0.payloadType == offered.payloadType }) {
+                    chosen.append(RTXCodec.parameters(payloadType: offered.payloadType, repairing: apt))
+                }
+            }
+        }
         let remoteDirection = TransceiverDirection(rawValue: m.direction.rawValue) ?? .sendrecv
         let direction = t.direction.intersection(remoteDirection.reversed)
         // Accepted with the offer's ids (RFC 8285 §6): mid, and for video the orientation.
@@ -202,6 +221,7 @@ extension PeerConnection {
         let offer = localIsOffer ? local : remote
         // Transceivers: negotiated codecs, direction, mid extension, remote SSRCs.
         midExtensionID = nil
+        var transportCCIDs: [String: UInt8] = [:]
         for (index, m) in answer.media.enumerated() {
             let mid = m.mid ?? String(index)
             guard let t = transceiverList.first(where: { $0.mid == mid }) else { continue }
@@ -212,6 +232,7 @@ extension PeerConnection {
                 t.negotiatedCodecs = []
                 t.negotiatedHeaderExtensions = []
                 t.sender.videoOrientationExtensionID = nil
+                t.sender.transportCCExtensionID = nil
                 continue
             }
             t.negotiatedCodecs = m.codecs.map { c in
@@ -231,14 +252,30 @@ extension PeerConnection {
             }
             t.sender.videoOrientationExtensionID = t.kind == .video
                 ? t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation) : nil
+            t.sender.rtxPayloadTypes = Dictionary(RTXCodec.map(t.negotiatedCodecs).map { ($1, $0) }) { a, _ in a }
+            t.rtxAssociations = RTXCodec.map(t.negotiatedCodecs)
+            let transportCC = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.transportWideCC)
+            t.sender.transportCCExtensionID = transportCC
+            if let transportCC { transportCCIDs[mid] = transportCC }
             t.sender.transport = transport
             t.sender.mid = mid
         }
         for t in transceiverList { t.sender.midExtensionID = midExtensionID }
+        // The peer sends feedback on what we send if it took transport-cc or REMB for it.
+        let sending = transceiverList.filter { $0.currentDirection?.sends == true }
+        let feedback = sending.contains { t in
+            t.sender.transportCCExtensionID != nil || t.negotiatedCodecs.contains { $0.rtcpFeedback.contains(.remb) }
+        }
+        transport.congestion.configure(receiveExtensionIDs: Set(transportCCIDs.values),
+                                       feedbackSSRC: transceiverList.first?.sender.ssrc ?? 0, sendFeedback: feedback)
         for (index, m) in remote.media.enumerated() {
             let mid = m.mid ?? String(index)
             guard let t = byMid[mid] else { continue }
             for s in m.ssrcs { bySSRC[s.ssrc] = t }
+            // a=ssrc-group:FID media rtx (RFC 5576 §4): which stream an RTX stream repairs.
+            for group in m.ssrcGroups where group.semantics == "FID" && group.ssrcs.count == 2 {
+                t.rtxRepairs[group.ssrcs[1]] = group.ssrcs[0]
+            }
         }
         // ICE: remote credentials and candidates (BUNDLE: the first live m-line's transport).
         let first = remote.media.first(where: { $0.port != 0 }) ?? remote.media.first

@@ -44,7 +44,8 @@ extension PeerConnection {
             case .video:
                 guard let type = VideoCodecType.allCases.first(where: { $0.rawValue.uppercased() == name }) else { continue }
                 if direction.sends, media.videoSend[mid] == nil {
-                    let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop)
+                    let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop,
+                                                 network: transport.congestion.network)
                     media.videoSend[mid] = stream
                     attachVideo(stream, to: t.sender)
                 }
@@ -70,6 +71,24 @@ extension PeerConnection {
             }
         }
         if media.reportTimer == nil { scheduleReports() }
+        updateCongestionBounds()
+    }
+
+    /// The estimator's bounds: the video senders' min/max bitrates (2.5 Mbit/s each when
+    /// unset, libwebrtc's default ceiling) and what their Opus encoders take (loop thread).
+    func updateCongestionBounds() {
+        guard let transport else { return }
+        var low = 0, high = 0
+        for s in media.videoSend.values {
+            let e = s.sender.parameters.encodings.first ?? RtpEncodingParameters()
+            low += e.minBitrate ?? 30_000
+            high += e.active ? (e.maxBitrate ?? 2_500_000) : 0
+        }
+        transport.congestion.setBounds(minBitrate: low, maxBitrate: max(high, low), audioReserve: media.audioSend.count * 40_000,
+                                       videoStreams: media.videoSend.count)
+        if transport.congestion.makePadding == nil, let video = media.videoSend.values.first {
+            transport.congestion.makePadding = { [sender = video.sender] bytes in sender.paddingPackets(bytes: bytes) }
+        }
     }
 
     private func attachVideo(_ stream: VideoSendStream, to sender: RtpSender) {
@@ -86,7 +105,10 @@ extension PeerConnection {
             }
         }
         sender.onTrackChanged = attach
-        sender.onParametersChanged = { stream.update($0) }
+        sender.onParametersChanged = { [weak self] in
+            stream.update($0)
+            self?.loop.execute { [weak self] in self?.updateCongestionBounds() }
+        }
         stream.update(sender.parameters)
         attach()
     }
@@ -124,14 +146,18 @@ extension PeerConnection {
             case .nack(let n):
                 sendStream(ssrc: n.mediaSSRC)?.handleNack(n.lostSequenceNumbers, now: now)
             case .pli(_, let media):
-                sendStream(ssrc: media)?.handleKeyframeRequest(pli: true)
+                sendStream(ssrc: media)?.handleKeyframeRequest(packet, now: now)
             case .fir(let f):
-                for e in f.entries { sendStream(ssrc: e.ssrc)?.handleKeyframeRequest(pli: false) }
+                for e in f.entries { sendStream(ssrc: e.ssrc)?.handleKeyframeRequest(packet, now: now) }
             case .senderReport(let sr):
                 media.videoReceive.values.first { $0.remoteSSRC == sr.ssrc }?.receiveSenderReport(sr, now: now)
                 handleReports(sr.reports, now: now)
             case .receiverReport(let rr):
                 handleReports(rr.reports, now: now)
+            case .transportCC(let feedback):
+                transport?.congestion.handleTransportFeedback(feedback, now: now)
+            case .remb(let remb):
+                transport?.congestion.handleREMB(remb, now: now)
             default:
                 break
             }
@@ -141,10 +167,12 @@ extension PeerConnection {
     private func handleReports(_ reports: [ReceptionReport], now: ContinuousClock.Instant) {
         for report in reports {
             guard let stream = media.videoSend.values.first(where: { $0.sender.ssrc == report.ssrc }) else { continue }
-            if let rtt = stream.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now)) {
+            let rtt = stream.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now))
+            if let rtt {
                 stream.history.rtt = rtt
                 for r in media.videoReceive.values { r.setRTT(rtt) }
             }
+            transport?.congestion.handleReceiverReport(fractionLost: report.fractionLost, rtt: rtt, now: now)
         }
     }
 
@@ -197,6 +225,8 @@ extension PeerConnection {
             o["firCount"] = .int(c.firCount)
             o["retransmittedPacketsSent"] = .int(c.retransmittedPackets)
             o["targetBitrate"] = .int(c.targetBitrate)
+            o["qualityLimitationReason"] = .string(c.bandwidthLimited ? "bandwidth" : "none")
+            o["qualityLimitationResolutionChanges"] = .int(c.resolutionChanges)
             o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder)
             report.add(o)
             var m = RTCStats(id: "MS\(mid)", type: "media-source")
@@ -236,6 +266,10 @@ extension PeerConnection {
             i["nackCount"] = .int(c.nackCount)
             i["pliCount"] = .int(c.pliCount)
             i["decodeErrors"] = .int(c.decodeErrors)
+            i["freezeCount"] = .int(c.freezes.freezeCount)
+            i["totalFreezesDuration"] = .double(c.freezes.totalFreezesDuration.seconds)
+            i["totalInterFrameDelay"] = .double(c.freezes.totalInterFrameDelay.seconds)
+            i["retransmittedPacketsReceived"] = .int(j.retransmissionsReceived)
             report.add(i)
         }
         if let s = media.audioReceive[mid], var i = report.stats["IT\(mid)"] {

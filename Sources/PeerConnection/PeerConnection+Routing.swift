@@ -3,6 +3,7 @@ import ICE
 import RTP
 import SDP
 import STUN
+import RTPMedia
 import Transport
 
 /// What the transport delivers, routed to transceivers (loop thread).
@@ -49,7 +50,13 @@ extension PeerConnection {
             unroutedRTP += 1
             return
         }
+        var packet = packet
+        if let apt = target.rtxAssociations[packet.payloadType] {
+            guard let original = unwrapRTX(packet, repairing: apt, on: target) else { return }
+            packet = original
+        }
         target.receiver.deliver(packet, size: size)
+        trackForNack(packet, on: target, now: .now)
         if let mid = target.mid { media.videoReceive[mid]?.receive(packet, now: .now) ; media.audioReceive[mid]?.receive(packet, now: .now) }
     }
 
@@ -75,6 +82,18 @@ extension PeerConnection {
                 break
             }
         }
+    }
+
+    /// The original packet an RTX packet carries (nil: padding, or no stream it could repair).
+    private func unwrapRTX(_ packet: RTPPacket, repairing apt: UInt8, on t: RtpTransceiver) -> RTPPacket? {
+        let media = t.rtxRepairs[packet.ssrc] ?? t.receiver.remoteSSRCs.filter { t.rtxRepairs[$0] == nil && $0 != packet.ssrc }.first
+        guard let media, let bytes = try? RTXPayload.unwrap(packet.serialize(), originalSSRC: media, originalPayloadType: apt),
+              let original = try? RTPPacket(parsing: bytes) else {
+            rtxDropped += 1
+            return nil
+        }
+        rtxReceived += 1
+        return original
     }
 
     func sender(ssrc: UInt32) -> RtpSender? {

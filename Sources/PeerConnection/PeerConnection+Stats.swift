@@ -35,7 +35,10 @@ extension PeerConnection {
             p["requestsReceived"] = .int(pair.requestsReceived)
             p["responsesSent"] = .int(pair.responsesSent)
             if let rtt = pair.currentRTT { p["currentRoundTripTime"] = .double(rtt.seconds) }
-            if pair.selected { t["selectedCandidatePairId"] = .string(p.id) }
+            if pair.selected {
+                t["selectedCandidatePairId"] = .string(p.id)
+                if let estimate = transport?.congestion.availableOutgoingBitrate { p["availableOutgoingBitrate"] = .int(estimate) }
+            }
             report.add(p)
         }
         report.add(t)

@@ -47,6 +47,9 @@ public final class PeerConnection: @unchecked Sendable {
     var byMid: [String: RtpTransceiver] = [:]
     var midExtensionID: UInt8?
     var unroutedRTP = 0
+    /// RTX packets unwrapped, and those dropped (padding, unknown stream, malformed).
+    var rtxReceived = 0, rtxDropped = 0
+    var passThroughNacks = PassThroughNacks()
     var closed = false
 
     struct Snapshot {

@@ -89,8 +89,13 @@ func writeSDP(_ session: LocalSessionParameters, sections: [LocalMediaSection], 
             if let fmtp = codec.sdpFmtpLine, !fmtp.isEmpty { w.add("a=fmtp:\(codec.payloadType) \(fmtp)") }
         }
         if let sender = section.sender, section.direction.sends {
-            w.add("a=ssrc:\(sender.ssrc) cname:\(sender.cname)")
-            w.add("a=ssrc:\(sender.ssrc) msid:\(sender.streamIds.first ?? "-") \(sender.trackId)")
+            let msid = "\(sender.streamIds.first ?? "-") \(sender.trackId)"
+            let rtx = section.codecs.contains { RTXCodec.isRTX($0.mimeType) } ? sender.rtxSSRC : nil
+            if let rtx { w.add("a=ssrc-group:FID \(sender.ssrc) \(rtx)") }
+            for ssrc in [sender.ssrc] + (rtx.map { [$0] } ?? []) {
+                w.add("a=ssrc:\(ssrc) cname:\(sender.cname)")
+                w.add("a=ssrc:\(ssrc) msid:\(msid)")
+            }
         }
     }
     return w.text

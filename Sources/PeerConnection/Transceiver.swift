@@ -30,6 +30,10 @@ public final class RtpTransceiver: @unchecked Sendable {
     public let sender: RtpSender
     public let receiver: RtpReceiver
     var mLineIndex: Int?
+    /// Negotiated rtx payload type → the payload type it repairs (loop thread).
+    var rtxAssociations: [UInt8: UInt8] = [:]
+    /// The peer's RTX SSRC → the SSRC it repairs, from its `a=ssrc-group:FID` (loop thread).
+    var rtxRepairs: [UInt32: UInt32] = [:]
     private let shared: Mutex<Shared>
 
     struct Shared {
@@ -44,7 +48,8 @@ public final class RtpTransceiver: @unchecked Sendable {
     init(kind: MediaKind, init options: TransceiverInit, codecs: [RtpCodecCapability], ssrc: UInt32, cname: String) {
         self.kind = kind
         self.shared = Mutex(Shared(direction: options.direction, preferences: codecs))
-        self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds)
+        self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds,
+                                rtxSSRC: kind == .video ? UInt32.random(in: 1...UInt32.max) : nil)
         self.receiver = RtpReceiver(kind: kind)
     }
 
@@ -113,13 +118,31 @@ public final class RtpSender: @unchecked Sendable {
         get { orientationID.withLock { $0 } }
         set { orientationID.withLock { $0 = newValue } }
     }
+    private let transportCCID = Mutex<UInt8?>(nil)
+    /// The id of the transport-wide sequence number extension on this m-line (nil: not
+    /// negotiated). Packets carry a 2-byte placeholder the transport fills in as they leave,
+    /// so the numbers follow the order on the wire (retransmissions and forwards included).
+    var transportCCExtensionID: UInt8? {
+        get { transportCCID.withLock { $0 } }
+        set { transportCCID.withLock { $0 = newValue } }
+    }
     /// RTCP feedback about what this sender sends (NACK, PLI, FIR, REMB, TWCC, receiver reports).
     /// Called on the connection's loop thread.
     public var onRTCP: (@Sendable (RTCPPacket) -> Void)?
 
-    init(kind: MediaKind, ssrc: UInt32, cname: String, streamIds: [String]) {
+    /// The SSRC of our RTX stream (video), used when the peer negotiated rtx.
+    public let rtxSSRC: UInt32?
+    private let rtx = Mutex<(payloadTypes: [UInt8: UInt8], sequence: UInt16)>(([:], UInt16.random(in: 0...UInt16.max)))
+    /// Media payload type → the rtx payload type negotiated for it (empty: resend as is).
+    var rtxPayloadTypes: [UInt8: UInt8] {
+        get { rtx.withLock { $0.payloadTypes } }
+        set { rtx.withLock { $0.payloadTypes = newValue } }
+    }
+
+    init(kind: MediaKind, ssrc: UInt32, cname: String, streamIds: [String], rtxSSRC: UInt32? = nil) {
         self.kind = kind
         self.ssrc = ssrc
+        self.rtxSSRC = rtxSSRC
         self.cname = cname
         self.streamIds = streamIds
         self.trackId = "\(kind.rawValue)-\(String(ssrc, radix: 16))"
@@ -195,12 +218,14 @@ public final class RtpSender: @unchecked Sendable {
             return
         }
         let first = nextSequence.withLock { s -> UInt16 in defer { s &+= UInt16(truncatingIfNeeded: payloads.count) }; return s }
+        let transportCC = transportCCExtensionID
         var packets: [RTPPacket] = []
         packets.reserveCapacity(payloads.count)
         for (i, payload) in payloads.enumerated() {
             var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: first &+ UInt16(truncatingIfNeeded: i),
                                    timestamp: timestamp, ssrc: ssrc, payload: payload.bytes)
             if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+            if let transportCC { packet.setExtension(id: transportCC, data: [0, 0]) }
             if i == payloads.count - 1 {
                 for e in lastPacketExtensions { packet.setExtension(id: e.id, data: e.data) }
             }
@@ -215,7 +240,7 @@ public final class RtpSender: @unchecked Sendable {
                     $0.bytes += bytes.count
                     $0.payloadTypes.insert(packet.payloadType)
                 }
-                transport.sendRTP(bytes)
+                transport.sendRTP(bytes, transportCCID: transportCC, kind: kind == .video ? .video : .audio)
                 onSent(packet, bytes, now)
             }
         }
@@ -241,7 +266,51 @@ public final class RtpSender: @unchecked Sendable {
         sendPrepared(packet)
     }
 
+    /// Resends a packet this sender sent before (its plaintext bytes from the history): on the
+    /// RTX stream when the peer negotiated rtx for its payload type (RFC 4588), else as it was;
+    /// either way with a new transport-wide sequence number. Any thread.
+    func resend(_ bytes: [UInt8]) {
+        var packet = bytes
+        if bytes.count >= 2, let rtxSSRC {
+            let wrapped = rtx.withLock { state -> [UInt8]? in
+                guard let pt = state.payloadTypes[bytes[1] & 0x7F] else { return nil }
+                defer { state.sequence &+= 1 }
+                return try? RTXPayload.wrap(original: bytes, rtxSSRC: rtxSSRC, rtxPayloadType: pt, rtxSequenceNumber: state.sequence)
+            }
+            if let wrapped { packet = wrapped }
+        }
+        transport?.sendRTP(packet, transportCCID: transportCCExtensionID, kind: .retransmission)
+    }
+
+    /// Padding-only packets on the RTX stream for a bandwidth probe (RFC 4588 receivers drop
+    /// them; RFC 3550 §5.1 padding, at most 255 bytes a packet), about `bytes` in all. Empty
+    /// when the peer negotiated no rtx or no transport-cc (a probe nobody measures is waste).
+    func paddingPackets(bytes: Int) -> [(bytes: [UInt8], transportCCID: UInt8)] {
+        guard let rtxSSRC, let transportCC = transportCCExtensionID else { return [] }
+        return rtx.withLock { state -> [(bytes: [UInt8], transportCCID: UInt8)] in
+            guard let pt = state.payloadTypes.values.min() else { return [] }
+            var out: [(bytes: [UInt8], transportCCID: UInt8)] = []
+            var left = bytes
+            while left > 0, out.count < 50 {
+                var packet = RTPPacket(marker: false, payloadType: pt, sequenceNumber: state.sequence, timestamp: 0,
+                                       ssrc: rtxSSRC, payload: [])
+                state.sequence &+= 1
+                if let id = midExtensionID, let mid { packet.setExtension(id: id, data: Array(mid.utf8)) }
+                packet.setExtension(id: transportCC, data: [0, 0])
+                var wire = packet.serialize()
+                wire[0] |= 0x20
+                wire.append(contentsOf: [UInt8](repeating: 0, count: 254) + [255])
+                out.append((wire, transportCC))
+                left -= wire.count
+            }
+            return out
+        }
+    }
+
     private func sendPrepared(_ packet: RTPPacket) {
+        var packet = packet
+        let transportCC = transportCCExtensionID
+        if let transportCC { packet.setExtension(id: transportCC, data: [0, 0]) }
         guard let transport else {
             counters.withLock { $0.dropped += 1 }
             return
@@ -252,7 +321,7 @@ public final class RtpSender: @unchecked Sendable {
             $0.bytes += bytes.count
             $0.payloadTypes.insert(packet.payloadType)
         }
-        transport.sendRTP(bytes)
+        transport.sendRTP(bytes, transportCCID: transportCC, kind: .direct)
     }
 }
 

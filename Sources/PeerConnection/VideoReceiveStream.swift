@@ -110,6 +110,7 @@ final class VideoReceiveStream: @unchecked Sendable {
                 $0.frameWidth = frame.width
                 $0.frameHeight = frame.height
                 $0.totalDecodeTime += decodeTime
+                $0.freezes.frameRendered(at: .now)
             }
             track.source.deliverCapturedFrame(frame)
         } catch {
@@ -127,6 +128,7 @@ struct VideoReceiveCounters: Sendable {
     var framesAssembled = 0, framesDecoded = 0, keyFramesDecoded = 0, frameWidth = 0, frameHeight = 0
     var decodeErrors = 0, nackCount = 0, pliCount = 0
     var totalDecodeTime: Duration = .zero
+    var freezes = FreezeDetector()
 }
 
 /// CLOCK_MONOTONIC in ns (the clock capture timestamps use).

@@ -104,6 +104,7 @@ enum PlayCommand {
                 "audioFramesDecoded": audioMeter.frames, "audioEnergyDb": audioMeter.energyDb,
                 "state": session.peerConnection.peerConnectionState.rawValue, "stats": report.jsonObject,
             ]
+            summary.merge(checker.quality) { current, _ in current }
             if let inbound { summary["inbound"] = StatsReport.json(inbound) }
             try writeJSON(summary, to: statsPath)
         }
@@ -112,23 +113,47 @@ enum PlayCommand {
     }
 }
 
-/// Reads the SwiftRTC test pattern from every frame: counts, order, and latency.
+/// Reads the SwiftRTC test pattern from every frame: counts, order, gaps, freezes and latency
+/// (the pattern carries its frame number and capture wall-clock time).
 final class PatternChecker: VideoRenderer, Sendable {
-    private let state = Mutex<(frames: Int, read: Int, last: UInt32?, ordered: Bool, latencies: [Double])>((0, 0, nil, true, []))
+    struct State {
+        var frames = 0, read = 0, ordered = true
+        var first: UInt32?, last: UInt32?
+        var latencies: [Double] = []
+        var lastArrival: Double?
+        /// Gaps between frames longer than `freezeThreshold` seconds.
+        var freezes = 0
+        var freezeSeconds = 0.0
+        var longestGap = 0.0
+    }
+    private let state = Mutex(State())
+    /// A pause this long between two decoded frames counts as a freeze (what a viewer sees).
+    static let freezeThreshold = 0.5
 
     func render(_ frame: VideoFrame) {
         let result = TestPattern.read(frame)
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let nowMs = UInt32(truncatingIfNeeded: (Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000))
+        let arrival = now()
         state.withLock { s in
             s.frames += 1
+            if let previous = s.lastArrival {
+                let gap = arrival - previous
+                s.longestGap = max(s.longestGap, gap)
+                if gap > Self.freezeThreshold {
+                    s.freezes += 1
+                    s.freezeSeconds += gap
+                }
+            }
+            s.lastArrival = arrival
             guard let result else { return }
             s.read += 1
             if let last = s.last, result.frameNumber <= last { s.ordered = false }
+            s.first = s.first ?? result.frameNumber
             s.last = result.frameNumber
             let latency = Double(Int32(bitPattern: nowMs &- result.wallClockMs))
-            if s.latencies.count < 10_000 { s.latencies.append(latency) }
+            if s.latencies.count < 100_000 { s.latencies.append(latency) }
         }
     }
 
@@ -137,6 +162,20 @@ final class PatternChecker: VideoRenderer, Sendable {
             let sorted = s.latencies.sorted()
             return (s.read, s.frames > 0 && Double(s.read) >= 0.9 * Double(s.frames) && s.ordered,
                     sorted.isEmpty ? nil : sorted[sorted.count / 2])
+        }
+    }
+
+    /// For --stats-json: frames the sender numbered between the first and last one read that
+    /// never arrived, freezes, and latency percentiles.
+    var quality: [String: Any] {
+        state.withLock { s in
+            let sorted = s.latencies.sorted()
+            func percentile(_ p: Double) -> Any { sorted.isEmpty ? NSNull() : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+            let span = s.first.flatMap { first in s.last.map { Int($0 &- first) + 1 } } ?? 0
+            return ["patternFramesSpan": span, "patternFramesMissing": max(0, span - s.read),
+                    "freezesOver500Ms": s.freezes, "freezeSecondsOver500Ms": s.freezeSeconds,
+                    "longestFrameGapMs": s.longestGap * 1000,
+                    "patternLatencyMsP50": percentile(0.5), "patternLatencyMsP95": percentile(0.95)]
         }
     }
 }

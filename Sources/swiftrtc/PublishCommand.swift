@@ -5,7 +5,8 @@ import SwiftRTC
 enum PublishCommand {
     static let usage = """
     usage: swiftrtc publish URL [--source testsrc|file:PATH|camera[:ID]] [--codec h264|vp8] [--size WxH] [--fps N]
-                                [--bitrate KBPS] [--max-fps N] [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
+                                [--bitrate KBPS] [--min-bitrate KBPS] [--max-fps N] [--degradation PREF]
+                                [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
                                 [--insecure]
 
@@ -18,6 +19,9 @@ enum PublishCommand {
       --codec C           h264 (default) or vp8
       --size WxH          capture size (default 1280x720)      --fps N   capture rate (default 30)
       --bitrate KBPS      the sender's maxBitrate               --max-fps N   the sender's maxFramerate
+      --min-bitrate KBPS  the sender's minBitrate (the bandwidth estimate never takes the encoder below it)
+      --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
+                          maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
       --audio A           tone (default), file:PATH (WAV) or none
       --beauty S          beauty filter strength 0…1 (default off)
@@ -41,6 +45,8 @@ enum PublishCommand {
         let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...120).contains($0) ? $0 : nil } }
         let bitrate = try a.option("bitrate", default: Int?.none) { Int($0).flatMap { $0 > 0 ? $0 : nil } }
         let maxFps = try a.option("max-fps", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let minBitrate = try a.option("min-bitrate", default: Int?.none) { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let degradation = try a.option("degradation", default: DegradationPreference.balanced) { DegradationPreference(rawValue: $0) }
         let adapt = try a.option("adapt", default: (width: Int, height: Int, fps: Int)?.none) { text in
             let parts = text.split(separator: "@")
             guard let size = parseSize(String(parts[0])) else { return nil }
@@ -105,6 +111,8 @@ enum PublishCommand {
             var p = video.sender.parameters
             p.encodings[0].maxBitrate = bitrate.map { $0 * 1000 }
             p.encodings[0].maxFramerate = maxFps
+            p.encodings[0].minBitrate = minBitrate.map { $0 * 1000 }
+            p.degradationPreference = degradation
             try video.sender.setParameters(p)
         }
         try await capture.start()
@@ -131,7 +139,8 @@ enum PublishCommand {
             let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: out?.int("bytesSent") ?? 0)
             status.show(formatStatus(state: session.peerConnection.peerConnectionState.rawValue, elapsed: now() - started,
                                      fps: rate.fps, width: out?.int("frameWidth") ?? 0, height: out?.int("frameHeight") ?? 0,
-                                     kbps: rate.kbps, rtt: remote?.double("roundTripTime"), loss: remote?.double("fractionLost")))
+                                     kbps: rate.kbps, rtt: remote?.double("roundTripTime"), loss: remote?.double("fractionLost"))
+                        + senderExtras(report))
             try? await Task.sleep(for: .milliseconds(750))
         }
         waiter.cancel()
@@ -153,6 +162,10 @@ enum PublishCommand {
                 "stats": report.jsonObject,
             ]
             if let out { summary["outbound"] = StatsReport.json(out) }
+            summary["targetBitrate"] = out?.int("targetBitrate") ?? 0
+            summary["availableOutgoingBitrate"] = report.ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.first ?? NSNull()
+            summary["qualityLimitationResolutionChanges"] = out?.int("qualityLimitationResolutionChanges") ?? 0
+            summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
             try writeJSON(summary, to: statsPath)
         }
         await session.close()

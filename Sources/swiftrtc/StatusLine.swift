@@ -64,6 +64,27 @@ func parseSize(_ text: String) -> (width: Int, height: Int)? {
     return (w, h)
 }
 
+/// What a sender's status line adds: the encoder's target, why it is limited, NACKs answered.
+func senderExtras(_ report: StatsReport) -> String {
+    guard let out = report.ofType("outbound-rtp").first(where: { $0["kind"] == .string("video") }) else { return "" }
+    var text = ""
+    if let target = out.int("targetBitrate"), target > 0 { text += "  target \(target / 1000) kbps" }
+    if case .string(let reason)? = out["qualityLimitationReason"], reason != "none" { text += " (\(reason))" }
+    if let resent = out.int("retransmittedPacketsSent"), resent > 0 { text += "  rtx \(resent)" }
+    return text
+}
+
+/// What a receiver's status line adds: NACKs sent and freezes seen (W3C definitions).
+func receiverExtras(_ inbound: RTCStats?) -> String {
+    guard let inbound else { return "" }
+    var text = ""
+    if let nacks = inbound.int("nackCount"), nacks > 0 { text += "  nack \(nacks)" }
+    if let freezes = inbound.int("freezeCount"), freezes > 0 {
+        text += String(format: "  freezes %d (%.1f s)", freezes, inbound.double("totalFreezesDuration") ?? 0)
+    }
+    return text
+}
+
 /// The status line of a player, from its stats: decode rate, size, kbps, ICE RTT, loss.
 func playerStatus(_ report: StatsReport, state: String, elapsed: Double, meter: inout RateMeter) -> String {
     let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
@@ -73,7 +94,7 @@ func playerStatus(_ report: StatsReport, state: String, elapsed: Double, meter: 
     return formatStatus(state: state, elapsed: elapsed, fps: rate.fps,
                         width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
                         kbps: rate.kbps, rtt: pair?.double("currentRoundTripTime"),
-                        loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil)
+                        loss: received + lost > 0 ? max(0, lost) / (received + lost) : nil) + receiverExtras(inbound)
 }
 
 /// `--token`, `--api` and `--insecure` (publish, play) as a streaming session's options.

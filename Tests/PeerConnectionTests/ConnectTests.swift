@@ -19,7 +19,7 @@ struct ConnectTests {
         let bTransceivers = b.transceivers
         try #require(bTransceivers.count == 2)
         #expect(bTransceivers.map(\.mid) == ["0", "1"])
-        #expect(bTransceivers[1].negotiatedCodecs.map(\.mimeType) == ["video/H264"])
+        #expect(bTransceivers[1].negotiatedCodecs.map(\.mimeType) == ["video/H264", "video/rtx"])
         #expect(bTransceivers[1].negotiatedCodecs.first?.sdpFmtpLine?.contains("profile-level-id=42e01f") == true)
 
         let atB = PacketLog(), atA = PacketLog()

@@ -58,6 +58,7 @@ struct LossTests {
         let source = VideoSource()
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.vp8])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
+        try encodeEveryFrame(t.sender)
         try await negotiate(a, b)
         try await a.waitConnected(timeout: .seconds(10))
         try await b.waitConnected(timeout: .seconds(10))

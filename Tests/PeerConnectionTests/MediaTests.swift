@@ -30,6 +30,7 @@ struct PeerConnectionMediaTests {
         let capability: RtpCodecCapability = codec == "H264" ? .h264 : .vp8
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [capability])
         t.sender.replaceTrack(track)
+        try encodeEveryFrame(t.sender)
         try await negotiate(a, b)
         try await a.waitConnected(timeout: .seconds(10))
         try await b.waitConnected(timeout: .seconds(10))

@@ -50,3 +50,10 @@ func advertisedAddress(_ pc: PeerConnection) throws -> SocketAddress {
     let candidate = try Candidate(parsing: String(line))
     return try #require(candidate.socketAddress)
 }
+
+/// For tests about something other than bandwidth: the start-up estimate (300 kbit/s until
+/// feedback raises it) may not make the encoder skip frames or shrink them.
+func encodeEveryFrame(_ sender: RtpSender) throws {
+    try sender.setParameters(RtpSendParameters(encodings: [RtpEncodingParameters(minBitrate: 400_000)],
+                                               degradationPreference: .maintainFramerate))
+}

@@ -135,6 +135,7 @@ struct VideoOrientationTests {
         let source = VideoSource()
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [codec == "H264" ? .h264 : .vp8])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
+        try encodeEveryFrame(t.sender)
         try await negotiate(a, b)
         try await a.waitConnected(timeout: .seconds(10))
         try await b.waitConnected(timeout: .seconds(10))

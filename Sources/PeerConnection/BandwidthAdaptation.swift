@@ -1,0 +1,101 @@
+/// What an encoder gives up when the network's estimate cannot carry the source as captured
+/// (`degradationPreference`): `maintainFramerate` lowers the resolution in steps,
+/// `maintainResolution` the frame rate, `balanced` halves the resolution first, then the rate.
+/// Sans-I/O: the encode queue asks once per frame with the current target.
+///
+/// The measure is bits per pixel per frame at the target rate: below `lowBitsPerPixel` the
+/// picture is blocky enough that fewer pixels (or frames) look better; a step back up needs
+/// `highBitsPerPixel` at the larger size (hysteresis) and `upDelay` since the last change, so
+/// a short dip does not make the resolution flap. Steps down follow at `downDelay`.
+struct BandwidthAdaptation: Sendable {
+    struct Output: Equatable, Sendable {
+        /// Divide the source's width and height by this (≥ 1).
+        var scale: Double
+        /// At most this many frames per second.
+        var fps: Double
+        /// The encoder runs below what was asked because of bandwidth.
+        var limited: Bool
+    }
+
+    static let scales: [Double] = [1, 4.0 / 3, 2, 8.0 / 3, 4]
+    var lowBitsPerPixel = 0.04
+    var highBitsPerPixel = 0.07
+    var downDelay: Duration = .milliseconds(1000)
+    var upDelay: Duration = .seconds(3)
+    static let minFramerate = 5.0
+
+    private(set) var scaleIndex = 0
+    private(set) var fpsCap: Double?
+    private(set) var resolutionChanges = 0
+    private var lastChange: ContinuousClock.Instant?
+
+    /// The adapted size and rate for a source frame of `width`×`height` at `fps`.
+    mutating func adapt(width: Int, height: Int, fps: Double, targetBitrate: Int, preference: DegradationPreference,
+                        now: ContinuousClock.Instant) -> Output {
+        let pixels = Double(width * height)
+        func bitsPerPixel(scaleIndex: Int, fps: Double) -> Double {
+            let s = Self.scales[scaleIndex]
+            return Double(targetBitrate) / (pixels / (s * s) * max(fps, 1))
+        }
+        let canChangeDown = lastChange.map { now - $0 >= downDelay } ?? true
+        let canChangeUp = lastChange.map { now - $0 >= upDelay } ?? true
+        let currentFps = min(fps, fpsCap ?? fps)
+        let quality = bitsPerPixel(scaleIndex: scaleIndex, fps: currentFps)
+        let minimumPixels = 160.0 * 90
+        if quality < lowBitsPerPixel, canChangeDown {
+            if stepDown(preference: preference, pixels: pixels, minimumPixels: minimumPixels, fps: fps) { lastChange = now }
+        } else if canChangeUp {
+            if stepUp(fps: fps, bitsPerPixel: bitsPerPixel) { lastChange = now }
+        }
+        let outFps = min(fps, fpsCap ?? fps)
+        return Output(scale: Self.scales[scaleIndex], fps: outFps, limited: scaleIndex > 0 || outFps < fps)
+    }
+
+    private mutating func stepDown(preference: DegradationPreference, pixels: Double, minimumPixels: Double, fps: Double) -> Bool {
+        let canScale = scaleIndex + 1 < Self.scales.count
+            && pixels / (Self.scales[scaleIndex + 1] * Self.scales[scaleIndex + 1]) >= minimumPixels
+        let current = fpsCap ?? fps
+        let canSlow = current > Self.minFramerate
+        switch preference {
+        case .maintainFramerate:
+            guard canScale else { return false }
+            scaleIndex += 1
+            resolutionChanges += 1
+        case .maintainResolution:
+            guard canSlow else { return false }
+            fpsCap = max(Self.minFramerate, current * 2 / 3)
+        case .balanced:
+            // Down to half size first (where detail costs most), then the rate, then size again.
+            if scaleIndex < 2, canScale {
+                scaleIndex += 1
+                resolutionChanges += 1
+            } else if canSlow, current > fps / 2 {
+                fpsCap = max(Self.minFramerate, current * 2 / 3)
+            } else if canScale {
+                scaleIndex += 1
+                resolutionChanges += 1
+            } else if canSlow {
+                fpsCap = max(Self.minFramerate, current * 2 / 3)
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Undoes the last kind of step if the larger setting would still have `highBitsPerPixel`.
+    private mutating func stepUp(fps: Double, bitsPerPixel: (Int, Double) -> Double) -> Bool {
+        let current = fpsCap ?? fps
+        // The frame rate comes back before the resolution.
+        if let cap = fpsCap {
+            let next = min(fps, cap * 3 / 2)
+            guard bitsPerPixel(scaleIndex, next) >= highBitsPerPixel else { return false }
+            fpsCap = next >= fps ? nil : next
+            return true
+        }
+        guard scaleIndex > 0, bitsPerPixel(scaleIndex - 1, current) >= highBitsPerPixel else { return false }
+        scaleIndex -= 1
+        resolutionChanges += 1
+        return true
+    }
+}

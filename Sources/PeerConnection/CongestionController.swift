@@ -1,0 +1,275 @@
+import BandwidthEstimation
+import RTP
+import RTPMedia
+import Synchronization
+
+/// How an outgoing RTP packet is treated on its way out.
+enum OutgoingRTPKind: Sendable {
+    /// Encoded video: paced.
+    case video
+    /// Encoded audio: never waits behind video.
+    case audio
+    /// A packet resent for a NACK: ahead of new video.
+    case retransmission
+    /// Raw RTP from the application and forwarded packets: sent at once (a relay cannot slow
+    /// down its publisher's stream, only pass it on).
+    case direct
+}
+
+/// The connection's bandwidth estimate for its video encoders, readable from their queues.
+final class NetworkTarget: Sendable {
+    private let estimate = Atomic<Int>(0)
+    private let settled = Atomic<Bool>(false)
+    /// 0: no estimate (the peer gives no transport-cc or REMB feedback): encoders use their
+    /// own defaults.
+    var bitrate: Int { estimate.load(ordering: .relaxed) }
+    /// Whether the estimate rests on feedback and the start-up probes had their time: only then
+    /// may it lower the resolution or the frame rate (the unconfirmed start bitrate may not).
+    var isSettled: Bool { settled.load(ordering: .relaxed) }
+    func set(_ bps: Int, settled: Bool) {
+        estimate.store(bps, ordering: .relaxed)
+        self.settled.store(settled, ordering: .relaxed)
+    }
+}
+
+/// The connection's transport-wide congestion control, on its loop thread (the chain of
+/// stages between the streams and SRTP): paces media, stamps transport-wide sequence numbers
+/// as packets leave, feeds the GCC estimator with what was sent and what the peer's
+/// transport-cc feedback, REMB and receiver reports say, publishes the estimate to the video
+/// encoders, and sends transport-cc feedback about what we receive.
+final class CongestionController {
+    private unowned let transport: MediaTransport
+    /// The video encoders' share of the estimate.
+    let network = NetworkTarget()
+    private var estimator = BandwidthEstimator()
+    private var pacer = Pacer()
+    private var recorder = TransportCCRecorder()
+    private var nextTransportSequence: UInt16 = 1
+    private var pacerTimer: Int?
+    private var tickTimer: Int?
+    /// Whether the peer gives feedback an estimate can be built on (transport-cc or REMB);
+    /// without it nothing is paced and encoders keep their own rates.
+    private(set) var estimating = false
+    private var receiveExtensionIDs: Set<UInt8> = []
+    private var negotiatedFeedback = false
+    private var gaveUpOnFeedback = false
+    /// Bits per second kept for audio out of the estimate.
+    private var audioReserve = 0
+    private var videoStreams = 1
+    /// Builds about `count` bytes of padding packets for a probe (the video sender's RTX
+    /// stream), each with its transport-cc placeholder id; nil: probes go out with media only.
+    var makePadding: ((Int) -> [(bytes: [UInt8], transportCCID: UInt8)])?
+    private var closed = false
+    private(set) var stats = CongestionStats()
+    private var firstSent: ContinuousClock.Instant?
+    private var firstFeedback: ContinuousClock.Instant?
+    /// A peer that negotiated feedback but sends none within this long (aiortc takes the
+    /// extension and never reports) is treated as giving none: encoders go back to their own rates.
+    static let feedbackTimeout = Duration.seconds(2)
+    /// How long after the first feedback the estimate is trusted to degrade the picture.
+    static let settleTime = Duration.milliseconds(1500)
+
+    init(transport: MediaTransport) {
+        self.transport = transport
+    }
+
+    /// W3C candidate-pair `availableOutgoingBitrate`: nil until the peer's feedback gives one.
+    var availableOutgoingBitrate: Int? { estimating && stats.feedbackReceived ? estimator.availableOutgoingBitrate : nil }
+    var targetBitrate: Int? { estimating ? estimator.targetBitrate : nil }
+    var estimatorStats: BandwidthEstimator.Stats { estimator.stats }
+
+    // MARK: configuration (loop thread)
+
+    /// After each negotiation: the ids the peer's packets carry transport-wide sequence numbers
+    /// under, the SSRC our feedback is sent from, and whether the peer sends feedback on ours.
+    func configure(receiveExtensionIDs: Set<UInt8>, feedbackSSRC: UInt32, sendFeedback: Bool) {
+        self.receiveExtensionIDs = receiveExtensionIDs
+        recorder.senderSSRC = feedbackSSRC
+        negotiatedFeedback = sendFeedback
+        if sendFeedback && !estimating && !gaveUpOnFeedback {
+            estimating = true
+            publishTarget()
+        }
+        scheduleTick()
+    }
+
+    /// The senders' limits (W3C minBitrate/maxBitrate summed) and what audio takes.
+    func setBounds(minBitrate: Int, maxBitrate: Int, audioReserve: Int, videoStreams: Int) {
+        self.audioReserve = audioReserve
+        self.videoStreams = max(1, videoStreams)
+        estimator.setBounds(min: minBitrate + audioReserve, max: maxBitrate + audioReserve)
+        publishTarget()
+    }
+
+    // MARK: sending
+
+    func send(_ packet: [UInt8], transportCCID: UInt8?, kind: OutgoingRTPKind, now: ContinuousClock.Instant) {
+        let paced: PacedPacket.Kind
+        switch kind {
+        case .direct:
+            transmit(packet, transportCCID: transportCCID, probeClusterID: nil, now: now)
+            return
+        case .audio: paced = .audio
+        case .video: paced = estimating ? .video : .audio   // unpaced: nothing to pace at
+        case .retransmission: paced = .retransmission
+        }
+        pacer.enqueue(PacedPacket(bytes: packet, kind: paced, tag: Int(transportCCID ?? 0)), at: now)
+        drainPacer(now: now)
+    }
+
+    private func drainPacer(now: ContinuousClock.Instant) {
+        guard !closed else { return }
+        var rounds = 0
+        while rounds < 2 {
+            while let p = pacer.poll(at: now) {
+                let id = UInt8(truncatingIfNeeded: p.tag)
+                transmit(p.bytes, transportCCID: id == 0 ? nil : id, probeClusterID: p.probeClusterID, now: now)
+                if p.kind == .padding { stats.paddingPackets += 1 }
+            }
+            // A probe with no media to carry it asks for padding.
+            let wanted = pacer.paddingWanted(at: now)
+            guard wanted > 0, let padding = makePadding?(wanted), !padding.isEmpty else { break }
+            for p in padding { pacer.enqueue(PacedPacket(bytes: p.bytes, kind: .padding, tag: Int(p.transportCCID)), at: now) }
+            rounds += 1
+        }
+        stats.queuedPackets = pacer.queuedPackets
+        if let delay = pacer.oldestQueueDelay(now: now) { stats.maxQueueDelay = max(stats.maxQueueDelay, delay) }
+        if let id = pacerTimer { transport.loop.cancelTimer(id) }
+        pacerTimer = nil
+        if let next = pacer.nextSendTime(after: now) {
+            pacerTimer = transport.loop.schedule(at: max(next, now.advanced(by: .microseconds(200)))) { [weak self] in
+                guard let self else { return }
+                self.pacerTimer = nil
+                self.drainPacer(now: .now)
+            }
+        }
+    }
+
+    private func transmit(_ packet: [UInt8], transportCCID: UInt8?, probeClusterID: Int?, now: ContinuousClock.Instant) {
+        var bytes = packet
+        if firstSent == nil { firstSent = now }
+        if let id = transportCCID, let seq = stamp(&bytes, id: id) {
+            // SRTP adds its tag; the estimator wants what the wire carries (IP/UDP aside).
+            estimator.onPacketSent(transportSequence: seq, size: bytes.count + 10, at: now, probeClusterID: probeClusterID)
+        }
+        _ = transport.transmitRTP(bytes)
+    }
+
+    /// Writes the next transport-wide sequence number into the packet's placeholder.
+    private func stamp(_ bytes: inout [UInt8], id: UInt8) -> UInt16? {
+        let seq = nextTransportSequence
+        let stamped = bytes.withUnsafeMutableBytes { p -> Bool in
+            guard let view = try? RTPHeaderView(UnsafeRawBufferPointer(p)), let range = view.extensionRange(id: id),
+                  range.count == 2 else { return false }
+            p[range.lowerBound] = UInt8(truncatingIfNeeded: seq >> 8)
+            p[range.lowerBound + 1] = UInt8(truncatingIfNeeded: seq)
+            return true
+        }
+        guard stamped else { return nil }
+        nextTransportSequence &+= 1
+        return seq
+    }
+
+    // MARK: feedback about what we send
+
+    func handleTransportFeedback(_ feedback: TransportCCFeedback, now: ContinuousClock.Instant) {
+        feedbackArrived(now: now)
+        estimator.onTransportFeedback(feedback, at: now)
+        estimateUpdated(now: now)
+    }
+
+    func handleREMB(_ remb: REMB, now: ContinuousClock.Instant) {
+        feedbackArrived(now: now)
+        estimator.onREMB(bitrate: Int(clamping: remb.bitrate), at: now)
+        estimateUpdated(now: now)
+    }
+
+    func handleReceiverReport(fractionLost: UInt8, rtt: Duration?, now: ContinuousClock.Instant) {
+        estimator.onReceiverReport(fractionLost: fractionLost, rtt: rtt, at: now)
+        estimateUpdated(now: now)
+    }
+
+    private func feedbackArrived(now: ContinuousClock.Instant) {
+        guard firstFeedback == nil else { return }
+        firstFeedback = now
+        stats.feedbackReceived = true
+        if negotiatedFeedback { estimating = true }
+    }
+
+    private func estimateUpdated(now: ContinuousClock.Instant) {
+        for cluster in estimator.takeProbeClusters() { pacer.startProbe(cluster, at: now) }
+        publishTarget()
+        if pacer.queuedPackets > 0 || pacer.paddingWanted(at: now) > 0 { drainPacer(now: now) }
+    }
+
+    private func publishTarget(now: ContinuousClock.Instant = .now) {
+        guard estimating else {
+            network.set(0, settled: false)
+            pacer.setTargetBitrate(1_000_000_000)   // whatever is still queued leaves now
+            return
+        }
+        let target = estimator.targetBitrate
+        pacer.setTargetBitrate(target)
+        let settled = firstFeedback.map { now - $0 >= Self.settleTime } ?? false
+        network.set(max(30_000, (target - audioReserve) / videoStreams), settled: settled)
+        stats.targetBitrate = target
+    }
+
+    // MARK: receiving
+
+    func received(_ packet: RTPPacket, now: ContinuousClock.Instant) {
+        guard !receiveExtensionIDs.isEmpty else { return }
+        for id in receiveExtensionIDs {
+            guard let data = packet.extensionData(id: id), data.count == 2 else { continue }
+            if recorder.mediaSSRC == 0 { recorder.mediaSSRC = packet.ssrc }
+            recorder.record(transportSequence: UInt16(data[0]) << 8 | UInt16(data[1]), at: now)
+            return
+        }
+    }
+
+    // MARK: the periodic tick: estimator work and our transport-cc feedback
+
+    private func scheduleTick() {
+        guard !closed, tickTimer == nil, estimating || !receiveExtensionIDs.isEmpty else { return }
+        tickTimer = transport.loop.schedule(at: .now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
+            guard let self else { return }
+            self.tickTimer = nil
+            self.tick(now: .now)
+            self.scheduleTick()
+        }
+    }
+
+    private func tick(now: ContinuousClock.Instant) {
+        if estimating, firstFeedback == nil, let first = firstSent, now - first > Self.feedbackTimeout {
+            estimating = false
+            gaveUpOnFeedback = true
+            publishTarget(now: now)
+            drainPacer(now: now)
+        }
+        if estimating {
+            estimator.process(at: now)
+            estimateUpdated(now: now)
+        }
+        let feedback = recorder.poll(at: now)
+        if !feedback.isEmpty {
+            stats.feedbackSent += feedback.count
+            transport.sendRTCP(RTCPPacket.serializeCompound(feedback.map { .transportCC($0) }))
+        }
+    }
+
+    func close() {
+        closed = true
+        for id in [pacerTimer, tickTimer].compactMap({ $0 }) { transport.loop.cancelTimer(id) }
+        pacerTimer = nil
+        tickTimer = nil
+    }
+}
+
+struct CongestionStats: Sendable {
+    var targetBitrate = 0
+    var feedbackReceived = false
+    var feedbackSent = 0
+    var paddingPackets = 0
+    var queuedPackets = 0
+    var maxQueueDelay: Duration = .zero
+}

@@ -1,0 +1,70 @@
+import Testing
+@testable import PeerConnection
+
+@Suite struct BandwidthAdaptationTests {
+    /// 720p30 at 500 kbit/s is 0.018 bit per pixel: maintain-framerate halves the size in two
+    /// steps a second apart (960x540 still has only 0.032) and keeps 30 fps; back at
+    /// 2.5 Mbit/s (0.09 at 720p) it returns to 720p.
+    @Test func maintainFramerateLowersResolutionInStepsAndRecovers() {
+        var a = BandwidthAdaptation()
+        var t = ContinuousClock.now
+        var out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 2_500_000, preference: .maintainFramerate, now: t)
+        #expect(out == .init(scale: 1, fps: 30, limited: false))
+        var scales: [Double] = []
+        for _ in 0..<40 {   // 4 s at 500 kbit/s, one frame every 100 ms
+            t = t.advanced(by: .milliseconds(100))
+            out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 500_000, preference: .maintainFramerate, now: t)
+            if scales.last != out.scale { scales.append(out.scale) }
+        }
+        #expect(scales == [4.0 / 3, 2])            // 960x540, then 640x360 (0.072: stays)
+        #expect(out.fps == 30 && out.limited)
+        var upAt: [Int] = []
+        for i in 0..<100 {
+            t = t.advanced(by: .milliseconds(100))
+            let before = out.scale
+            out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 2_500_000, preference: .maintainFramerate, now: t)
+            if out.scale != before { upAt.append(i) }
+        }
+        #expect(out == .init(scale: 1, fps: 30, limited: false))
+        #expect(upAt.count == 2 && (upAt.first ?? 99) <= 30, "first step up within 3 s: \(upAt)")
+        #expect(a.resolutionChanges == 4)
+    }
+
+    @Test func maintainResolutionLowersFrameRateOnly() {
+        var a = BandwidthAdaptation()
+        var t = ContinuousClock.now
+        var out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 300_000, preference: .maintainResolution, now: t)
+        for _ in 0..<100 {
+            t = t.advanced(by: .milliseconds(100))
+            out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 300_000, preference: .maintainResolution, now: t)
+        }
+        #expect(out.scale == 1 && out.limited)
+        // 30 → 20 → 13.3 → 8.9 → 5.9 fps: the first rate with 0.04 bit per pixel at 300 kbit/s.
+        #expect(abs(out.fps - 30.0 * 16 / 81) < 0.01)
+        #expect(300_000 / (1280 * 720 * out.fps) >= 0.04)
+        #expect(a.resolutionChanges == 0)
+    }
+
+    @Test func balancedHalvesTheSizeBeforeTheRate() {
+        var a = BandwidthAdaptation()
+        var t = ContinuousClock.now
+        var seen: [BandwidthAdaptation.Output] = []
+        for _ in 0..<60 {
+            t = t.advanced(by: .milliseconds(100))
+            let out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 200_000, preference: .balanced, now: t)
+            if seen.last != out { seen.append(out) }
+        }
+        #expect(seen.prefix(3).map(\.scale) == [4.0 / 3, 2, 2])
+        #expect(seen.prefix(3).map(\.fps) == [30, 30, 20])
+    }
+
+    @Test func plentyOfBandwidthChangesNothing() {
+        var a = BandwidthAdaptation()
+        var t = ContinuousClock.now
+        for _ in 0..<50 {
+            t = t.advanced(by: .milliseconds(100))
+            #expect(a.adapt(width: 640, height: 360, fps: 30, targetBitrate: 800_000, preference: .balanced, now: t)
+                    == .init(scale: 1, fps: 30, limited: false))
+        }
+    }
+}
