@@ -19,6 +19,10 @@ final class AudioReceiveStream: @unchecked Sendable {
     private var decoder: OpusDecoder?
     private let counters = Mutex(AudioReceiveCounters())
     private var closed = false
+    /// Loss and jitter of the remote stream, for our reception reports (loop thread).
+    private(set) var reception: ReceiverStatistics?
+    /// Capture times from the sender's reports, for lip sync (loop thread).
+    private(set) var timing = StreamTiming(clockRate: 48000)
 
     init(track: AudioTrack, loop: EventLoop) {
         self.track = track
@@ -27,10 +31,24 @@ final class AudioReceiveStream: @unchecked Sendable {
 
     var stats: AudioReceiveCounters { counters.withLock { $0 } }
 
-    func receive(_ packet: RTPPacket, now: ContinuousClock.Instant) {
+    func receive(_ packet: RTPPacket, now: ContinuousClock.Instant, arrivalNTP: UInt64) {
         guard !closed else { return }
+        if reception?.ssrc != packet.ssrc { reception = ReceiverStatistics(ssrc: packet.ssrc, clockRate: 48000) }
+        reception?.record(packet, arrival: now)
+        timing.packet(rtpTimestamp: packet.timestamp, arrivalNTP: arrivalNTP)
         _ = buffer.insert(packet, arrival: now)
         if timerID == nil { play(now) }
+    }
+
+    var remoteSSRC: UInt32? { reception?.ssrc }
+
+    func receiveSenderReport(_ sr: SenderReport, now: ContinuousClock.Instant) {
+        reception?.recordSenderReport(sr, arrival: now)
+        timing.senderReport(ntp: sr.ntpTimestamp, rtpTimestamp: sr.rtpTimestamp)
+    }
+
+    func receptionReport(now: ContinuousClock.Instant) -> ReceptionReport? {
+        reception?.receptionReport(now: now)
     }
 
     func close() {

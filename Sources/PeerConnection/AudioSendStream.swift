@@ -20,11 +20,24 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
     private let timestampBase = UInt32.random(in: 0...UInt32.max)
     private var samplesSent: UInt32 = 0
     private let counters = Mutex(AudioSendCounters())
+    /// What we sent, for our sender reports and the RTT from the peer's (loop thread).
+    var senderStats: SenderStatistics
 
     init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?) {
         self.sender = sender
         self.payloadType = payloadType
         self.processing = Mutex(processing)
+        self.senderStats = SenderStatistics(ssrc: sender.ssrc, clockRate: 48000)
+    }
+
+    /// The loss the peer reports: Opus spends in-band FEC bits in proportion (libwebrtc sets
+    /// the encoder's expected loss the same way), so a lost packet is rebuilt from the next.
+    func setReportedLoss(fraction: UInt8) {
+        let percent = min(100, Int(fraction) * 100 / 256)
+        queue.async { [self] in
+            guard let encoder, encoder.settings.packetLossPercent != max(percent, 1) else { return }
+            try? encoder.setInbandFEC(true, packetLossPercent: max(percent, 1))
+        }
     }
 
     var stats: AudioSendCounters { counters.withLock { $0 } }
@@ -83,7 +96,9 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
                 $0.totalSamplesSent += samples.count
                 $0.totalEnergy += energy / (32768.0 * 32768.0) * 0.02
             }
-            sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp) { _, _, _ in }
+            sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp) { [self] packet, _, now in
+                senderStats.record(packet, sentAt: now)
+            }
         } catch {
             counters.withLock { $0.encodeErrors += 1 }
         }

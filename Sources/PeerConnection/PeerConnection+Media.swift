@@ -151,6 +151,7 @@ extension PeerConnection {
                 for e in f.entries { sendStream(ssrc: e.ssrc)?.handleKeyframeRequest(packet, now: now) }
             case .senderReport(let sr):
                 media.videoReceive.values.first { $0.remoteSSRC == sr.ssrc }?.receiveSenderReport(sr, now: now)
+                media.audioReceive.values.first { $0.remoteSSRC == sr.ssrc }?.receiveSenderReport(sr, now: now)
                 handleReports(sr.reports, now: now)
             case .receiverReport(let rr):
                 handleReports(rr.reports, now: now)
@@ -166,6 +167,11 @@ extension PeerConnection {
 
     private func handleReports(_ reports: [ReceptionReport], now: ContinuousClock.Instant) {
         for report in reports {
+            if let audio = media.audioSend.values.first(where: { $0.sender.ssrc == report.ssrc }) {
+                _ = audio.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now))
+                audio.setReportedLoss(fraction: report.fractionLost)
+                continue
+            }
             guard let stream = media.videoSend.values.first(where: { $0.sender.ssrc == report.ssrc }) else { continue }
             let rtt = stream.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now))
             if let rtt {
@@ -189,15 +195,21 @@ extension PeerConnection {
         }
     }
 
+    /// Audio is reported too: its sender reports are what lets the far end line it up with the
+    /// video (RFC 3550 §6.4.1), and its receiver reports give our sender loss and RTT.
     private func sendReports(now: ContinuousClock.Instant) {
         guard let transport, transport.dtlsState == .connected else { return }
         let blocks = media.videoReceive.values.compactMap { $0.receptionReport(now: now) }
+            + media.audioReceive.values.compactMap { $0.receptionReport(now: now) }
         var packets: [RTCPPacket] = []
         var reportSSRC: UInt32?
-        for stream in media.videoSend.values {
-            if let sr = stream.senderStats.senderReport(now: now, ntp: media.ntp.ntp(at: now), reports: packets.isEmpty ? blocks : []) {
+        let ntp = media.ntp.ntp(at: now)
+        let senders = media.videoSend.values.map { ($0.sender.ssrc, $0.senderStats) }
+            + media.audioSend.values.map { ($0.sender.ssrc, $0.senderStats) }
+        for (ssrc, stats) in senders {
+            if let sr = stats.senderReport(now: now, ntp: ntp, reports: packets.isEmpty ? blocks : []) {
                 packets.append(.senderReport(sr))
-                reportSSRC = reportSSRC ?? stream.sender.ssrc
+                reportSSRC = reportSSRC ?? ssrc
             }
         }
         if packets.isEmpty, !blocks.isEmpty, let ssrc = transceiverList.first?.sender.ssrc {
@@ -237,21 +249,12 @@ extension PeerConnection {
             }
             m["frames"] = .int(t.sender.videoTrack?.framesRendered ?? 0)
             report.add(m)
-            if let rr = s.senderStats.remoteReport {
-                var r = RTCStats(id: "RI\(mid)", type: "remote-inbound-rtp")
-                r["ssrc"] = .int(Int(rr.ssrc))
-                r["kind"] = .string("video")
-                r["packetsLost"] = .int(Int(rr.cumulativeLost))
-                r["fractionLost"] = .double(Double(rr.fractionLost) / 256)
-                r["jitter"] = .double(Double(rr.jitter) / 90000)
-                if let rtt = s.senderStats.roundTripTime { r["roundTripTime"] = .double(rtt.seconds) }
-                r["localId"] = .string("OT\(mid)")
-                report.add(r)
-            }
+            if let r = remoteInbound(s.senderStats, kind: "video", mid: mid) { report.add(r) }
         }
         if let s = media.audioSend[mid], var o = report.stats["OT\(mid)"] {
             o["totalSamplesSent"] = .int(s.stats.totalSamplesSent)
             report.add(o)
+            if let r = remoteInbound(s.senderStats, kind: "audio", mid: mid) { report.add(r) }
         }
         if let s = media.videoReceive[mid], var i = report.stats["IT\(mid)"] {
             let c = s.stats, j = s.jitterStatistics
@@ -270,16 +273,40 @@ extension PeerConnection {
             i["totalFreezesDuration"] = .double(c.freezes.totalFreezesDuration.seconds)
             i["totalInterFrameDelay"] = .double(c.freezes.totalInterFrameDelay.seconds)
             i["retransmittedPacketsReceived"] = .int(j.retransmissionsReceived)
+            // Not in W3C stats: how much later the video plays than the audio captured with it,
+            // from both streams' sender reports (libwebrtc logs it as the A/V sync offset).
+            if let audio = media.audioReceive.values.first,
+               let offset = StreamTiming.offset(video: s.timing, audio: audio.timing) {
+                i["avSyncOffset"] = .double(offset)
+            }
             report.add(i)
         }
         if let s = media.audioReceive[mid], var i = report.stats["IT\(mid)"] {
             let c = s.stats
+            if let r = s.reception {
+                i["packetsLost"] = .int(Int(r.cumulativeLost))
+                i["jitter"] = .double(r.jitterSeconds)
+            }
             i["totalSamplesReceived"] = .int(c.samplesDecoded)
             i["concealedSamples"] = .int(c.samplesConcealed)
             i["audioLevel"] = .double(c.lastLevel)
             report.add(i)
         }
     }
+}
+
+/// W3C remote-inbound-rtp: what the peer's last reception report said about our stream.
+private func remoteInbound(_ stats: SenderStatistics, kind: String, mid: String) -> RTCStats? {
+    guard let rr = stats.remoteReport else { return nil }
+    var r = RTCStats(id: "RI\(mid)", type: "remote-inbound-rtp")
+    r["ssrc"] = .int(Int(rr.ssrc))
+    r["kind"] = .string(kind)
+    r["packetsLost"] = .int(Int(rr.cumulativeLost))
+    r["fractionLost"] = .double(Double(rr.fractionLost) / 256)
+    r["jitter"] = .double(Double(rr.jitter) / Double(stats.clockRate))
+    if let rtt = stats.roundTripTime { r["roundTripTime"] = .double(rtt.seconds) }
+    r["localId"] = .string("OT\(mid)")
+    return r
 }
 
 /// A value behind a lock, for closures that outlive the call that made them.

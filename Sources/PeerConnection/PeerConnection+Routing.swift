@@ -57,7 +57,12 @@ extension PeerConnection {
         }
         target.receiver.deliver(packet, size: size)
         trackForNack(packet, on: target, now: .now)
-        if let mid = target.mid { media.videoReceive[mid]?.receive(packet, now: .now) ; media.audioReceive[mid]?.receive(packet, now: .now) }
+        if let mid = target.mid {
+            let now = ContinuousClock.now
+            let ntp = media.ntp.ntp(at: now)
+            media.videoReceive[mid]?.receive(packet, now: now, arrivalNTP: ntp)
+            media.audioReceive[mid]?.receive(packet, now: now, arrivalNTP: ntp)
+        }
     }
 
     func route(_ packets: [RTCPPacket]) {

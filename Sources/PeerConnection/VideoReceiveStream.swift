@@ -26,6 +26,8 @@ final class VideoReceiveStream: @unchecked Sendable {
     private let counters = Mutex(VideoReceiveCounters())
     private let factory = VideoDecoderFactory()
     private var closed = false
+    /// Capture times from the sender's reports, for lip sync (loop thread).
+    private(set) var timing = StreamTiming(clockRate: 90000)
 
     init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, videoOrientationID: UInt8?,
          transport: MediaTransport, loop: EventLoop) {
@@ -45,14 +47,16 @@ final class VideoReceiveStream: @unchecked Sendable {
     var jitterStatistics: VideoJitterBuffer.Statistics { buffer.statistics }
     var remoteSSRC: UInt32? { buffer.ssrc }
 
-    func receive(_ packet: RTPPacket, now: ContinuousClock.Instant) {
+    func receive(_ packet: RTPPacket, now: ContinuousClock.Instant, arrivalNTP: UInt64) {
         guard !closed else { return }
+        timing.packet(rtpTimestamp: packet.timestamp, arrivalNTP: arrivalNTP)
         _ = buffer.insert(packet, arrival: now)
         pump(now)
     }
 
     func receiveSenderReport(_ sr: SenderReport, now: ContinuousClock.Instant) {
         buffer.recordSenderReport(sr, arrival: now)
+        timing.senderReport(ntp: sr.ntpTimestamp, rtpTimestamp: sr.rtpTimestamp)
     }
 
     func receptionReport(now: ContinuousClock.Instant) -> ReceptionReport? {
