@@ -86,8 +86,8 @@ public final class HTTPServer: @unchecked Sendable {
         }
         guard previous != .stopped else { return }
         for (slot, task) in waits {
+            slot.abandon()   // first: the handler, once cancelled, may reply at once
             task.cancel()
-            slot.abandon()
         }
         wake.signal()
         acceptThread?.join()

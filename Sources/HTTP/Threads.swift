@@ -43,8 +43,9 @@ final class OneShot<Value>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if let value { return value }
+            // Abandoned wins over a value that raced in (a cancelled handler's late reply).
             if abandoned { return nil }
+            if let value { return value }
             condition.wait()
         }
     }
