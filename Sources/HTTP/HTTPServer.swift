@@ -285,9 +285,12 @@ public final class HTTPServer: @unchecked Sendable {
         let bytes = response.serialize(headOnly: false, close: true)
         guard case .done = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: .seconds(1))) else { return }
         shutdown(fd, Int32(SHUT_WR))
+        // Lingering close: read what the client is still sending (a refused 2 MB upload) so
+        // closing does not reset the connection before it has read our answer; bounded by
+        // time and by 8 MiB.
         let linger = Deadline(after: .seconds(1))
         var drained = 0
-        while drained < 1024 * 1024 {
+        while drained < 8 * 1024 * 1024 {
             guard case .data(let count) = Sockets.read(fd, into: &scratch, wake: wake.readFD, deadline: linger) else { return }
             drained += count
         }
