@@ -272,6 +272,8 @@ extension PeerConnection {
             i["freezeCount"] = .int(c.freezes.freezeCount)
             i["totalFreezesDuration"] = .double(c.freezes.totalFreezesDuration.seconds)
             i["totalInterFrameDelay"] = .double(c.freezes.totalInterFrameDelay.seconds)
+            i["jitterBufferDelay"] = .double(c.jitterBufferDelay.seconds)
+            i["jitterBufferEmittedCount"] = .int(c.jitterBufferEmittedCount)
             i["retransmittedPacketsReceived"] = .int(j.retransmissionsReceived)
             // Not in W3C stats: how much later the video plays than the audio captured with it,
             // from both streams' sender reports (libwebrtc logs it as the A/V sync offset).

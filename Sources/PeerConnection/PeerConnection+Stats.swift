@@ -19,6 +19,9 @@ extension PeerConnection {
             t["packetsSent"] = .int(c.rtpSent + c.rtcpSent)
             t["packetsReceived"] = .int(c.rtpReceived + c.rtcpReceived)
         }
+        // Not W3C: RTX packets unwrapped (RFC 4588) and dropped (padding, unknown stream).
+        t["rtxPacketsReceived"] = .int(rtxReceived)
+        t["rtxPacketsDropped"] = .int(rtxDropped)
         guard let ice = transport?.ice else {
             report.add(t)
             return

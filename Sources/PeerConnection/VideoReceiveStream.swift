@@ -28,6 +28,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     private var closed = false
     /// Capture times from the sender's reports, for lip sync (loop thread).
     private(set) var timing = StreamTiming(clockRate: 90000)
+    /// When each frame's first packet arrived, by RTP timestamp, until the frame leaves the
+    /// jitter buffer (W3C jitterBufferDelay; loop thread, at most 256 frames).
+    private var frameArrivals: [UInt32: ContinuousClock.Instant] = [:]
 
     init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, videoOrientationID: UInt8?,
          transport: MediaTransport, loop: EventLoop) {
@@ -50,6 +53,10 @@ final class VideoReceiveStream: @unchecked Sendable {
     func receive(_ packet: RTPPacket, now: ContinuousClock.Instant, arrivalNTP: UInt64) {
         guard !closed else { return }
         timing.packet(rtpTimestamp: packet.timestamp, arrivalNTP: arrivalNTP)
+        if frameArrivals[packet.timestamp] == nil {
+            if frameArrivals.count >= 256 { frameArrivals = frameArrivals.filter { now - $0.value < .seconds(2) } }
+            if frameArrivals.count < 256 { frameArrivals[packet.timestamp] = now }
+        }
         _ = buffer.insert(packet, arrival: now)
         pump(now)
     }
@@ -75,7 +82,14 @@ final class VideoReceiveStream: @unchecked Sendable {
 
     private func pump(_ now: ContinuousClock.Instant) {
         while let frame = buffer.pollFrame() {
-            counters.withLock { $0.framesAssembled += 1 }
+            let waited = frameArrivals.removeValue(forKey: frame.rtpTimestamp).map { now - $0 }
+            counters.withLock {
+                $0.framesAssembled += 1
+                if let waited {
+                    $0.jitterBufferDelay += waited
+                    $0.jitterBufferEmittedCount += 1
+                }
+            }
             queue.async { [self] in decode(frame) }
         }
         if let lost = buffer.pollNack(now: now), let ssrc = buffer.ssrc {
@@ -133,6 +147,7 @@ struct VideoReceiveCounters: Sendable {
     var decodeErrors = 0, nackCount = 0, pliCount = 0
     var totalDecodeTime: Duration = .zero
     var freezes = FreezeDetector()
+    var jitterBufferDelay: Duration = .zero, jitterBufferEmittedCount = 0
 }
 
 /// CLOCK_MONOTONIC in ns (the clock capture timestamps use).

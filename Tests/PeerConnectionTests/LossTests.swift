@@ -81,6 +81,13 @@ struct LossTests {
         #expect(inbound.int("nackCount") ?? 0 > 0, "no NACK was sent: \(inbound.values)")
         let outbound = try #require(await a.getStats().ofType("outbound-rtp").first)
         #expect(outbound.int("retransmittedPacketsSent") ?? 0 > 0)
+        // Both sides negotiated rtx: the repairs travel on the RTX stream (RFC 4588) and are
+        // unwrapped into the frames above.
+        let transport = try #require(await b.getStats().ofType("transport").first)
+        #expect(transport.int("rtxPacketsReceived") ?? 0 > 0, "no RTX packet arrived: \(transport.values)")
+        #expect(inbound.int("retransmittedPacketsReceived") ?? 0 > 0)
+        #expect(inbound.int("jitterBufferEmittedCount") ?? 0 >= 38)
+        #expect(inbound.double("jitterBufferDelay") ?? 0 > 0)
         await a.close()
         await b.close()
     }
