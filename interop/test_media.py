@@ -196,6 +196,11 @@ def test_publish_to_chromium(codec, media_page, artifact_dir, logs):
     assert reader["patternFrames"] >= 0.9 * reader["frames"], f"pattern unreadable on > 10% of rendered frames: {reader}"
     assert reader["increasing"], f"frame numbers read back are not increasing: {reader}"
     assert receiver.deleted, "the publisher did not DELETE its WHIP resource"
+    # Chromium took transport-cc: its feedback gave our estimator a path estimate, which on
+    # loopback ramps to the sender's ceiling (2.5 Mbit/s video + audio). (The aiortc stand-in
+    # has no estimator.)
+    assert run.impl != "swiftrtc" or (pub.get("availableOutgoingBitrate") or 0) > 1_000_000, (
+        f"no bandwidth estimate from Chromium's transport-cc feedback: {pub.get('availableOutgoingBitrate')}")
 
 
 # ---- Chromium's fake camera → Swift play -------------------------------------------------------------
