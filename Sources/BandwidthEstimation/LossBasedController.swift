@@ -3,9 +3,11 @@
 /// the delay-based estimate, the REMB and the maximum ("upper limit").
 ///
 /// Loss below 2%: grow to 1.08 × the lowest rate of the last second (so at most 8% per second).
-/// 2–10%: hold — random loss of a few percent says nothing about congestion, and backing off on
-/// it would collapse the rate on a lossy but empty link. Above 10%: rate × (1 − loss/2), at most
-/// once per 300 ms + RTT and once per loss report.
+/// 2–10%: random loss of a few percent says nothing about congestion, and backing off on it
+/// would collapse the rate on a lossy but empty link. With transport-cc the delay-based
+/// estimate says whether a queue is building, so the rate still grows (4% per second, up to
+/// that estimate); with receiver reports alone it holds. Above 10%: rate × (1 − loss/2), at
+/// most once per 300 ms + RTT and once per loss report.
 struct LossBasedController: Sendable {
     static let lowLoss = 0.02
     static let highLoss = 0.1
@@ -85,8 +87,9 @@ struct LossBasedController: Sendable {
 
     /// Re-evaluates the rate; call on every report and periodically.
     mutating func update(at now: ContinuousClock.Instant) {
-        if fractionLost == 0, delayBasedLimit != nil, isInStartPhase(now) {
-            // Trust the delay-based estimate (and its probes) while nothing was lost yet.
+        if lossRate <= Self.highLoss, delayBasedLimit != nil, isInStartPhase(now) {
+            // Trust the delay-based estimate (and its probes) at the start unless loss is heavy:
+            // a lossy link from the first packet would otherwise hold the start rate.
             let target = upperLimit
             if target != bitrate {
                 minHistory.removeAll(keepingCapacity: true)
@@ -105,6 +108,11 @@ struct LossBasedController: Sendable {
             // 1 kbit/s extra so very low rates cannot get stuck.
             let floor = minHistory.first?.bitrate ?? bitrate
             apply(max(bitrate, floor * 1.08 + 1000), at: now)
+            return
+        }
+        if loss <= Self.highLoss, delayBasedLimit != nil {
+            let floor = minHistory.first?.bitrate ?? bitrate
+            apply(max(bitrate, floor * 1.04 + 1000), at: now)
             return
         }
         if loss > Self.highLoss, !decreasedSinceLastReport,

@@ -92,3 +92,39 @@ import Testing
         #expect(minimum > 850_000)
     }
 }
+
+/// The controller itself with a delay-based estimate above it (transport-cc, no queue): random
+/// loss of a few percent is no reason to stay at the start rate.
+@Suite struct LossWithDelayEstimateTests {
+    @Test func moderateLossGrowsTowardTheDelayEstimateWhenNoQueueBuilds() {
+        let t0 = ContinuousClock.now
+        var loss = LossBasedController(startBitrate: 300_000, minBitrate: 30_000, maxBitrate: 2_500_000)
+        loss.delayBasedLimit = 2_000_000
+        var rates: [Double] = []
+        for s in 1...40 {
+            let now = t0.advanced(by: .milliseconds(250 * s))
+            loss.onFractionLost(13, at: now)   // 5%
+            rates.append(loss.bitrate)
+        }
+        // In the first 2 s the delay-based estimate (its probes) leads; then +4% a second, capped by it.
+        #expect(rates[3] == 2_000_000, "\(rates.prefix(8))")
+        loss.delayBasedLimit = 800_000       // a queue: the delay-based side caps it
+        loss.update(at: t0.advanced(by: .seconds(11)))
+        #expect(loss.bitrate == 800_000)
+        loss.onFractionLost(13, at: t0.advanced(by: .seconds(12)))
+        #expect(loss.bitrate == 800_000)
+    }
+
+    @Test func moderateLossAfterTheStartGrowsFourPercentASecond() {
+        let t0 = ContinuousClock.now
+        var loss = LossBasedController(startBitrate: 500_000, minBitrate: 30_000, maxBitrate: 2_500_000)
+        loss.onFractionLost(0, at: t0)   // the start phase passes without loss, the rate stays
+        loss.delayBasedLimit = 5_000_000
+        var last = 0.0
+        for s in 3...8 {
+            loss.onFractionLost(13, at: t0.advanced(by: .seconds(s)))
+            if s > 3 { #expect(loss.bitrate / last > 1.03 && loss.bitrate / last < 1.05, "\(last) → \(loss.bitrate)") }
+            last = loss.bitrate
+        }
+    }
+}
