@@ -20,6 +20,12 @@ enum OutgoingRTPKind: Sendable {
 final class NetworkTarget: Sendable {
     private let estimate = Atomic<Int>(0)
     private let settled = Atomic<Bool>(false)
+    private let queueMicros = Atomic<Int>(0)
+    /// How long the oldest packet in the pacer's queue has waited.
+    var queueDelay: Duration { .microseconds(queueMicros.load(ordering: .relaxed)) }
+    func setQueueDelay(_ d: Duration) {
+        queueMicros.store(Int(d.components.seconds) * 1_000_000 + Int(d.components.attoseconds / 1_000_000_000_000), ordering: .relaxed)
+    }
     /// 0: no estimate (the peer gives no transport-cc or REMB feedback): encoders use their
     /// own defaults.
     var bitrate: Int { estimate.load(ordering: .relaxed) }
@@ -133,7 +139,9 @@ final class CongestionController {
             rounds += 1
         }
         stats.queuedPackets = pacer.queuedPackets
-        if let delay = pacer.oldestQueueDelay(now: now) { stats.maxQueueDelay = max(stats.maxQueueDelay, delay) }
+        let delay = pacer.oldestQueueDelay(now: now) ?? .zero
+        stats.maxQueueDelay = max(stats.maxQueueDelay, delay)
+        network.setQueueDelay(delay)
         if let id = pacerTimer { transport.loop.cancelTimer(id) }
         pacerTimer = nil
         if let next = pacer.nextSendTime(after: now) {

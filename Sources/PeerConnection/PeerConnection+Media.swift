@@ -239,7 +239,7 @@ extension PeerConnection {
             o["targetBitrate"] = .int(c.targetBitrate)
             o["qualityLimitationReason"] = .string(c.bandwidthLimited ? "bandwidth" : "none")
             o["qualityLimitationResolutionChanges"] = .int(c.resolutionChanges)
-            o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder)
+            o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder + c.framesDroppedCongestion)
             report.add(o)
             var m = RTCStats(id: "MS\(mid)", type: "media-source")
             m["kind"] = .string("video")

@@ -19,7 +19,9 @@ extension PeerConnection {
               t.negotiatedCodecs.contains(where: { $0.payloadType == packet.payloadType && $0.rtcpFeedback.contains(.nack) }) else { return }
         if passThroughNacks.generators[packet.ssrc] == nil {
             guard passThroughNacks.generators.count < 8 else { return }   // a hostile peer's SSRCs cost nothing more
-            passThroughNacks.generators[packet.ssrc] = NackGenerator(rtt: passThroughNacks.rtt)
+            var configuration = NackGenerator.Configuration()
+            configuration.delay = reorderTolerance
+            passThroughNacks.generators[packet.ssrc] = NackGenerator(configuration: configuration, rtt: passThroughNacks.rtt)
         }
         let missing = passThroughNacks.generators[packet.ssrc]?.missingCount ?? 0
         passThroughNacks.generators[packet.ssrc]?.received(packet.sequenceNumber, at: now)

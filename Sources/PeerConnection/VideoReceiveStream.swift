@@ -39,7 +39,9 @@ final class VideoReceiveStream: @unchecked Sendable {
         self.feedbackSSRC = feedbackSSRC
         self.transport = transport
         self.loop = loop
-        self.buffer = VideoJitterBuffer(codec: codec)
+        var configuration = VideoJitterBuffer.Configuration(codec: codec)
+        configuration.nackDelay = reorderTolerance
+        self.buffer = VideoJitterBuffer(configuration: configuration)
         self.buffer.videoOrientationExtensionID = videoOrientationID
     }
 
@@ -149,6 +151,12 @@ struct VideoReceiveCounters: Sendable {
     var freezes = FreezeDetector()
     var jitterBufferDelay: Duration = .zero, jitterBufferEmittedCount = 0
 }
+
+/// How long a gap may stay open before it is NACKed: packets of one frame leave within a few
+/// ms, so jitter reorders them, and NACKing at once asked for (and got) about five copies per
+/// real loss at 25±10 ms of jitter. Recovery waits this much longer (libwebrtc waits for a
+/// reordering estimate instead).
+let reorderTolerance = Duration.milliseconds(15)
 
 /// CLOCK_MONOTONIC in ns (the clock capture timestamps use).
 func monotonicNanoseconds() -> Int64 {

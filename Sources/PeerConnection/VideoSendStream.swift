@@ -36,6 +36,8 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private var lastSentRotation: VideoRotation?
     /// What gives way when the network's estimate is short (degradationPreference).
     private var adaptation = BandwidthAdaptation()
+    /// Skips frames the link cannot carry yet (encoder overshoot, a full pacer queue).
+    private var dropper = FrameDropper()
     /// The connection's bandwidth estimate (0 until feedback arrives).
     private let network: NetworkTarget
 
@@ -135,6 +137,13 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         let target = networkBitrate > 0
             ? min(max(networkBitrate, encoding.minBitrate ?? 30_000), encoding.maxBitrate ?? .max)
             : targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
+        if networkBitrate > 0,
+           dropper.shouldDrop(now: .now, targetBitrate: target, queueDelay: network.queueDelay,
+                              bucket: p.degradationPreference != .maintainFramerate,
+                              keyframeWanted: keyframeWanted.load(ordering: .relaxed) || encoder == nil) {
+            counters.withLock { $0.framesDroppedCongestion += 1 }
+            return
+        }
         do {
             // Frame rate and size follow the estimate through BandwidthAdaptation, not through the
             // encoder's own frame skipping: only maintain-resolution lets libvpx drop frames to
@@ -171,6 +180,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 return
             }
             let encodeTime = ContinuousClock.now - started
+            dropper.encoded(bytes: encoded.data.count)
             // As libwebrtc: on keyframes, on a change, and whenever the rotation is not 0 (receivers
             // that lost the keyframe's element still turn the picture).
             var lastPacketExtensions: [RTPHeaderExtension] = []
@@ -246,7 +256,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
 
 struct VideoSendCounters: Sendable {
     var framesEncoded = 0, keyFramesEncoded = 0, frameWidth = 0, frameHeight = 0
-    var framesDroppedBusy = 0, framesDroppedRate = 0, framesDroppedEncoder = 0, encodeErrors = 0
+    var framesDroppedBusy = 0, framesDroppedRate = 0, framesDroppedEncoder = 0, framesDroppedCongestion = 0, encodeErrors = 0
     var totalEncodeTime: Duration = .zero, totalEncodedBytes = 0, targetBitrate = 0
     /// The network's estimate made the encoder lower the resolution or the frame rate.
     var bandwidthLimited = false, resolutionChanges = 0
