@@ -32,6 +32,12 @@ extension PeerConnection {
         public var audioProcessing: AudioProcessingOptions? = nil
         /// Offer `a=ice-options:trickle`.
         public var trickle = true
+        /// Where the bandwidth estimate starts before the peer's feedback says more (bits/s).
+        /// libwebrtc starts at 300 kbit/s and scales the picture down until the estimate is
+        /// known; we keep the resolution until the estimate rests on feedback, so a 720p
+        /// keyframe would overshoot 300 kbit/s by far. On a slower link the delay-based side
+        /// brings it down within a few hundred ms of the first feedback.
+        public var startBitrate = 1_000_000
         public init() {}
     }
 }

@@ -47,8 +47,8 @@ final class CongestionController {
     private unowned let transport: MediaTransport
     /// The video encoders' share of the estimate.
     let network = NetworkTarget()
-    private var estimator = BandwidthEstimator()
-    private var pacer = Pacer()
+    private var estimator: BandwidthEstimator
+    private var pacer: Pacer
     private var recorder = TransportCCRecorder()
     private var nextTransportSequence: UInt16 = 1
     private var pacerTimer: Int?
@@ -57,6 +57,8 @@ final class CongestionController {
     /// without it nothing is paced and encoders keep their own rates.
     private(set) var estimating = false
     private var receiveExtensionIDs: Set<UInt8> = []
+    /// Receive-side estimate of the peer's video for REMB (nil: not wanted).
+    private var remoteEstimator: RemoteBitrateEstimator?
     private var negotiatedFeedback = false
     private var gaveUpOnFeedback = false
     /// Bits per second kept for audio out of the estimate.
@@ -75,8 +77,10 @@ final class CongestionController {
     /// How long after the first feedback the estimate is trusted to degrade the picture.
     static let settleTime = Duration.milliseconds(1500)
 
-    init(transport: MediaTransport) {
+    init(transport: MediaTransport, startBitrate: Int) {
         self.transport = transport
+        estimator = BandwidthEstimator(configuration: .init(startBitrate: startBitrate))
+        pacer = Pacer(configuration: .init(initialTargetBitrate: startBitrate))
     }
 
     /// W3C candidate-pair `availableOutgoingBitrate`: nil until the peer's feedback gives one.
@@ -88,8 +92,9 @@ final class CongestionController {
 
     /// After each negotiation: the ids the peer's packets carry transport-wide sequence numbers
     /// under, the SSRC our feedback is sent from, and whether the peer sends feedback on ours.
-    func configure(receiveExtensionIDs: Set<UInt8>, feedbackSSRC: UInt32, sendFeedback: Bool) {
+    func configure(receiveExtensionIDs: Set<UInt8>, feedbackSSRC: UInt32, sendFeedback: Bool, sendREMB: Bool) {
         self.receiveExtensionIDs = receiveExtensionIDs
+        remoteEstimator = sendREMB ? (remoteEstimator ?? RemoteBitrateEstimator()) : nil
         recorder.senderSSRC = feedbackSSRC
         negotiatedFeedback = sendFeedback
         if sendFeedback && !estimating && !gaveUpOnFeedback {
@@ -225,6 +230,11 @@ final class CongestionController {
 
     // MARK: receiving
 
+    /// A video packet from the peer (after RTX unwrapping), for the REMB estimate.
+    func receivedVideo(_ packet: RTPPacket, size: Int, now: ContinuousClock.Instant) {
+        remoteEstimator?.onPacket(rtpTimestamp: packet.timestamp, clockRate: 90000, size: size, ssrc: packet.ssrc, at: now)
+    }
+
     func received(_ packet: RTPPacket, now: ContinuousClock.Instant) {
         guard !receiveExtensionIDs.isEmpty else { return }
         for id in receiveExtensionIDs {
@@ -238,7 +248,7 @@ final class CongestionController {
     // MARK: the periodic tick: estimator work and our transport-cc feedback
 
     private func scheduleTick() {
-        guard !closed, tickTimer == nil, estimating || !receiveExtensionIDs.isEmpty else { return }
+        guard !closed, tickTimer == nil, estimating || !receiveExtensionIDs.isEmpty || remoteEstimator != nil else { return }
         tickTimer = transport.loop.schedule(at: .now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
             guard let self else { return }
             self.tickTimer = nil
@@ -263,6 +273,11 @@ final class CongestionController {
             stats.feedbackSent += feedback.count
             transport.sendRTCP(RTCPPacket.serializeCompound(feedback.map { .transportCC($0) }))
         }
+        if let remb = remoteEstimator?.remb(now: now) {
+            stats.rembSent += 1
+            let packet = REMB(senderSSRC: recorder.senderSSRC, bitrate: UInt64(remb.bitrate), ssrcs: remb.ssrcs)
+            transport.sendRTCP(RTCPPacket.serializeCompound([.remb(packet)]))
+        }
     }
 
     func close() {
@@ -277,6 +292,7 @@ struct CongestionStats: Sendable {
     var targetBitrate = 0
     var feedbackReceived = false
     var feedbackSent = 0
+    var rembSent = 0
     var paddingPackets = 0
     var queuedPackets = 0
     var maxQueueDelay: Duration = .zero

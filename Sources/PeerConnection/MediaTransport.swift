@@ -33,7 +33,9 @@ final class MediaTransport: @unchecked Sendable {
 
     private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
-    private(set) lazy var congestion = CongestionController(transport: self)
+    private(set) lazy var congestion = CongestionController(transport: self, startBitrate: startBitrate)
+    /// Set before media flows (PeerConnection's configuration).
+    var startBitrate = 1_000_000
 
     init(loop: EventLoop, io: PacketIO, ice: ICEAgent, certificate: DTLSCertificate, srtpBackend: SRTPBackend) {
         self.loop = loop

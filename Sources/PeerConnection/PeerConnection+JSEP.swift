@@ -197,6 +197,7 @@ extension PeerConnection {
         let role: ICERole = configuration.iceLite ? .controlled : (controlling ? .controlling : .controlled)
         let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig)
         let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
+        t.startBitrate = configuration.startBitrate
         transport = t
         t.onIceEvent = { [unowned self] in handleIce($0) }
         t.onDTLSConnected = { [unowned self] _ in updateConnectionState() }
@@ -266,8 +267,15 @@ extension PeerConnection {
         let feedback = sending.contains { t in
             t.sender.transportCCExtensionID != nil || t.negotiatedCodecs.contains { $0.rtcpFeedback.contains(.remb) }
         }
+        let receivingVideo = transceiverList.filter { $0.kind == .video && $0.currentDirection?.receives == true }
+        // REMB for a peer whose video codecs take goog-remb but not transport-cc (aiortc, old
+        // libwebrtc): with transport-cc its own estimator knows better than ours.
+        let rembWanted = receivingVideo.contains { t in
+            t.negotiatedCodecs.contains { $0.rtcpFeedback.contains(.remb) && !$0.rtcpFeedback.contains(.transportCC) }
+        }
         transport.congestion.configure(receiveExtensionIDs: Set(transportCCIDs.values),
-                                       feedbackSSRC: transceiverList.first?.sender.ssrc ?? 0, sendFeedback: feedback)
+                                       feedbackSSRC: transceiverList.first?.sender.ssrc ?? 0, sendFeedback: feedback,
+                                       sendREMB: rembWanted)
         for (index, m) in remote.media.enumerated() {
             let mid = m.mid ?? String(index)
             guard let t = byMid[mid] else { continue }

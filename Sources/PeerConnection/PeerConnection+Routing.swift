@@ -57,6 +57,7 @@ extension PeerConnection {
         }
         target.receiver.deliver(packet, size: size)
         trackForNack(packet, on: target, now: .now)
+        if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: .now) }
         if let mid = target.mid {
             let now = ContinuousClock.now
             let ntp = media.ntp.ntp(at: now)

@@ -22,6 +22,10 @@ extension PeerConnection {
         // Not W3C: RTX packets unwrapped (RFC 4588) and dropped (padding, unknown stream).
         t["rtxPacketsReceived"] = .int(rtxReceived)
         t["rtxPacketsDropped"] = .int(rtxDropped)
+        if let c = transport?.congestion.stats {
+            t["transportFeedbackSent"] = .int(c.feedbackSent)
+            t["rembSent"] = .int(c.rembSent)
+        }
         guard let ice = transport?.ice else {
             report.add(t)
             return

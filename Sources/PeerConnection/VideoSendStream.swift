@@ -139,7 +139,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             : targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
         if networkBitrate > 0,
            dropper.shouldDrop(now: .now, targetBitrate: target, queueDelay: network.queueDelay,
-                              bucket: p.degradationPreference != .maintainFramerate,
+                              bucket: network.isSettled && p.degradationPreference != .maintainFramerate,
                               keyframeWanted: keyframeWanted.load(ordering: .relaxed) || encoder == nil) {
             counters.withLock { $0.framesDroppedCongestion += 1 }
             return
