@@ -84,9 +84,7 @@ final class CongestionController {
     }
 
     /// W3C candidate-pair `availableOutgoingBitrate`: nil until the peer's feedback gives one.
-    var availableOutgoingBitrate: Int? { estimating && stats.feedbackReceived ? estimator.availableOutgoingBitrate : nil }
-    var targetBitrate: Int? { estimating ? estimator.targetBitrate : nil }
-    var estimatorStats: BandwidthEstimator.Stats { estimator.stats }
+    var availableOutgoingBitrate: Int? { estimating && firstFeedback != nil ? estimator.availableOutgoingBitrate : nil }
 
     // MARK: configuration (loop thread)
 
@@ -135,7 +133,6 @@ final class CongestionController {
             while let p = pacer.poll(at: now) {
                 let id = UInt8(truncatingIfNeeded: p.tag)
                 transmit(p.bytes, transportCCID: id == 0 ? nil : id, probeClusterID: p.probeClusterID, now: now)
-                if p.kind == .padding { stats.paddingPackets += 1 }
             }
             // A probe with no media to carry it asks for padding.
             let wanted = pacer.paddingWanted(at: now)
@@ -143,10 +140,7 @@ final class CongestionController {
             for p in padding { pacer.enqueue(PacedPacket(bytes: p.bytes, kind: .padding, tag: Int(p.transportCCID)), at: now) }
             rounds += 1
         }
-        stats.queuedPackets = pacer.queuedPackets
-        let delay = pacer.oldestQueueDelay(now: now) ?? .zero
-        stats.maxQueueDelay = max(stats.maxQueueDelay, delay)
-        network.setQueueDelay(delay)
+        network.setQueueDelay(pacer.oldestQueueDelay(now: now) ?? .zero)
         if let id = pacerTimer { transport.loop.cancelTimer(id) }
         pacerTimer = nil
         if let next = pacer.nextSendTime(after: now) {
@@ -205,7 +199,6 @@ final class CongestionController {
     private func feedbackArrived(now: ContinuousClock.Instant) {
         guard firstFeedback == nil else { return }
         firstFeedback = now
-        stats.feedbackReceived = true
         if negotiatedFeedback { estimating = true }
     }
 
@@ -225,7 +218,6 @@ final class CongestionController {
         pacer.setTargetBitrate(target)
         let settled = firstFeedback.map { now - $0 >= Self.settleTime } ?? false
         network.set(max(30_000, (target - audioReserve) / videoStreams), settled: settled)
-        stats.targetBitrate = target
     }
 
     // MARK: receiving
@@ -288,12 +280,8 @@ final class CongestionController {
     }
 }
 
+/// What the controller sent about the peer's media (transport stats).
 struct CongestionStats: Sendable {
-    var targetBitrate = 0
-    var feedbackReceived = false
     var feedbackSent = 0
     var rembSent = 0
-    var paddingPackets = 0
-    var queuedPackets = 0
-    var maxQueueDelay: Duration = .zero
 }

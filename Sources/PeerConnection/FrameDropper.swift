@@ -31,7 +31,6 @@ struct FrameDropper: Sendable {
     private mutating func leak(now: ContinuousClock.Instant, targetBitrate: Int) {
         defer { last = now }
         guard let last else { return }
-        let seconds = Double((now - last).components.attoseconds) / 1e18 + Double((now - last).components.seconds)
-        bucketBits = max(0, bucketBits - Double(targetBitrate) * max(0, seconds))
+        bucketBits = max(0, bucketBits - Double(targetBitrate) * max(0, (now - last).seconds))
     }
 }

@@ -234,6 +234,7 @@ extension PeerConnection {
                 t.negotiatedHeaderExtensions = []
                 t.sender.videoOrientationExtensionID = nil
                 t.sender.transportCCExtensionID = nil
+                t.nackPayloadTypes = []
                 continue
             }
             t.negotiatedCodecs = m.codecs.map { c in
@@ -255,6 +256,7 @@ extension PeerConnection {
                 ? t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation) : nil
             t.sender.rtxPayloadTypes = Dictionary(RTXCodec.map(t.negotiatedCodecs).map { ($1, $0) }) { a, _ in a }
             t.rtxAssociations = RTXCodec.map(t.negotiatedCodecs)
+            t.nackPayloadTypes = Set(t.negotiatedCodecs.filter { $0.rtcpFeedback.contains(.nack) }.map(\.payloadType))
             let transportCC = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.transportWideCC)
             t.sender.transportCCExtensionID = transportCC
             if let transportCC { transportCCIDs[mid] = transportCC }

@@ -15,8 +15,8 @@ struct PassThroughNacks {
 extension PeerConnection {
     /// Records a forwarded video packet's sequence number and sends what is due.
     func trackForNack(_ packet: RTPPacket, on t: RtpTransceiver, now: ContinuousClock.Instant) {
-        guard t.kind == .video, t.mid.flatMap({ media.videoReceive[$0] }) == nil,
-              t.negotiatedCodecs.contains(where: { $0.payloadType == packet.payloadType && $0.rtcpFeedback.contains(.nack) }) else { return }
+        guard t.kind == .video, t.nackPayloadTypes.contains(packet.payloadType),
+              t.mid.flatMap({ media.videoReceive[$0] }) == nil else { return }
         if passThroughNacks.generators[packet.ssrc] == nil {
             guard passThroughNacks.generators.count < 8 else { return }   // a hostile peer's SSRCs cost nothing more
             var configuration = NackGenerator.Configuration()
@@ -25,8 +25,9 @@ extension PeerConnection {
         }
         let missing = passThroughNacks.generators[packet.ssrc]?.missingCount ?? 0
         passThroughNacks.generators[packet.ssrc]?.received(packet.sequenceNumber, at: now)
-        // A new gap is asked for at once; retries wait for the timer.
-        if (passThroughNacks.generators[packet.ssrc]?.missingCount ?? 0) > missing || passThroughNacks.timer == nil {
+        // Only a new gap needs a look now (it is asked for after the reorder tolerance); the
+        // timer runs the rest, so a packet that opens none costs nothing more.
+        if (passThroughNacks.generators[packet.ssrc]?.missingCount ?? 0) > missing {
             sendDueNacks(now: now)
         }
     }

@@ -34,6 +34,8 @@ public final class RtpTransceiver: @unchecked Sendable {
     var rtxAssociations: [UInt8: UInt8] = [:]
     /// The peer's RTX SSRC → the SSRC it repairs, from its `a=ssrc-group:FID` (loop thread).
     var rtxRepairs: [UInt32: UInt32] = [:]
+    /// Negotiated payload types that take generic NACK (loop thread; read per packet).
+    var nackPayloadTypes: Set<UInt8> = []
     private let shared: Mutex<Shared>
 
     struct Shared {
