@@ -3,6 +3,11 @@
 /// `maintainResolution` the frame rate, `balanced` halves the resolution first, then the rate.
 /// Sans-I/O: the encode queue asks once per frame with the current target.
 ///
+/// A step down goes straight to the largest size the target can carry: every resolution
+/// change costs a keyframe, and on a link that just shrank two keyframes a second apart are
+/// what overflow its queue (seen: 720p → 540p → 360p at a 2.5 M → 500 k step clipped the
+/// 200 ms FIFO on the second one). Steps up stay one at a time.
+///
 /// The measure is bits per pixel per frame at the target rate: below `lowBitsPerPixel` the
 /// picture is blocky enough that fewer pixels (or frames) look better; a step back up needs
 /// `highBitsPerPixel` at the larger size (hysteresis) and `upDelay` since the last change, so
@@ -43,7 +48,8 @@ struct BandwidthAdaptation: Sendable {
         let quality = bitsPerPixel(scaleIndex: scaleIndex, fps: currentFps)
         let minimumPixels = 160.0 * 90
         if quality < lowBitsPerPixel, canChangeDown {
-            if stepDown(preference: preference, pixels: pixels, minimumPixels: minimumPixels, fps: fps) { lastChange = now }
+            if stepDown(preference: preference, pixels: pixels, minimumPixels: minimumPixels, fps: fps,
+                        bitsPerPixel: bitsPerPixel) { lastChange = now }
         } else if canChangeUp {
             if stepUp(fps: fps, bitsPerPixel: bitsPerPixel) { lastChange = now }
         }
@@ -51,15 +57,19 @@ struct BandwidthAdaptation: Sendable {
         return Output(scale: Self.scales[scaleIndex], fps: outFps, limited: scaleIndex > 0 || outFps < fps)
     }
 
-    private mutating func stepDown(preference: DegradationPreference, pixels: Double, minimumPixels: Double, fps: Double) -> Bool {
-        let canScale = scaleIndex + 1 < Self.scales.count
-            && pixels / (Self.scales[scaleIndex + 1] * Self.scales[scaleIndex + 1]) >= minimumPixels
+    private mutating func stepDown(preference: DegradationPreference, pixels: Double, minimumPixels: Double, fps: Double,
+                                   bitsPerPixel: (Int, Double) -> Double) -> Bool {
+        func scalable(from index: Int) -> Bool {
+            index + 1 < Self.scales.count && pixels / (Self.scales[index + 1] * Self.scales[index + 1]) >= minimumPixels
+        }
+        let canScale = scalable(from: scaleIndex)
         let current = fpsCap ?? fps
         let canSlow = current > Self.minFramerate
         switch preference {
         case .maintainFramerate:
             guard canScale else { return false }
             scaleIndex += 1
+            while bitsPerPixel(scaleIndex, current) < lowBitsPerPixel, scalable(from: scaleIndex) { scaleIndex += 1 }
             resolutionChanges += 1
         case .maintainResolution:
             guard canSlow else { return false }
@@ -68,6 +78,9 @@ struct BandwidthAdaptation: Sendable {
             // Down to half size first (where detail costs most), then the rate, then size again.
             if scaleIndex < 2, canScale {
                 scaleIndex += 1
+                while scaleIndex < 2, bitsPerPixel(scaleIndex, current) < lowBitsPerPixel, scalable(from: scaleIndex) {
+                    scaleIndex += 1
+                }
                 resolutionChanges += 1
             } else if canSlow, current > fps / 2 {
                 fpsCap = max(Self.minFramerate, current * 2 / 3)

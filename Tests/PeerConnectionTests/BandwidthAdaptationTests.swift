@@ -2,9 +2,9 @@ import Testing
 @testable import PeerConnection
 
 @Suite struct BandwidthAdaptationTests {
-    /// 720p30 at 500 kbit/s is 0.018 bit per pixel: maintain-framerate halves the size in two
-    /// steps a second apart (960x540 still has only 0.032) and keeps 30 fps; back at
-    /// 2.5 Mbit/s (0.09 at 720p) it returns to 720p.
+    /// 720p30 at 500 kbit/s is 0.018 bit per pixel: maintain-framerate halves the size in one
+    /// jump (960x540 would still have only 0.032; one keyframe, not two) and keeps 30 fps; back
+    /// at 2.5 Mbit/s (0.09 at 720p) it returns to 720p a step at a time.
     @Test func maintainFramerateLowersResolutionInStepsAndRecovers() {
         var a = BandwidthAdaptation()
         var t = ContinuousClock.now
@@ -16,7 +16,7 @@ import Testing
             out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 500_000, preference: .maintainFramerate, now: t)
             if scales.last != out.scale { scales.append(out.scale) }
         }
-        #expect(scales == [4.0 / 3, 2])            // 960x540, then 640x360 (0.072: stays)
+        #expect(scales == [2])                     // 640x360 (0.072: stays), not via 960x540
         #expect(out.fps == 30 && out.limited)
         var upAt: [Int] = []
         for i in 0..<100 {
@@ -27,7 +27,7 @@ import Testing
         }
         #expect(out == .init(scale: 1, fps: 30, limited: false))
         #expect(upAt.count == 2 && (upAt.first ?? 99) <= 30, "first step up within 3 s: \(upAt)")
-        #expect(a.resolutionChanges == 4)
+        #expect(a.resolutionChanges == 3)
     }
 
     @Test func maintainResolutionLowersFrameRateOnly() {
@@ -54,8 +54,9 @@ import Testing
             let out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 200_000, preference: .balanced, now: t)
             if seen.last != out { seen.append(out) }
         }
-        #expect(seen.prefix(3).map(\.scale) == [4.0 / 3, 2, 2])
-        #expect(seen.prefix(3).map(\.fps) == [30, 30, 20])
+        // Straight to half size (960x540 would have 0.013), then 20 fps (0.043 at 640x360): enough.
+        #expect(seen.map(\.scale) == [2, 2])
+        #expect(seen.map(\.fps) == [30, 20])
     }
 
     @Test func plentyOfBandwidthChangesNothing() {
