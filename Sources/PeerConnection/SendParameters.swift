@@ -50,6 +50,9 @@ public struct RtpSendParameters: Sendable, Equatable {
         if let lo = e.minBitrate, let hi = e.maxBitrate, lo > hi {
             throw PeerConnectionError("setParameters: minBitrate \(lo) is above maxBitrate \(hi)")
         }
-        if let f = e.maxFramerate, !(f > 0) { throw PeerConnectionError("setParameters: maxFramerate must be > 0 (got \(f))") }
+        // 0.01 fps (a frame every 100 s) and up: below that the frame interval overflows nanoseconds.
+        if let f = e.maxFramerate, !(f >= 0.01 && f.isFinite) {
+            throw PeerConnectionError("setParameters: maxFramerate must be a number ≥ 0.01 (got \(f))")
+        }
     }
 }

@@ -40,6 +40,29 @@ struct Arguments {
         return converted
     }
 
+    /// A number within `range` (NaN and infinities are never within it); out of range or not a
+    /// number is an error that says which range, so a typo cannot reach the library as 1e-10 fps.
+    mutating func number<T: LosslessStringConvertible & Comparable>(_ name: String, default value: T,
+                                                                     in range: ClosedRange<T>) throws(UsageError) -> T {
+        try number(name, in: range) ?? value
+    }
+
+    /// The same, with no default: nil when the flag is absent.
+    mutating func number<T: LosslessStringConvertible & Comparable>(_ name: String, in range: ClosedRange<T>) throws(UsageError) -> T? {
+        guard let text = try option(name) else { return nil }
+        guard let n = T(text.trimmingCharacters(in: .whitespaces)), range.contains(n) else {
+            throw UsageError("\(command): --\(name) \"\(text)\" is not a number in \(range.lowerBound)…\(range.upperBound)")
+        }
+        return n
+    }
+
+    /// Every value of a repeatable option, in order.
+    mutating func options(_ name: String) throws(UsageError) -> [String] {
+        var values: [String] = []
+        while let v = try option(name) { values.append(v) }
+        return values
+    }
+
     mutating func flag(_ name: String) -> Bool {
         guard let i = rest.firstIndex(of: "--\(name)") else { return false }
         rest.remove(at: i)
@@ -62,6 +85,9 @@ struct Arguments {
         }
     }
 }
+
+/// The longest --duration and the like: a year, so seconds × 1e9 never overflows a Duration.
+let maxSeconds = 365.0 * 24 * 3600
 
 struct UsageError: Error, CustomStringConvertible {
     var description: String

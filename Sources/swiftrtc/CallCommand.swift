@@ -27,9 +27,9 @@ enum CallCommand {
         let sourceSpec = try a.option("source") ?? "testsrc"
         let camera = CameraOptions.isCamera(sourceSpec) ? try CameraOptions.parse(&a, source: sourceSpec) : nil
         let size = try a.option("size", default: (width: 640, height: 360), parseSize)
-        let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...60).contains($0) ? $0 : nil } }
+        let fps = try a.number("fps", default: 30.0, in: 1...60)
         let window = a.flag("window")
-        let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
         let selfURL = try a.positional("URL_SELF")
         let peerURL = try a.positional("URL_PEER")

@@ -26,7 +26,7 @@ enum DemoCommand {
         var a = Arguments(command: "swiftrtc demo", args, usage: usage)
         if a.wantsHelp { say(usage); return 0 }
         let camera = a.flag("camera")
-        let duration = try a.option("duration", default: 10.0) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let duration = try a.number("duration", default: 10.0, in: 0.001...maxSeconds)
         let out = try a.option("out") ?? "artifacts/demo"
         let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(1985)), parseHostPort)
         let udp = try a.option("udp", default: (host: "127.0.0.1", port: UInt16(8000)), parseHostPort)

@@ -17,7 +17,7 @@ enum EchoCommand {
         var a = Arguments(command: "swiftrtc echo", args, usage: usage)
         if a.wantsHelp { say(usage); return 0 }
         let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(8088)), parseHostPort)
-        let udpPort = try a.option("udp-port", default: UInt16(0)) { UInt16($0) }
+        let udpPort = try a.number("udp-port", default: UInt16(0), in: 0...UInt16.max)
         try a.finish()
         let server = try await EchoServer(httpHost: http.host, httpPort: http.port, udpPort: udpPort) { line in
             say(line)

@@ -26,7 +26,7 @@ enum PhotoCommand {
         let camera = try CameraOptions.parse(&a, source: sourceSpec)
         guard let out = try a.option("out") else { throw UsageError("swiftrtc photo: --out PATH is required") }
         let size = try a.option("size", default: (width: Int, height: Int)?.none, parseSize)
-        let quality = try a.option("quality", default: 90) { Int($0).flatMap { (1...100).contains($0) ? $0 : nil } }
+        let quality = try a.number("quality", default: 90, in: 1...100)
         let jsonPath = try a.option("json")
         try a.finish()
         guard PhotoFile.isSupported(out) else {

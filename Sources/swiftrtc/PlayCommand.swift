@@ -28,7 +28,7 @@ enum PlayCommand {
         let record = try a.option("record")
         let snapshot = try a.option("snapshot")
         let window = a.flag("window")
-        let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
         let options = try parseSessionOptions(&a)
         let url = try a.positional("URL")

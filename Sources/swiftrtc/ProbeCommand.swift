@@ -22,9 +22,9 @@ enum ProbeCommand {
     static func run(_ args: [String]) async throws -> Int32 {
         var a = Arguments(command: "swiftrtc probe", args, usage: usage)
         if a.wantsHelp { say(usage); return 0 }
-        let duration = try a.option("duration", default: 3.0) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let duration = try a.number("duration", default: 3.0, in: 0.001...maxSeconds)
         let jsonPath = try a.option("json")
-        let rate = try a.option("rate", default: 50) { Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } }
+        let rate = try a.number("rate", default: 50, in: 1...1000)
         let url = try a.positional("URL")
         try a.finish()
         guard url.hasPrefix("http://") else { throw UsageError("swiftrtc probe: URL must start with http://") }

@@ -42,22 +42,23 @@ enum PublishCommand {
         let camera = CameraOptions.isCamera(sourceSpec) ? try CameraOptions.parse(&a, source: sourceSpec) : nil
         let codecName = try a.option("codec") ?? "h264"
         let size = try a.option("size", default: (width: 1280, height: 720), parseSize)
-        let fps = try a.option("fps", default: 30.0) { Double($0).flatMap { (1...120).contains($0) ? $0 : nil } }
-        let bitrate = try a.option("bitrate", default: Int?.none) { Int($0).flatMap { $0 > 0 ? $0 : nil } }
-        let maxFps = try a.option("max-fps", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
-        let minBitrate = try a.option("min-bitrate", default: Int?.none) { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let fps = try a.number("fps", default: 30.0, in: 1...120)
+        // kbit/s: 10 kbit/s … 100 Mbit/s (beyond either end is a typo, not a setting).
+        let bitrate: Int? = try a.number("bitrate", in: 10...100_000)
+        let maxFps: Double? = try a.number("max-fps", in: 0.1...120)
+        let minBitrate: Int? = try a.number("min-bitrate", in: 10...100_000)
         let degradation = try a.option("degradation", default: DegradationPreference.balanced) { DegradationPreference(rawValue: $0) }
         let adapt = try a.option("adapt", default: (width: Int, height: Int, fps: Int)?.none) { text in
             let parts = text.split(separator: "@")
             guard let size = parseSize(String(parts[0])) else { return nil }
             let f = parts.count > 1 ? Int(parts[1]) : 30
-            guard let f, f > 0, parts.count <= 2 else { return nil }
+            guard let f, (1...120).contains(f), parts.count <= 2 else { return nil }
             return (size.width, size.height, f)
         }
         let audioSpec = try a.option("audio") ?? "tone"
-        let beauty = try a.option("beauty", default: 0.0) { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
-        let disableAfter = try a.option("disable-after", default: Double?.none) { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
-        let duration = try a.option("duration", default: Double?.none) { Double($0).flatMap { $0 > 0 ? $0 : nil } }
+        let beauty = try a.number("beauty", default: 0.0, in: 0...1)
+        let disableAfter: Double? = try a.number("disable-after", in: 0...maxSeconds)
+        let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
         var options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
