@@ -100,6 +100,11 @@ public struct HTTPClient: Sendable {
                     throw HTTPError(.malformedResponse, "cannot resolve redirect Location \(HeadParsing.quote(Array(location.utf8))) from \(url.display)")
                 }
                 let nextURL = try HTTPURL.parse(next)
+                // Never from TLS to clear text: the body (an SDP with ICE credentials) and later
+                // requests to the session would travel unprotected.
+                if url.isTLS && !nextURL.isTLS {
+                    throw HTTPError(.malformedResponse, "refusing the redirect from \(url.string) to \(nextURL.string): it leaves https")
+                }
                 // Credentials belong to the origin they were given for.
                 if nextURL.scheme != url.scheme || nextURL.host != url.host || nextURL.port != url.port {
                     headers.remove("Authorization")

@@ -45,6 +45,10 @@ public struct WHIPClient: Sendable {
         let answer = String(decoding: response.body, as: UTF8.self)
         guard answer.hasPrefix("v=0") else { throw SignalingError("\(endpoint) answered with a body that is not SDP") }
         let resource = response.headers["Location"].flatMap { HTTPClient.resolve($0, against: response.finalURL) }
+        // The DELETE carries the bearer token: never to a clear-text resource of a TLS endpoint.
+        if let resource, response.finalURL.lowercased().hasPrefix("https:"), !resource.lowercased().hasPrefix("https:") {
+            throw SignalingError("\(endpoint) gave the session resource \(resource), which leaves https; refusing it")
+        }
         return Session(answer: answer, resource: resource, iceServers: Self.iceServers(from: response.headers.values("Link")))
     }
 
