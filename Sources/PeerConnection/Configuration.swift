@@ -22,6 +22,10 @@ extension PeerConnection {
         /// Codecs for transceivers that a remote offer creates.
         public var audioCodecs: [RtpCodecCapability] = RtpCodecCapability.defaultAudio
         public var videoCodecs: [RtpCodecCapability] = RtpCodecCapability.defaultVideo
+        /// The order of the codecs in an answer: the offerer's (as libwebrtc answers, so a peer
+        /// that can only encode its first choice gets it), or ours (`audioCodecs`/`videoCodecs`
+        /// order, like `setCodecPreferences` on the answering side).
+        public var answerCodecOrder: CodecOrder = .offerer
         /// Direction of transceivers that a remote offer creates (W3C: recvonly until a track is added).
         public var remoteTransceiverDirection: TransceiverDirection = .recvonly
         /// Encode tracks and decode what arrives. Pass-through endpoints (echo, relay) turn it off

@@ -68,17 +68,22 @@ extension PeerConnection {
         let reject = LocalMediaSection(kind: m.kind, mid: mid, rejected: true, proto: m.proto, direction: .inactive,
                                        codecs: [], extensions: [], sender: nil, rawFormats: m.formats)
         guard m.port != 0, let t = transceiverList.first(where: { $0.mid == mid }) else { return reject }
+        var pairs: [(RtpCodecCapability, SDP.Codec)] = []
+        switch configuration.answerCodecOrder {
+        case .offerer:
+            for offered in m.codecs { if let cap = t.codecCapabilities.first(where: { $0.matches(offered) }) { pairs.append((cap, offered)) } }
+        case .local:
+            for cap in t.codecCapabilities { for offered in m.codecs where cap.matches(offered) { pairs.append((cap, offered)) } }
+        }
         var chosen: [RtpCodecParameters] = []
-        for cap in t.codecCapabilities {
-            for offered in m.codecs where cap.matches(offered) && !chosen.contains(where: { $0.payloadType == offered.payloadType }) {
-                let feedback = offered.feedback.compactMap { fb -> RtcpFeedback? in
-                    let f = RtcpFeedback(type: fb.type, parameter: fb.parameter)
-                    return cap.rtcpFeedback.contains(f) ? f : nil
-                }
-                chosen.append(RtpCodecParameters(payloadType: offered.payloadType, mimeType: cap.mimeType,
-                                                 clockRate: offered.clockRate, channels: offered.channels,
-                                                 sdpFmtpLine: offered.fmtp, rtcpFeedback: feedback))
+        for (cap, offered) in pairs where !chosen.contains(where: { $0.payloadType == offered.payloadType }) {
+            let feedback = offered.feedback.compactMap { fb -> RtcpFeedback? in
+                let f = RtcpFeedback(type: fb.type, parameter: fb.parameter)
+                return cap.rtcpFeedback.contains(f) ? f : nil
             }
+            chosen.append(RtpCodecParameters(payloadType: offered.payloadType, mimeType: cap.mimeType,
+                                             clockRate: offered.clockRate, channels: offered.channels,
+                                             sdpFmtpLine: offered.fmtp, rtcpFeedback: feedback))
         }
         guard !chosen.isEmpty else { return reject }
         // RTX for the video codecs we took, with the offer's payload types.

@@ -106,3 +106,8 @@ public struct PeerConnectionError: Error, CustomStringConvertible, Sendable, Equ
     public var description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// Whose preference orders the codecs of an answer.
+public enum CodecOrder: Sendable {
+    case offerer, local
+}

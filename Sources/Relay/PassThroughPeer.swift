@@ -6,13 +6,15 @@ import Transport
 /// (`a=setup:passive`, as SRS answers), on the shared UDP port.
 func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDirection, advertised: SocketAddress? = nil,
                          audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
-                         videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo) throws -> PeerConnection {
+                         videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
+                         codecOrder: CodecOrder = .offerer) throws -> PeerConnection {
     var config = PeerConnection.Configuration()
     config.iceLite = true
     config.answererDTLSRole = .server
     config.mediaPipeline = false
     config.audioCodecs = audioCodecs
     config.videoCodecs = videoCodecs
+    config.answerCodecOrder = codecOrder
     config.remoteTransceiverDirection = direction
     return try PeerConnection(configuration: config, loop: loop) { _, ufrag in mux.endpoint(ufrag: ufrag, advertised: advertised) }
 }
