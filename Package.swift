@@ -89,6 +89,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
         .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "PeerConnection", "HTTP", "Transport", "STUN"]),
         .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP",
                                                                "Media", "Capture", "Render", "Camera"]),
     ],

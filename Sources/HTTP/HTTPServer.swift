@@ -21,7 +21,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     private struct State {
         var phase = Phase.created
-        var cors = true
+        var corsOrigins = ["*"]
         var acceptThread: JoinableThread?
         /// Connection threads not yet joined, by connection id.
         var threads: [Int: JoinableThread] = [:]
@@ -39,8 +39,16 @@ public final class HTTPServer: @unchecked Sendable {
     /// When true, every response carries Access-Control-Allow-Origin: * and OPTIONS requests are
     /// answered 204 as CORS preflights without calling the handler.
     public var cors: Bool {
-        get { state.withLock { $0.cors } }
-        set { state.withLock { $0.cors = newValue } }
+        get { !corsOrigins.isEmpty }
+        set { corsOrigins = newValue ? ["*"] : [] }
+    }
+
+    /// The origins whose pages may call this server (`*`: any); a listed origin is echoed back
+    /// (with `Vary: Origin`), any other gets no Access-Control-Allow-Origin, so its browser
+    /// refuses the response. Empty: no CORS at all (same-origin pages need none).
+    public var corsOrigins: [String] {
+        get { state.withLock { $0.corsOrigins } }
+        set { state.withLock { $0.corsOrigins = newValue } }
     }
 
     /// Binds and listens at once (so `port` is known); call `start()` to accept connections.
@@ -225,7 +233,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// Answers an OPTIONS preflight itself or calls the handler, then adds the CORS headers.
     /// Nil when the server stopped while the handler ran.
     private func respond(to request: HTTPRequest, connection: Int) -> HTTPResponse? {
-        let cors = self.cors
+        let origins = corsOrigins
+        let cors = !origins.isEmpty
         var response: HTTPResponse
         if cors && request.method == "OPTIONS" {
             var allowed = "content-type, authorization, if-match"
@@ -244,9 +253,11 @@ public final class HTTPServer: @unchecked Sendable {
             guard let answer = callHandler(request, connection: connection) else { return nil }
             response = answer
         }
-        if cors {
+        let allowed = origins.contains("*") ? "*" : request.headers["Origin"].flatMap { origins.contains($0) ? $0 : nil }
+        if cors, let allowed {
             if !response.headers.contains("Access-Control-Allow-Origin") {
-                response.headers.add("Access-Control-Allow-Origin", "*")
+                response.headers.add("Access-Control-Allow-Origin", allowed)
+                if allowed != "*" { response.headers.add("Vary", "Origin") }
             }
             if !response.headers.contains("Access-Control-Expose-Headers") {
                 response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type")
@@ -278,7 +289,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// destroy the response before the client reads it).
     private func finishWithError(_ fd: Int32, _ response: HTTPResponse, scratch: inout [UInt8]) {
         var response = response
-        if cors {
+        if corsOrigins.contains("*") {
             response.headers.add("Access-Control-Allow-Origin", "*")
             response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type")
         }

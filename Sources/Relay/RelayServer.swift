@@ -15,13 +15,26 @@ public final class RelayServer: Sendable {
     private let http: Mutex<HTTPServer?>
     private let state: LoopBound<RelayState>
     private let log: @Sendable (String) -> Void
+    public let policy: AccessPolicy
+    /// `--prefer-codec`: answer publishers with this video codec first; nil keeps the offerer's order.
+    public let preferredVideoCodec: RtpCodecCapability?
     public let httpHost: String
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
     public let advertisedAddress: SocketAddress
 
+    /// An open `policy` (no tokens, no hook) binds loopback only, unless `allowOpenOnNetwork`
+    /// (`--no-auth`): anyone who reaches the port could otherwise publish, play and list.
     public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
-                candidate: String? = nil, log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
+                candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
+                preferredVideoCodec: RtpCodecCapability? = nil,
+                log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
+        if policy.isOpen, !allowOpenOnNetwork {
+            for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
+                throw PeerConnectionError("\(flag) \(host) is not loopback: give --publish-token/--play-token/--api-token "
+                                          + "(or --hook), or say --no-auth to serve anyone who can reach it")
+            }
+        }
         let loop = try EventLoop(name: "swiftrtc-relay")
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
             throw PeerConnectionError("--udp host \(udpHost) is not an IP address")
@@ -39,7 +52,9 @@ public final class RelayServer: Sendable {
         } else {
             advertisedAddress = udpAddress
         }
-        self.log = log
+        self.log = { log(escapedForLog($0)) }
+        self.policy = policy
+        self.preferredVideoCodec = preferredVideoCodec
         self.http = Mutex(nil)
         self.httpHost = httpHost
         self.state = LoopBound(RelayState())
@@ -49,6 +64,7 @@ public final class RelayServer: Sendable {
             return await relay.handle(request)
         }
         self.httpPort = server.port
+        server.corsOrigins = policy.corsOrigins
         http.withLock { $0 = server }
         target.value = self
         server.start()
@@ -91,7 +107,9 @@ public final class RelayServer: Sendable {
         case ("POST", "/rtc/v1/whip/"): return await whip(request, role: .publisher)
         case ("POST", "/rtc/v1/whep/"): return await whip(request, role: .player)
         case ("DELETE", "/rtc/v1/whip/"), ("DELETE", "/rtc/v1/whep/"):
-            guard let token = request.queryValue("token"), await endSession(token) else {
+            // The resource's secret is the capability: no bearer token needed (RFC 9725 lets
+            // the Location itself authorize), and no public id works here.
+            guard let secret = request.queryValue("token"), await endSession(secret: secret) else {
                 return .text(404, "no such session\n")
             }
             return .empty(200)
@@ -99,7 +117,16 @@ public final class RelayServer: Sendable {
             return json(["code": 0, "server": serverID, "data": ["major": 6, "minor": 0, "revision": 0, "version": "6.0.0"],
                          "service": "swiftrtc", "pid": Int(getpid())])
         case ("GET", "/api/v1/streams/"):
+            if let denied = apiDenied(request) { return denied }
             return json(["code": 0, "server": serverID, "streams": await streams()])
+        case ("GET", "/api/v1/clients/"):
+            if let denied = apiDenied(request) { return denied }
+            return json(["code": 0, "server": serverID, "clients": await clients()])
+        case ("DELETE", _) where path.hasPrefix("/api/v1/clients/"):
+            if let denied = apiDenied(request) { return denied }
+            let id = String(path.dropFirst("/api/v1/clients/".count).dropLast())
+            guard await kick(id: id) else { return json(["code": 404, "error": "no client \(id)"], status: 404) }
+            return json(["code": 0])
         case ("GET", "/"):
             return .redirect(302, to: "/players/")
         case ("GET", "/players/"):
@@ -117,7 +144,13 @@ public final class RelayServer: Sendable {
     }
 
     private func apiError(_ message: String, code: Int = 400) -> HTTPResponse {
-        json(["code": code, "error": message])   // SRS answers errors with HTTP 200 and a code
+        // SRS answers errors with HTTP 200 and a code; credentials are refused with a real 401/403.
+        json(["code": code, "error": message], status: [401, 403].contains(code) ? code : 200)
+    }
+
+    private func apiDenied(_ request: HTTPRequest) -> HTTPResponse? {
+        guard case .deny(let status, let message) = policy.admitAPI(presented: AccessPolicy.presentedToken(request)) else { return nil }
+        return json(["code": status, "error": message], status: status)
     }
 
     private func srsAPI(_ request: HTTPRequest, role: RelaySession.Role) async -> HTTPResponse {
@@ -129,8 +162,9 @@ public final class RelayServer: Sendable {
         let parsed: SRSClient.StreamURL
         do { parsed = try SRSClient.StreamURL(parsing: streamURL) } catch { return apiError("\(error)") }
         do {
+            let token = AccessPolicy.presentedToken(request, streamQuery: parsed.query)
             let (session, answer) = try await createSession(role: role, app: parsed.app, stream: parsed.stream, offer: sdp,
-                                                            remote: request.remoteAddress)
+                                                            remote: request.remoteAddress, token: token, param: parsed.query ?? "")
             return json(["code": 0, "server": serverID, "service": "swiftrtc", "pid": Int(getpid()), "sdp": answer,
                          "sessionid": session.id])
         } catch let error as RelayError {
@@ -149,9 +183,10 @@ public final class RelayServer: Sendable {
         }
         let offer = String(decoding: request.body, as: UTF8.self)
         do {
-            let (session, answer) = try await createSession(role: role, app: app, stream: stream, offer: offer, remote: request.remoteAddress)
+            let (session, answer) = try await createSession(role: role, app: app, stream: stream, offer: offer, remote: request.remoteAddress,
+                                                            token: AccessPolicy.presentedToken(request), param: request.query.filter { $0.0 != "token" }.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
             let kind = role == .publisher ? "whip" : "whep"
-            return .sdp(201, answer, location: "/rtc/v1/\(kind)/?action=delete&token=\(session.id)&app=\(app)&stream=\(stream)")
+            return .sdp(201, answer, location: "/rtc/v1/\(kind)/?action=delete&token=\(session.secret)&app=\(app)&stream=\(stream)")
         } catch let error as RelayError {
             return .text(error.httpStatus, error.message + "\n")
         } catch {
@@ -162,15 +197,28 @@ public final class RelayServer: Sendable {
     // MARK: sessions (state lives on the loop)
 
     private func createSession(role: RelaySession.Role, app: String, stream name: String, offer: String,
-                               remote: String) async throws -> (RelaySession, String) {
+                               remote: String, token: String?, param: String) async throws -> (RelaySession, String) {
+        try StreamName.validate(app, what: "app")
+        try StreamName.validate(name, what: "stream")
+        try OfferLimits.check(offer)
+        if case .deny(let status, let message) = policy.admit(role, presented: token) { throw RelayError(message, code: status) }
         let key = "\(app)/\(name)"
-        // Admission and the codecs a player may use are decided from the stream as it is now.
+        let id = randomSessionID()
+        if case .deny(let status, let message) = await policy.askHook(action: role == .publisher ? "on_publish" : "on_play",
+                                                                      app: app, stream: name, param: param, ip: remote, client: id) {
+            throw RelayError(message, code: status)
+        }
+        // Admission and the codecs a player may use are decided from the stream as it is now. A
+        // publisher reserves the name here, atomically with the check, until it attaches or fails.
         let published: [MediaKind: RtpCodecParameters] = try await loop.submit { [state] in
             let stream = state.value.streams[key]
             switch role {
             case .publisher:
                 if let p = stream?.publisher, p.pc.peerConnectionState != .failed, p.pc.peerConnectionState != .closed {
                     throw RelayError("stream \(key) is already being published", code: 409)
+                }
+                guard state.value.reserved.insert(key).inserted else {
+                    throw RelayError("stream \(key) is already being published (another publish is being set up)", code: 409)
                 }
                 return [:]
             case .player:
@@ -180,11 +228,24 @@ public final class RelayServer: Sendable {
                 return codecs
             }
         }
+        do {
+            return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
+                                           published: published)
+        } catch {
+            if role == .publisher { _ = try? await loop.submit { [state] in state.value.reserved.remove(key) } }
+            throw error
+        }
+    }
+
+    private func attachSession(role: RelaySession.Role, key: String, app: String, name: String, id: String, offer: String,
+                               remote: String, published: [MediaKind: RtpCodecParameters]) async throws -> (RelaySession, String) {
         let pc: PeerConnection
         switch role {
         case .publisher:
+            var video = [RtpCodecCapability.h264, .vp8] + RtpCodecCapability.passThroughVideo
+            if let preferred = preferredVideoCodec { video.insert(preferred, at: 0) }
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .recvonly, advertised: advertisedAddress,
-                                         videoCodecs: [.h264, .vp8] + RtpCodecCapability.passThroughVideo)
+                                         videoCodecs: video, codecOrder: preferredVideoCodec == nil ? .offerer : .local)
         case .player:
             func only(_ kind: MediaKind) -> [RtpCodecCapability] {
                 guard let c = published[kind] else { return [] }
@@ -196,8 +257,7 @@ public final class RelayServer: Sendable {
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendonly, advertised: advertisedAddress,
                                          audioCodecs: only(.audio), videoCodecs: only(.video))
         }
-        let id = randomSessionID()
-        let session = RelaySession(id: id, role: role, pc: pc, stream: key, remoteAddress: remote)
+        let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote)
         let sdp: String
         do { sdp = try await answer(pc, offer: offer) } catch {
             await pc.close()
@@ -213,6 +273,7 @@ public final class RelayServer: Sendable {
             state.value.streams[key] = stream
             state.value.sessions[id] = session
             if role == .publisher {
+                state.value.reserved.remove(key)
                 stream.attachPublisher(session)
             } else {
                 guard stream.publisher != nil else { throw RelayError("stream \(key) stopped publishing", code: 404) }
@@ -256,11 +317,37 @@ public final class RelayServer: Sendable {
         log("serve: \(session.role.rawValue) \(session.id) left \(session.stream) (\(reason))")
     }
 
-    private func endSession(_ id: String) async -> Bool {
-        guard let session = try? await loop.submit({ [state] in state.value.sessions[id] }) else { return false }
-        await session.pc.close()
-        _ = try? await loop.submit { [self] in remove(session, reason: "deleted") }
+    /// DELETE of a session resource: found by its secret only.
+    private func endSession(secret: String) async -> Bool {
+        guard let session = try? await loop.submit({ [state] in
+            state.value.sessions.values.first { AccessPolicy.same(secret, $0.secret) }
+        }) else { return false }
+        await end(session, reason: "deleted")
         return true
+    }
+
+    /// The API's kick (`DELETE /api/v1/clients/ID`), by public id; needs the API token.
+    private func kick(id: String) async -> Bool {
+        guard let session = try? await loop.submit({ [state] in state.value.sessions[id] }) else { return false }
+        await end(session, reason: "kicked")
+        return true
+    }
+
+    private func end(_ session: RelaySession, reason: String) async {
+        await session.pc.close()
+        _ = try? await loop.submit { [self] in remove(session, reason: reason) }
+    }
+
+    /// Every session, as `GET /api/v1/clients/` serves it (SRS's shape, the fields we have).
+    public func clients() async -> [[String: Any]] {
+        let rows = (try? await loop.submit { [state] in
+            state.value.sessions.values.sorted { $0.id < $1.id }.map { s in
+                SendableDictionary(value: ["id": s.id, "stream": s.stream, "ip": s.remoteAddress, "type": "rtc",
+                                           "publish": s.role == .publisher, "connected": s.connected,
+                                           "alive": (ContinuousClock.now - s.created).components.seconds])
+            }
+        }) ?? []
+        return rows.map(\.value)
     }
 
     private func describe(_ s: RelayStream) -> SendableDictionary {
@@ -286,6 +373,15 @@ public final class RelayServer: Sendable {
     private func randomSessionID() -> String {
         String(UInt64.random(in: 0...UInt64.max), radix: 36)
     }
+
+    /// 128 bits from the system's CSPRNG (getrandom on Linux), hex.
+    private func randomSecret() -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(g.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
 }
 
 /// State the relay keeps; lives on its loop.
@@ -293,6 +389,8 @@ final class RelayState: @unchecked Sendable {
     // @unchecked: loop thread only.
     var streams: [String: RelayStream] = [:]
     var sessions: [String: RelaySession] = [:]
+    /// Streams whose publish is being set up (admitted, not attached yet).
+    var reserved: Set<String> = []
 }
 
 /// A reference whose contents only the owning loop touches.
@@ -315,5 +413,10 @@ struct RelayError: Error, CustomStringConvertible {
         self.code = code
     }
     var description: String { message }
-    var httpStatus: Int { [400, 404, 409].contains(code) ? code : 400 }
+    var httpStatus: Int { [400, 401, 403, 404, 409].contains(code) ? code : 400 }
+}
+
+/// 127.0.0.0/8, ::1 and "localhost".
+func isLoopback(_ host: String) -> Bool {
+    host == "localhost" || host == "::1" || host.hasPrefix("127.")
 }

@@ -6,7 +6,11 @@ import RTPMedia
 final class RelaySession: @unchecked Sendable {
     // @unchecked: `route` and `connected` are used on the relay's loop thread only.
     enum Role: String { case publisher, player }
+    /// Public: listed by the API, logged.
     let id: String
+    /// The capability for this session's resource (WHIP/WHEP DELETE): 128 random bits that
+    /// appear only in the Location given to the client who created it.
+    let secret: String
     let role: Role
     let pc: PeerConnection
     let stream: String
@@ -17,8 +21,9 @@ final class RelaySession: @unchecked Sendable {
     /// player numbered the publisher's codec with.
     var route: [MediaKind: (RtpSender, UInt8)] = [:]
 
-    init(id: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String) {
+    init(id: String, secret: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String) {
         self.id = id
+        self.secret = secret
         self.role = role
         self.pc = pc
         self.stream = stream

@@ -5,14 +5,29 @@ import SwiftRTC
 enum ServeCommand {
     static let usage = """
     usage: swiftrtc serve [--http HOST:PORT] [--udp HOST:PORT] [--candidate IP]
+                          [--publish-token T] [--play-token T] [--api-token T] [--hook URL] [--no-auth]
+                          [--cors-origin ORIGIN]... [--prefer-codec h264|vp8]
 
     An SRS-compatible WebRTC server: publish with POST /rtc/v1/publish/ (SRS JSON) or WHIP
     /rtc/v1/whip/?app=&stream=, play with /rtc/v1/play/ or WHEP /rtc/v1/whep/?app=&stream=.
     RTP is forwarded without transcoding; a player page is at /players/.
 
-      --http HOST:PORT   HTTP API (default 127.0.0.1:1985)
-      --udp HOST:PORT    the one UDP port for all media (default 127.0.0.1:8000)
-      --candidate IP     the address to advertise in answers (needed when --udp binds 0.0.0.0)
+      --http HOST:PORT     HTTP API (default 127.0.0.1:1985)
+      --udp HOST:PORT      the one UDP port for all media (default 127.0.0.1:8000)
+      --candidate IP       the address to advertise in answers (needed when --udp binds 0.0.0.0)
+    access (a non-loopback --http/--udp needs a token, a hook or --no-auth):
+      --publish-token T    publishers present T: WHIP `Authorization: Bearer T`, or ?token=T on the
+                           SRS streamurl (webrtc://HOST/APP/STREAM?token=T)
+      --play-token T       the same for players (WHEP, /rtc/v1/play/)
+      --api-token T        GET /api/v1/streams/, /api/v1/clients/ and DELETE /api/v1/clients/ID (kick)
+                           need `Authorization: Bearer T`; without it they are off once any access is set
+      --hook URL           POST every publish/play as JSON (SRS's on_publish/on_play body) to URL;
+                           2xx allows, unless the reply is JSON with a non-zero "code"
+      --no-auth            serve anyone who can reach the ports (say so explicitly off loopback)
+      --cors-origin O      a web origin whose pages may call the API (repeatable; * for any);
+                           default: the server's own pages only
+      --prefer-codec C     answer publishers with h264 or vp8 first (default: the offerer's order)
+    App and stream names: 1–64 of A–Z a–z 0–9 - _ . (not starting with .).
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -21,13 +36,32 @@ enum ServeCommand {
         let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(1985)), parseHostPort)
         let udp = try a.option("udp", default: (host: "127.0.0.1", port: UInt16(8000)), parseHostPort)
         let candidate = try a.option("candidate")
+        var policy = AccessPolicy()
+        policy.publishToken = try a.option("publish-token", default: String?.none, nonEmpty)
+        policy.playToken = try a.option("play-token", default: String?.none, nonEmpty)
+        policy.apiToken = try a.option("api-token", default: String?.none, nonEmpty)
+        policy.hook = try a.option("hook", default: String?.none) { $0.hasPrefix("http://") || $0.hasPrefix("https://") ? $0 : nil }
+        policy.corsOrigins = try a.options("cors-origin")
+        let noAuth = a.flag("no-auth")
+        let prefer = try a.option("prefer-codec", default: RtpCodecCapability?.none) { name in
+            switch name.lowercased() {
+            case "h264": return .h264
+            case "vp8": return .vp8
+            default: return nil
+            }
+        }
         try a.finish()
+        if noAuth && !policy.isOpen { throw UsageError("swiftrtc serve: --no-auth contradicts the tokens/hook given") }
         let relay = try await RelayServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port,
-                                          candidate: candidate) { say($0) }
-        say("serve: API on \(relay.url)/rtc/v1/, media on UDP \(relay.advertisedAddress), player page \(relay.url)/players/")
+                                          candidate: candidate, policy: policy, allowOpenOnNetwork: noAuth,
+                                          preferredVideoCodec: prefer) { say($0) }
+        say("serve: API on \(relay.url)/rtc/v1/, media on UDP \(relay.advertisedAddress), player page \(relay.url)/players/"
+            + (policy.isOpen ? " (no access control)" : ""))
         await waitForTermination()
         say("serve: stopping")
         await relay.stop()
         return 0
     }
+
+    private static func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
 }

@@ -1,0 +1,161 @@
+import Foundation
+import HTTP
+
+/// Who may publish, play and administer the relay, the way SRS users know it: a token per role
+/// (`--publish-token`, `--play-token`, `--api-token`), presented as `Authorization: Bearer` (WHIP,
+/// WHEP, the API) or as `?token=`/`?secret=` on SRS's `streamurl`; and an `on_publish`/`on_play`
+/// style HTTP hook for apps that decide per stream. No tokens and no hook is an open server, which
+/// `swiftrtc serve` only allows on loopback unless the operator says `--no-auth`.
+public struct AccessPolicy: Sendable {
+    public var publishToken: String?
+    public var playToken: String?
+    public var apiToken: String?
+    /// POSTed a JSON description of every publish/play (SRS's hook body); 2xx allows, unless
+    /// the body is JSON with a non-zero `code` (SRS's convention).
+    public var hook: String?
+    /// Origins whose pages may call the API from a browser (`*`: any). Empty: the relay's own
+    /// pages only (same origin needs no CORS).
+    public var corsOrigins: [String]
+
+    public init(publishToken: String? = nil, playToken: String? = nil, apiToken: String? = nil, hook: String? = nil,
+                corsOrigins: [String] = []) {
+        self.publishToken = publishToken
+        self.playToken = playToken
+        self.apiToken = apiToken
+        self.hook = hook
+        self.corsOrigins = corsOrigins
+    }
+
+    /// Nothing is checked: no token, no hook.
+    public var isOpen: Bool { publishToken == nil && playToken == nil && apiToken == nil && hook == nil }
+
+    public enum Decision: Equatable, Sendable {
+        case allow
+        /// 401: no credentials; 403: wrong ones, or a capability the server does not offer.
+        case deny(status: Int, message: String)
+    }
+
+    func admit(_ role: RelaySession.Role, presented: String?) -> Decision {
+        let what = role == .publisher ? "publishing" : "playing"
+        guard let required = role == .publisher ? publishToken : playToken else { return .allow }
+        guard let presented, !presented.isEmpty else {
+            return .deny(status: 401, message: "\(what) needs a token (Authorization: Bearer, or ?token= on the stream URL)")
+        }
+        return Self.same(presented, required) ? .allow : .deny(status: 403, message: "wrong token for \(what)")
+    }
+
+    /// The stream listing and kicking: open on an open server, else only with `--api-token`.
+    func admitAPI(presented: String?) -> Decision {
+        guard let required = apiToken else {
+            return isOpen ? .allow : .deny(status: 403, message: "the API needs the server started with --api-token")
+        }
+        guard let presented, !presented.isEmpty else { return .deny(status: 401, message: "the API needs a token (Authorization: Bearer)") }
+        return Self.same(presented, required) ? .allow : .deny(status: 403, message: "wrong API token")
+    }
+
+    /// The Access-Control-Allow-Origin to answer a request from `origin` with, or nil.
+    func allowedOrigin(_ origin: String?) -> String? {
+        guard let origin else { return nil }
+        if corsOrigins.contains("*") { return "*" }
+        return corsOrigins.contains(origin) ? origin : nil
+    }
+
+    /// Constant time in the length of `b`, so the comparison does not tell how much matched.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<y.count { diff |= (i < x.count ? x[i] : 0) ^ y[i] }
+        return diff == 0
+    }
+
+    /// The bearer token of a request, else `?token=`/`?secret=` of the request or of an SRS
+    /// `streamurl` query.
+    static func presentedToken(_ request: HTTPRequest, streamQuery: String? = nil) -> String? {
+        if let auth = request.headers["Authorization"], auth.lowercased().hasPrefix("bearer ") {
+            return String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        }
+        if let t = request.queryValue("token") ?? request.queryValue("secret") { return t }
+        guard let streamQuery else { return nil }
+        for pair in streamQuery.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            if kv.count == 2, kv[0] == "token" || kv[0] == "secret" {
+                return String(kv[1]).removingPercentEncoding ?? String(kv[1])
+            }
+        }
+        return nil
+    }
+
+    /// Asks the hook; any failure to get a clear yes is a no (fail closed).
+    func askHook(action: String, app: String, stream: String, param: String, ip: String, client: String) async -> Decision {
+        guard let hook else { return .allow }
+        let body: [String: Any] = ["action": action, "app": app, "stream": stream, "param": param, "ip": ip,
+                                   "client_id": client, "vhost": "__defaultVhost__", "server_id": "swiftrtc"]
+        guard let data = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]) else {
+            return .deny(status: 403, message: "\(action) hook: cannot encode the request")
+        }
+        do {
+            let response = try await HTTPClient(timeout: .seconds(5), maxRedirects: 0)
+                .send(method: "POST", url: hook, headers: ["Content-Type": "application/json"], body: Array(data))
+            guard (200..<300).contains(response.status) else {
+                return .deny(status: 403, message: "\(action) denied by the hook (HTTP \(response.status))")
+            }
+            if let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+               let code = object["code"] as? Int, code != 0 {
+                return .deny(status: 403, message: "\(action) denied by the hook (code \(code))")
+            }
+            return .allow
+        } catch {
+            return .deny(status: 403, message: "\(action) hook \(hook) failed: \(error)")
+        }
+    }
+}
+
+/// App and stream names: 1–64 characters of `A–Z a–z 0–9 - _ .`, not starting with a dot. The
+/// URL-safe set SRS's examples use; no `/` (so `a/b` + `c` and `a` + `b/c` cannot be one stream),
+/// no control characters (so nothing odd reaches a log line).
+enum StreamName {
+    static func validate(_ name: String, what: String) throws(RelayError) {
+        let ok = (1...64).contains(name.utf8.count) && !name.hasPrefix(".")
+            && name.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c == 0x2d || c == 0x5f || c == 0x2e
+            }
+        guard ok else {
+            throw RelayError("invalid \(what) name \(escapedForLog(name)): use 1–64 of A–Z a–z 0–9 - _ . (not starting with .)", code: 400)
+        }
+    }
+}
+
+/// Control characters (CR, LF, NUL, ESC …) as `\u{…}` escapes, so a client's bytes cannot forge
+/// or garble log lines.
+func escapedForLog(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+    var out = ""
+    for u in text.unicodeScalars {
+        if u.properties.generalCategory == .control {
+            out += "\\u{\(String(u.value, radix: 16))}"
+        } else {
+            out.unicodeScalars.append(u)
+        }
+    }
+    return out
+}
+
+/// What an offer may hold: publishers and players need an audio and a video section (and maybe
+/// data); hundreds of m-lines are an attack on the loop that parses them.
+enum OfferLimits {
+    static let maxBytes = 64 * 1024
+    static let maxMediaSections = 3
+
+    static func check(_ offer: String) throws(RelayError) {
+        guard offer.utf8.count <= maxBytes else {
+            throw RelayError("the offer is \(offer.utf8.count) bytes; at most \(maxBytes) are accepted", code: 400)
+        }
+        var sections = 0
+        for line in offer.split(whereSeparator: \.isNewline) where line.hasPrefix("m=") {
+            sections += 1
+        }
+        guard sections <= maxMediaSections else {
+            throw RelayError("the offer has \(sections) media sections; at most \(maxMediaSections) are accepted", code: 400)
+        }
+    }
+}
