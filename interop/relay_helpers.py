@@ -64,11 +64,13 @@ class Reply:
 
 
 def http(method: str, url: str, body: bytes | str | None = None, content_type: str | None = None,
-         timeout: float = 15) -> Reply:
+         timeout: float = 15, headers: dict | None = None) -> Reply:
     data = body.encode() if isinstance(body, str) else body
     req = urllib.request.Request(url, data=data, method=method)
     if content_type:
         req.add_header("Content-Type", content_type)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as res:
             return Reply(res.status, res.headers, res.read())
@@ -106,13 +108,13 @@ def _complete(data: bytes) -> bool:
 class Relay:
     """`swiftrtc serve` on free loopback ports; its output goes to <artifacts>/relay.log."""
 
-    def __init__(self, binary: Path, log_path: Path, startup_timeout: float = 20):
+    def __init__(self, binary: Path, log_path: Path, startup_timeout: float = 20, extra_args: tuple[str, ...] = ()):
         self.host = "127.0.0.1"
         self.http_port = free_port()
         self.udp_port = free_udp_port()
         self.process = ManagedProcess(
             [str(binary), "serve", "--http", f"{self.host}:{self.http_port}",
-             "--udp", f"{self.host}:{self.udp_port}", "--candidate", self.host], log_path)
+             "--udp", f"{self.host}:{self.udp_port}", "--candidate", self.host, *extra_args], log_path)
         try:
             self.banner = self.process.wait_for_line(r"^serve: API on .*$", startup_timeout).group(0)
         except Exception:
@@ -141,8 +143,8 @@ class Relay:
 
     # HTTP
     def request(self, method: str, path: str, body: bytes | str | None = None,
-                content_type: str | None = None, timeout: float = 15) -> Reply:
-        return http(method, self.base + path, body, content_type, timeout)
+                content_type: str | None = None, timeout: float = 15, headers: dict | None = None) -> Reply:
+        return http(method, self.base + path, body, content_type, timeout, headers)
 
     def raw(self, data: bytes, timeout: float = 10) -> bytes:
         return raw_http(self.host, self.http_port, data, timeout)

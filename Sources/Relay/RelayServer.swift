@@ -333,9 +333,10 @@ public final class RelayServer: Sendable {
         return true
     }
 
+    /// Removed first, so the log and the listing say why, not just that the connection closed.
     private func end(_ session: RelaySession, reason: String) async {
-        await session.pc.close()
         _ = try? await loop.submit { [self] in remove(session, reason: reason) }
+        await session.pc.close()
     }
 
     /// Every session, as `GET /api/v1/clients/` serves it (SRS's shape, the fields we have).

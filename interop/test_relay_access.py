@@ -1,0 +1,100 @@
+"""Interop tests: `swiftrtc serve` as a server you can put on a network (issue 12).
+
+- Tokens: swiftrtc publish/play with none/wrong/right token over WHIP, WHEP and SRS's JSON API;
+  the listing and kicking need the API token; an open server refuses to bind off loopback.
+- Bad CLI numbers get a clear error with the range instead of a crash.
+Run inside the loopback-only namespace: interop/run.sh -k access
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from interop.conftest import write_json
+from interop.relay_helpers import Relay, SwiftRun, free_port, free_udp_port, summary
+
+
+@pytest.fixture
+def secured(swift_bin, artifact_dir, logs):
+    r = Relay(swift_bin, artifact_dir / "relay.log",
+              extra_args=("--publish-token", "pub-secret", "--play-token", "play-secret", "--api-token", "api-secret"))
+    logs.append(("relay output", r.text))
+    yield r
+    r.close()
+
+
+def cli(binary, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.timeout(90)
+def test_relay_access_control(secured, swift_bin, artifact_dir, logs):
+    relay = secured
+    whip = relay.whip_url("live", "guarded")
+    # No token / the play token: refused before anything connects, with the server's reason.
+    none = cli(swift_bin, "publish", whip, "--duration", "2", "--size", "320x180")
+    assert none.returncode != 0 and "401" in none.stderr and "publishing needs a token" in none.stderr, none.stderr
+    wrong = cli(swift_bin, "publish", whip, "--token", "play-secret", "--duration", "2", "--size", "320x180")
+    assert wrong.returncode != 0 and "403" in wrong.stderr and "wrong token for publishing" in wrong.stderr, wrong.stderr
+
+    pub = SwiftRun(swift_bin, "publish", [whip, "--token", "pub-secret", "--source", "testsrc", "--size", "640x360",
+                                          "--duration", "8"], artifact_dir, "publish")
+    logs.append(("publish", pub.text))
+    try:
+        relay.wait_event(r"publisher \S+ connected \(live/guarded\)", timeout=15)
+        # SRS JSON API with the token on the streamurl; a wrong one is refused.
+        bad_play = cli(swift_bin, "play", relay.webrtc_url("live", "guarded") + "?token=pub-secret", "--duration", "2")
+        assert bad_play.returncode != 0 and "wrong token for playing" in bad_play.stderr, bad_play.stderr
+        play = SwiftRun(swift_bin, "play", [relay.webrtc_url("live", "guarded") + "?token=play-secret", "--duration", "3"],
+                        artifact_dir, "play")
+        logs.append(("play", play.text))
+        whep = SwiftRun(swift_bin, "play", [relay.whep_url("live", "guarded"), "--token", "play-secret", "--duration", "3"],
+                        artifact_dir, "play-whep")
+        logs.append(("play whep", whep.text))
+        play_code, whep_code = play.wait(timeout=30), whep.wait(timeout=30)
+
+        # The listing: 401 without a token, 403 with a publish token, 200 with the API token.
+        assert relay.request("GET", "/api/v1/streams/").status == 401
+        assert relay.request("GET", "/api/v1/streams/", headers={"Authorization": "Bearer pub-secret"}).status == 403
+        listed = relay.request("GET", "/api/v1/clients/", headers={"Authorization": "Bearer api-secret"})
+        assert listed.status == 200, listed
+        clients = listed.json()["clients"]
+        publisher = [c for c in clients if c["publish"]]
+        assert len(publisher) == 1 and publisher[0]["stream"] == "live/guarded", clients
+        # Kicking the publisher ends its session: publish sees the connection go.
+        assert relay.request("DELETE", f"/api/v1/clients/{publisher[0]['id']}/").status == 401
+        kicked = relay.request("DELETE", f"/api/v1/clients/{publisher[0]['id']}/",
+                               headers={"Authorization": "Bearer api-secret"})
+        assert kicked.status == 200, kicked
+        relay.wait_event(r"publisher \S+ left live/guarded \(kicked\)", timeout=10)
+        pub_code = pub.wait(timeout=20)
+    finally:
+        pub.close()
+    s_play, s_whep = summary(play.stats()), summary(whep.stats())
+    write_json(artifact_dir / "summary.json", {"play": s_play, "whep": s_whep, "publishExit": pub_code})
+    assert play_code == 0 and s_play.get("patternVerified") is True and s_play.get("framesDecoded", 0) >= 30, s_play
+    assert whep_code == 0 and s_whep.get("patternVerified") is True and s_whep.get("framesDecoded", 0) >= 30, s_whep
+    assert pub_code != 0, "the kicked publisher should not report success"
+    assert relay.alive()
+
+
+@pytest.mark.timeout(30)
+def test_open_server_refuses_network_binds(swift_bin):
+    port = free_port()
+    r = cli(swift_bin, "serve", "--http", f"0.0.0.0:{port}", "--udp", f"127.0.0.1:{free_udp_port()}", timeout=15)
+    assert r.returncode != 0 and f"--http 0.0.0.0 is not loopback" in r.stderr and "--no-auth" in r.stderr, r.stderr
+    r = cli(swift_bin, "serve", "--no-auth", "--publish-token", "x", timeout=15)
+    assert r.returncode == 2 and "--no-auth contradicts" in r.stderr, r.stderr
+
+
+@pytest.mark.timeout(30)
+def test_numeric_flags_are_range_checked(swift_bin):
+    for flag, value, want in (("--max-fps", "1e-10", "--max-fps \"1e-10\" is not a number in 0.1…120.0"),
+                              ("--bitrate", "99999999999999", "--bitrate \"99999999999999\" is not a number in 10…100000"),
+                              ("--fps", "nan", "--fps \"nan\" is not a number in 1.0…120.0"),
+                              ("--duration", "-1", "--duration \"-1\" is not a number in")):
+        r = cli(swift_bin, "publish", "http://127.0.0.1:1/rtc/v1/whip/?app=a&stream=b", flag, value)
+        assert r.returncode == 2 and want in r.stderr, (flag, r.returncode, r.stderr)
