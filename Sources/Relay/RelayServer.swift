@@ -18,6 +18,9 @@ public final class RelayServer: Sendable {
     public let policy: AccessPolicy
     /// `--prefer-codec`: answer publishers with this video codec first; nil keeps the offerer's order.
     public let preferredVideoCodec: RtpCodecCapability?
+    /// A session that has not connected by then is ended with everything it holds (a fake offer
+    /// would otherwise squat a stream name until ICE gave up).
+    public let connectTimeout: Duration
     public let httpHost: String
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
@@ -27,7 +30,7 @@ public final class RelayServer: Sendable {
     /// (`--no-auth`): anyone who reaches the port could otherwise publish, play and list.
     public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
                 candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
-                preferredVideoCodec: RtpCodecCapability? = nil,
+                preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
                 log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
@@ -55,6 +58,7 @@ public final class RelayServer: Sendable {
         self.log = { log(escapedForLog($0)) }
         self.policy = policy
         self.preferredVideoCodec = preferredVideoCodec
+        self.connectTimeout = connectTimeout
         self.http = Mutex(nil)
         self.httpHost = httpHost
         self.state = LoopBound(RelayState())
@@ -284,6 +288,11 @@ public final class RelayServer: Sendable {
                 self.sessionStateChanged(session, s)
             }
             log("serve: \(role.rawValue) \(id) for \(key) from \(remote)")
+            _ = self.loop.schedule(at: .now.advanced(by: self.connectTimeout)) { [weak self] in
+                guard let self, !session.connected, self.state.value.sessions[id] === session else { return }
+                self.remove(session, reason: "never connected")
+                Task { await session.pc.close() }
+            }
         }
         return (session, sdp)
     }

@@ -127,6 +127,20 @@ import Transport
         }
     }
 
+    /// An offer whose peer never connects holds its name only until the connect timeout.
+    @Test func sessionsThatNeverConnectAreReleased() async throws {
+        let relay = try await RelayServer(httpPort: 0, udpPort: 0, connectTimeout: .milliseconds(300), log: { _ in })
+        let sdp = try await offer()
+        #expect(try await post(relay, "whip", stream: "squat", sdp: sdp).status == 201)
+        #expect(try await post(relay, "whip", stream: "squat", sdp: sdp).status == 409)
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while await !relay.clients().isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let clients = await relay.clients(), streams = await relay.streams()
+        #expect(clients.isEmpty && streams.isEmpty)
+        #expect(try await post(relay, "whip", stream: "squat", sdp: sdp).status == 201, "the name is free again")
+        await relay.stop()
+    }
+
     @Test func refusesAnOpenServerOffLoopback() async throws {
         let error = await #expect(throws: PeerConnectionError.self) {
             _ = try await RelayServer(httpHost: "0.0.0.0", httpPort: 0, udpPort: 0, log: { _ in })
