@@ -79,3 +79,17 @@ public struct JoinableThread: Sendable {
     public func join() { pthread_join(id, nil) }
     public func detach() { pthread_detach(id) }
 }
+
+extension JoinableThread {
+    /// Runs blocking `body` on a thread of its own and awaits its result, so the concurrency
+    /// pool (one thread per core) never blocks on a socket.
+    public static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            do {
+                try spawn { continuation.resume(with: Result { try body() }) }.detach()
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+}
