@@ -35,6 +35,34 @@ import Testing
         }
     }
 
+    /// Over TLS (Python's ssl in front of our server): many writes from other threads while
+    /// the owner reads, each echoed back intact and in order.
+    @Test func upgradedTLSConnectionReadsAndWritesFromDifferentThreads() async throws {
+        try await withServer { server in
+            server.upgradeHandler = Self.echoUpgrade
+            try await withTLSServer(forwardingTo: server.port) { tls in
+                let client = HTTPClient(timeout: .seconds(10), insecure: true)
+                let (response, connection) = try await client.upgrade(url: "https://127.0.0.1:\(tls.port)/echo", headers: ["Upgrade": "echo"])
+                #expect(response.status == 101)
+                let upgraded = try #require(connection)
+                let expected = (0..<200).flatMap { Array("message \($0);".utf8) }
+                async let echoed = JoinableThread.offPool { () -> [UInt8] in
+                    var received: [UInt8] = []
+                    while received.count < expected.count, case .data(let bytes) = upgraded.read(timeout: .seconds(10)) {
+                        received += bytes
+                    }
+                    return received
+                }
+                let writes = try await JoinableThread.offPool {
+                    (0..<200).allSatisfy { upgraded.write(Array("message \($0);".utf8)) }
+                }
+                #expect(writes)
+                #expect(try await echoed == expected)
+                upgraded.close()
+            }
+        }
+    }
+
     @Test func bytesSentWithTheRequestReachTheHandlerAndStopEndsIt() async throws {
         let server = try HTTPServer(host: "127.0.0.1", port: 0, handler: echoHandler)
         server.upgradeHandler = Self.echoUpgrade
