@@ -28,7 +28,8 @@ public final class UpgradedConnection: @unchecked Sendable {
     /// The peer as `ip:port`.
     public let remoteAddress: String
     private let fd: Int32
-    private let client: ClientConnection?
+    /// Set at init; released in deinit under withoutSIGPIPE (TLS close_notify is a write).
+    private var client: ClientConnection?
     private let wake: Int32
     /// The client's own wake pipe, kept as long as the connection.
     private let ownWake: WakePipe?
@@ -53,6 +54,10 @@ public final class UpgradedConnection: @unchecked Sendable {
         self.state = Locked((buffered, false))
     }
 
+    deinit {
+        Self.withoutSIGPIPE { client = nil }
+    }
+
     /// Waits up to `timeout` for bytes. Bytes that arrived with the handshake come first.
     public func read(timeout: Duration) -> Read {
         let (buffered, closed) = state.withLock { state -> ([UInt8], Bool) in
@@ -73,7 +78,10 @@ public final class UpgradedConnection: @unchecked Sendable {
             }
         }
         while true {
-            let result = io.withLock { client.read(into: &scratch, wake: wake, deadline: Deadline(after: .zero)) }
+            // SSL_read may write too (TLS 1.3 post-handshake messages).
+            let result = io.withLock {
+                Self.withoutSIGPIPE { client.read(into: &scratch, wake: wake, deadline: Deadline(after: .zero)) }
+            }
             switch result {
             case .data(let count): return .data(Array(scratch[0..<count]))
             case .eof: return .closed("connection closed by the peer")
@@ -127,6 +135,7 @@ public final class UpgradedConnection: @unchecked Sendable {
 
     /// OpenSSL writes with write(2): a peer that went away must give EPIPE, not kill the
     /// process with SIGPIPE. Blocks it on this thread for the call and takes back one it raised.
+    /// (HTTPClient's own threads block it for good; an upgraded connection is used from any thread.)
     private static func withoutSIGPIPE<R>(_ body: () -> R) -> R {
         var pipeSignal = sigset_t()
         sigemptyset(&pipeSignal)

@@ -154,6 +154,21 @@ import Testing
         }
     }
 
+    /// As `swiftrtc serve` does it: mounted on a server whose handler keeps its other paths.
+    @Test func mountedOnAnotherServer() async throws {
+        let http = try HTTPServer(host: "127.0.0.1", port: 0) { request in .text(200, "api \(request.path)") }
+        let signaling = SignalServer(mountingOn: http)
+        http.start()
+        defer { http.stop() }
+        #expect(signaling.url == nil)
+        let api = try await HTTPClient().send(method: "GET", url: "http://127.0.0.1:\(http.port)/api/v1/versions")
+        #expect(api.text == "api /api/v1/versions")
+        let (a, aEvents) = try await join("ws://127.0.0.1:\(http.port)/rtc/v1/signal", room: "mounted")
+        #expect(try await aEvents.next() == .joined(peers: 0))
+        a.close()
+        #expect(try await aEvents.next() == .closed(code: 1000, reason: ""))
+    }
+
     @Test func missingOrInvalidRoomIs400() async throws {
         try await withSignalServer { base in
             let http = "http" + base.dropFirst(2)
