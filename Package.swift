@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),

@@ -61,6 +61,9 @@ public final class SignalServer: Sendable {
         owned.map { "ws://\($0.host.contains(":") ? "[\($0.host)]" : $0.host):\($0.port)\(Self.path)" }
     }
 
+    /// The port of the server this one started.
+    public var port: UInt16? { owned?.port }
+
     public func stop() { owned?.stop() }
 
     private func mount(on server: HTTPServer) {
