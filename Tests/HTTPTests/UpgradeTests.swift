@@ -35,6 +35,23 @@ import Testing
         }
     }
 
+    @Test func upgradedConnectionsCountAgainstTheConnectionCap() async throws {
+        try await withServer(limits: HTTPLimits(maxConnections: 2)) { server in
+            server.upgradeHandler = Self.echoUpgrade
+            let client = HTTPClient(timeout: .seconds(10))
+            let url = "http://127.0.0.1:\(server.port)/echo"
+            let first = try #require(try await client.upgrade(url: url, headers: ["Upgrade": "echo"]).connection)
+            let second = try #require(try await client.upgrade(url: url, headers: ["Upgrade": "echo"]).connection)
+            let busy = try await client.send(method: "GET", url: "http://127.0.0.1:\(server.port)/x")
+            #expect(busy.status == 503 && busy.text == "too many connections\n")
+            // Both still work.
+            #expect(second.write([42]))
+            #expect(try await JoinableThread.offPool { second.read(timeout: .seconds(10)) } == .data([42]))
+            first.close()
+            second.close()
+        }
+    }
+
     /// Over TLS (Python's ssl in front of our server): many writes from other threads while
     /// the owner reads, each echoed back intact and in order.
     @Test func upgradedTLSConnectionReadsAndWritesFromDifferentThreads() async throws {
