@@ -44,6 +44,8 @@ let package = Package(
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
         .target(name: "HTTP", dependencies: ["COpenSSL"]),
         .target(name: "Transport", dependencies: ["STUN", "CShim"]),
+        // WebSocket (RFC 6455), sans-I/O: handshake, frames, messages, closing.
+        .target(name: "WebSocket", dependencies: ["COpenSSL"]),
 
         // Media: frames and the pipeline pieces around them.
         .target(name: "Media", dependencies: ["CYUV"]),
@@ -64,12 +66,12 @@ let package = Package(
         // Session and servers.
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation"]),
-        .target(name: "Signaling", dependencies: ["HTTP"]),
+        .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
-        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render"]),
+        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render", "WebSocket"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg"], path: "Sources/bench"),
 
@@ -79,7 +81,9 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
         .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),

@@ -15,6 +15,10 @@ final class ClientConnection {
         self.tls = tls
     }
 
+    /// The socket, for waiting on it (reads and writes go through this object).
+    var descriptor: Int32 { fd }
+    var isTLS: Bool { tls != nil }
+
     deinit {
         tls = nil
         _ = Glibc.close(fd)

@@ -53,16 +53,35 @@ public struct HTTPClient: Sendable {
             throw HTTPError(.badRequest, "invalid HTTP method \(HeadParsing.quote(Array(method.utf8)))")
         }
         let firstURL = try HTTPURL.parse(url)
-        if Task.isCancelled { throw HTTPError(.cancelled, "request to \(firstURL.display) cancelled") }
-        let cancel = try WakePipe()
         let client = self
-        let result: Result<HTTPClientResponse, HTTPError> = await withTaskCancellationHandler {
+        return try await Self.onOwnThread(firstURL) { wake in
+            client.perform(method: method, url: firstURL, headers: headers, body: body, wake: wake)
+        }
+    }
+
+    /// Sends `GET url` with `headers` (an `Upgrade` and `Connection: Upgrade` among them) and,
+    /// when the server answers `101`, hands over the connection with the bytes that followed the
+    /// response head. Any other status comes back with its body and no connection. No redirects.
+    public func upgrade(url: String, headers: HTTPHeaders) async throws(HTTPError) -> (response: HTTPClientResponse, connection: UpgradedConnection?) {
+        let url = try HTTPURL.parse(url)
+        let client = self
+        return try await Self.onOwnThread(url) { wake in
+            Self.blockingSIGPIPE()
+            return Result { () throws(HTTPError) in
+                try client.exchange(method: "GET", url: url, headers: headers, body: [], deadline: Deadline(after: client.timeout),
+                                    wake: wake, upgrade: true)
+            }
+        }
+    }
+
+    /// Runs blocking socket work on a thread of its own; cancelling the task signals `wake`.
+    private static func onOwnThread<T: Sendable>(_ url: HTTPURL, _ work: @escaping @Sendable (WakePipe) -> Result<T, HTTPError>) async throws(HTTPError) -> T {
+        if Task.isCancelled { throw HTTPError(.cancelled, "request to \(url.display) cancelled") }
+        let cancel = try WakePipe()
+        let result: Result<T, HTTPError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 do throws(HTTPError) {
-                    let thread = try JoinableThread.spawn {
-                        continuation.resume(returning: client.perform(method: method, url: firstURL, headers: headers,
-                                                                       body: body, wake: cancel.readFD))
-                    }
+                    let thread = try JoinableThread.spawn { continuation.resume(returning: work(cancel)) }
                     thread.detach()
                 } catch {
                     continuation.resume(returning: .failure(error))
@@ -74,22 +93,26 @@ public struct HTTPClient: Sendable {
         return try result.get()
     }
 
-    // MARK: Blocking part, on the request's own thread
-
-    private func perform(method: String, url: HTTPURL, headers: HTTPHeaders, body: [UInt8], wake: Int32) -> Result<HTTPClientResponse, HTTPError> {
-        // OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a peer that went away must give
-        // this thread EPIPE, not kill the process with SIGPIPE. The thread ends with the request.
+    /// OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a peer that went away must give
+    /// this thread EPIPE, not kill the process with SIGPIPE. The thread ends with the request.
+    private static func blockingSIGPIPE() {
         var pipeSignal = sigset_t()
         sigemptyset(&pipeSignal)
         sigaddset(&pipeSignal, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+    }
+
+    // MARK: Blocking part, on the request's own thread
+
+    private func perform(method: String, url: HTTPURL, headers: HTTPHeaders, body: [UInt8], wake: WakePipe) -> Result<HTTPClientResponse, HTTPError> {
+        Self.blockingSIGPIPE()
         let deadline = Deadline(after: timeout)
         var url = url
         var headers = headers
         var redirects = 0
         do throws(HTTPError) {
             while true {
-                var response = try exchange(method: method, url: url, headers: headers, body: body, deadline: deadline, wake: wake)
+                var response = try exchange(method: method, url: url, headers: headers, body: body, deadline: deadline, wake: wake).response
                 response.finalURL = url.string
                 guard response.status == 307 || response.status == 308,
                       let location = response.headers["Location"] else { return .success(response) }
@@ -117,21 +140,24 @@ public struct HTTPClient: Sendable {
         }
     }
 
-    /// One request/response on a fresh connection.
-    private func exchange(method: String, url: HTTPURL, headers: HTTPHeaders, body: [UInt8],
-                          deadline: Deadline, wake: Int32) throws(HTTPError) -> HTTPClientResponse {
-        let socket = try ClientConnection.open(url, insecure: insecure, timeout: timeout, deadline: deadline, wake: wake)
-        try check(socket.writeAll(requestBytes(method: method, url: url, headers: headers, body: body),
-                                  wake: wake, deadline: deadline), url: url)
+    /// One request/response on a fresh connection; with `upgrade`, a 101 hands the connection over.
+    private func exchange(method: String, url: HTTPURL, headers: HTTPHeaders, body: [UInt8], deadline: Deadline,
+                          wake: WakePipe, upgrade: Bool = false) throws(HTTPError) -> (response: HTTPClientResponse, connection: UpgradedConnection?) {
+        let socket = try ClientConnection.open(url, insecure: insecure, timeout: timeout, deadline: deadline, wake: wake.readFD)
+        try check(socket.writeAll(requestBytes(method: method, url: url, headers: headers, body: body, upgrade: upgrade),
+                                  wake: wake.readFD, deadline: deadline), url: url)
 
-        var connection = Reader(connection: socket, wake: wake, deadline: deadline, url: url, timeout: timeout)
+        var connection = Reader(connection: socket, wake: wake.readFD, deadline: deadline, url: url, timeout: timeout)
         var head: HTTPResponseHead
         repeat {
             head = try connection.readHead()
         } while (100...199).contains(head.status) && head.status != 101  // interim responses
 
         var response = HTTPClientResponse(status: head.status, reason: head.reason, headers: head.headers, body: [], finalURL: url.string)
-        if method == "HEAD" || !HTTPResponse.statusAllowsBody(head.status) { return response }
+        if upgrade && head.status == 101 {
+            return (response, UpgradedConnection(client: socket, wake: wake, buffered: connection.buffer, remoteAddress: url.display))
+        }
+        if method == "HEAD" || !HTTPResponse.statusAllowsBody(head.status) { return (response, nil) }
 
         let codings = head.headers.values("Transfer-Encoding").flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
         if codings.last == "chunked" {
@@ -152,10 +178,10 @@ public struct HTTPClient: Sendable {
                 throw HTTPError(.malformedResponse, "\(error.message) in response from \(url.display)")
             }
         }
-        return response
+        return (response, nil)
     }
 
-    private func requestBytes(method: String, url: HTTPURL, headers: HTTPHeaders, body: [UInt8]) -> [UInt8] {
+    private func requestBytes(method: String, url: HTTPURL, headers: HTTPHeaders, body: [UInt8], upgrade: Bool) -> [UInt8] {
         var headers = headers
         headers.remove("Content-Length")
         headers.remove("Transfer-Encoding")
@@ -167,7 +193,7 @@ public struct HTTPClient: Sendable {
         if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) {
             out += Array("Content-Length: \(body.count)\r\n".utf8)
         }
-        out += Array("Connection: close\r\n\r\n".utf8)
+        out += Array("Connection: \(upgrade ? "Upgrade" : "close")\r\n\r\n".utf8)
         out += body
         return out
     }

@@ -38,6 +38,17 @@ public struct HTTPRequestDecoder: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// The bytes received after the last request, removed from the decoder: what the client
+    /// sent on a connection that switches protocols.
+    public mutating func takeBuffered() -> [UInt8] {
+        defer {
+            buffer = []
+            start = 0
+            state = .head(scanFrom: 0)
+        }
+        return Array(buffer[start...])
+    }
+
     /// True when part of a request has arrived (so a timeout now is the client's fault: 408).
     public var isMidRequest: Bool {
         if case .head = state { return start < buffer.count }

@@ -4,9 +4,12 @@
 import Glibc
 
 /// @unchecked Sendable: the descriptors and limits are immutable after init; everything mutable
-/// (phase, thread table, `cors`) sits in one `Locked` state.
+/// (phase, thread table, `corsOrigins`) sits in one `Locked` state.
 public final class HTTPServer: @unchecked Sendable {
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+    /// Asked first about every request, on the connection's thread; nil leaves the request to
+    /// the handler. See `HTTPUpgrade`.
+    public typealias UpgradeHandler = @Sendable (HTTPRequest) -> HTTPUpgrade?
 
     public let host: String
     /// The bound port (the kernel's choice when 0 was asked for).
@@ -22,6 +25,7 @@ public final class HTTPServer: @unchecked Sendable {
     private struct State {
         var phase = Phase.created
         var corsOrigins = ["*"]
+        var upgradeHandler: UpgradeHandler?
         var acceptThread: JoinableThread?
         /// Connection threads not yet joined, by connection id.
         var threads: [Int: JoinableThread] = [:]
@@ -49,6 +53,12 @@ public final class HTTPServer: @unchecked Sendable {
     public var corsOrigins: [String] {
         get { state.withLock { $0.corsOrigins } }
         set { state.withLock { $0.corsOrigins = newValue } }
+    }
+
+    /// Lets a handler take over connections (WebSocket): see `HTTPUpgrade`.
+    public var upgradeHandler: UpgradeHandler? {
+        get { state.withLock { $0.upgradeHandler } }
+        set { state.withLock { $0.upgradeHandler = newValue } }
     }
 
     /// Binds and listens at once (so `port` is known); call `start()` to accept connections.
@@ -218,7 +228,23 @@ public final class HTTPServer: @unchecked Sendable {
                 let interim = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
                 guard case .done = Sockets.writeAll(fd, interim, wake: wake.readFD, deadline: deadline) else { return }
             case .request(let request):
-                guard var response = respond(to: request, connection: id) else { return }  // stopping
+                var upgraded: HTTPResponse?
+                switch upgradeHandler?(request) {
+                case .accept(let response, let run)?:
+                    var head = response
+                    head.body = []
+                    let bytes = head.serialize(headOnly: true, close: false)
+                    guard case .done = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: limits.readTimeout)) else { return }
+                    let connection = UpgradedConnection(fd: fd, wake: wake.readFD, buffered: decoder.takeBuffered(), remoteAddress: remote)
+                    run(connection)
+                    connection.finish()
+                    return
+                case .respond(let response)?:
+                    upgraded = addingCORS(response, origin: request.headers["Origin"])
+                case nil:
+                    break
+                }
+                guard var response = upgraded ?? respond(to: request, connection: id) else { return }  // stopping
                 let stopping = state.withLock { $0.phase == .stopped }
                 let close = stopping || !request.keepAlive || response.headers.hasToken("Connection", "close")
                 if !close && request.version == "HTTP/1.0" { response.headers.set("Connection", "keep-alive") }
@@ -253,15 +279,21 @@ public final class HTTPServer: @unchecked Sendable {
             guard let answer = callHandler(request, connection: connection) else { return nil }
             response = answer
         }
-        let allowed = origins.contains("*") ? "*" : request.headers["Origin"].flatMap { origins.contains($0) ? $0 : nil }
-        if cors, let allowed {
-            if !response.headers.contains("Access-Control-Allow-Origin") {
-                response.headers.add("Access-Control-Allow-Origin", allowed)
-                if allowed != "*" { response.headers.add("Vary", "Origin") }
-            }
-            if !response.headers.contains("Access-Control-Expose-Headers") {
-                response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type")
-            }
+        return addingCORS(response, origin: request.headers["Origin"])
+    }
+
+    /// Access-Control-Allow-Origin for a listed origin (echoed, with Vary) or `*`; nothing for
+    /// an origin not on the list (its browser then refuses the response) or when CORS is off.
+    private func addingCORS(_ response: HTTPResponse, origin: String?) -> HTTPResponse {
+        let origins = corsOrigins
+        guard let allowed = origins.contains("*") ? "*" : origin.flatMap({ origins.contains($0) ? $0 : nil }) else { return response }
+        var response = response
+        if !response.headers.contains("Access-Control-Allow-Origin") {
+            response.headers.add("Access-Control-Allow-Origin", allowed)
+            if allowed != "*" { response.headers.add("Vary", "Origin") }
+        }
+        if !response.headers.contains("Access-Control-Expose-Headers") {
+            response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type")
         }
         return response
     }
@@ -288,12 +320,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// client still sends for a moment, so our close does not reset the connection (which could
     /// destroy the response before the client reads it).
     private func finishWithError(_ fd: Int32, _ response: HTTPResponse, scratch: inout [UInt8]) {
-        var response = response
-        if corsOrigins.contains("*") {
-            response.headers.add("Access-Control-Allow-Origin", "*")
-            response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type")
-        }
-        let bytes = response.serialize(headOnly: false, close: true)
+        // No request to read an Origin from: only a server open to any origin adds CORS here.
+        let bytes = addingCORS(response, origin: nil).serialize(headOnly: false, close: true)
         guard case .done = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: .seconds(1))) else { return }
         shutdown(fd, Int32(SHUT_WR))
         // Lingering close: read what the client is still sending (a refused 2 MB upload) so

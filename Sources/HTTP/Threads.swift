@@ -51,8 +51,8 @@ final class OneShot<Value>: @unchecked Sendable {
     }
 }
 
-/// A joinable POSIX thread running a closure.
-struct JoinableThread: Sendable {
+/// A joinable POSIX thread running a closure (for blocking socket loops, off the concurrency pool).
+public struct JoinableThread: Sendable {
     private final class Body {
         let run: @Sendable () -> Void
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }
@@ -61,7 +61,7 @@ struct JoinableThread: Sendable {
     let id: pthread_t
 
     /// Starts `body` on a new thread; the caller must `join()` it (or `detach()`).
-    static func spawn(_ body: @escaping @Sendable () -> Void) throws(HTTPError) -> JoinableThread {
+    public static func spawn(_ body: @escaping @Sendable () -> Void) throws(HTTPError) -> JoinableThread {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { argument in
@@ -76,6 +76,20 @@ struct JoinableThread: Sendable {
         return JoinableThread(id: thread)
     }
 
-    func join() { pthread_join(id, nil) }
-    func detach() { pthread_detach(id) }
+    public func join() { pthread_join(id, nil) }
+    public func detach() { pthread_detach(id) }
+}
+
+extension JoinableThread {
+    /// Runs blocking `body` on a thread of its own and awaits its result, so the concurrency
+    /// pool (one thread per core) never blocks on a socket.
+    public static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            do {
+                try spawn { continuation.resume(with: Result { try body() }) }.detach()
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
 }

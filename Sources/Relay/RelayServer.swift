@@ -13,6 +13,8 @@ public final class RelayServer: Sendable {
     public let loop: EventLoop
     private let mux: UDPMux
     private let http: Mutex<HTTPServer?>
+    /// P2P signaling at /rtc/v1/signal/?room=NAME, on the same HTTP server.
+    public let signaling: SignalServer
     private let state: LoopBound<RelayState>
     private let log: @Sendable (String) -> Void
     public let policy: AccessPolicy
@@ -69,6 +71,7 @@ public final class RelayServer: Sendable {
         }
         self.httpPort = server.port
         server.corsOrigins = policy.corsOrigins
+        self.signaling = SignalServer(mountingOn: server, log: self.log)
         http.withLock { $0 = server }
         target.value = self
         server.start()
@@ -85,6 +88,8 @@ public final class RelayServer: Sendable {
     }
 
     public var url: String { "http://\(httpHost):\(httpPort)" }
+    /// The signaling endpoint's WebSocket URL (add `?room=NAME`).
+    public var signalURL: String { "ws://\(httpHost):\(httpPort)\(SignalServer.path)" }
 
     public func stop() async {
         let server = http.withLock { s -> HTTPServer? in defer { s = nil }; return s }

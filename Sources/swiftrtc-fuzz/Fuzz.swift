@@ -4,9 +4,10 @@ import Render
 import RTP
 import SDP
 import STUN
+import WebSocket
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
@@ -17,8 +18,9 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "rtcp": return fuzzRTCP
     case "http": return fuzzHTTPRequest
     case "jpeg": return fuzzJPEG
+    case "websocket": return fuzzWebSocket
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http or jpeg\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg or websocket\n".utf8))
         exit(2)
     }
 }()

@@ -10,7 +10,8 @@ enum ServeCommand {
 
     An SRS-compatible WebRTC server: publish with POST /rtc/v1/publish/ (SRS JSON) or WHIP
     /rtc/v1/whip/?app=&stream=, play with /rtc/v1/play/ or WHEP /rtc/v1/whep/?app=&stream=.
-    RTP is forwarded without transcoding; a player page is at /players/.
+    RTP is forwarded without transcoding; a player page is at /players/. P2P signaling
+    (WebSocket, rooms of two) is at /rtc/v1/signal/?room=NAME, as in `swiftrtc signal`.
 
       --http HOST:PORT     HTTP API (default 127.0.0.1:1985)
       --udp HOST:PORT      the one UDP port for all media (default 127.0.0.1:8000)
@@ -57,6 +58,7 @@ enum ServeCommand {
                                           preferredVideoCodec: prefer) { say($0) }
         say("serve: API on \(relay.url)/rtc/v1/, media on UDP \(relay.advertisedAddress), player page \(relay.url)/players/"
             + (policy.isOpen ? " (no access control)" : ""))
+        say("serve: signaling on \(relay.signalURL)?room=NAME")
         await waitForTermination()
         say("serve: stopping")
         await relay.stop()

@@ -10,6 +10,7 @@ commands:
   call     a video call through a server: publish yourself, play the peer
   serve    the embedded SRS-compatible relay (SRS JSON API, WHIP, WHEP, player page)
   echo     a WHIP-style echo endpoint: your media comes back to you
+  signal   a P2P signaling server: WebSocket rooms of two for offer, answer and candidates
   publish  publish a test pattern, a file or a camera (plus audio) to SRS (webrtc://) or a WHIP URL
   play     play a stream from SRS (webrtc://) or a WHEP URL: record, snapshot, window
   devices  list cameras with their formats and controls (--json)
@@ -25,6 +26,7 @@ do {
     case "call": code = try await CallCommand.run(Array(argv.dropFirst()))
     case "serve": code = try await ServeCommand.run(Array(argv.dropFirst()))
     case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
+    case "signal": code = try await SignalCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))
     case "publish": code = try await PublishCommand.run(Array(argv.dropFirst()))
     case "devices": code = try await DevicesCommand.run(Array(argv.dropFirst()))

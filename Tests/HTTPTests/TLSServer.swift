@@ -40,12 +40,39 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 sys.stdin.read()
 """#
 
+    /// With a backend port: TLS terminated here, the bytes passed both ways to 127.0.0.1:PORT
+    /// (for upgraded connections over TLS).
+    private static let forwarder = #"""
+import socket, ssl, sys, threading
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+def pipe(source, sink):
+    try:
+        while data := source.recv(65536): sink.sendall(data)
+    except OSError: pass
+    for s in (source, sink):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+def serve(client):
+    try: tls = context.wrap_socket(client, server_side=True)
+    except OSError: return
+    backend = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
+    threading.Thread(target=pipe, args=(tls, backend), daemon=True).start()
+    pipe(backend, tls)
+def accept():
+    while True: threading.Thread(target=serve, args=(listener.accept()[0],), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+sys.stdin.read()
+"""#
+
     /// Generates the certificate, starts the server and waits for the port it prints once listening.
-    static func start() async throws -> TLSTestServer {
-        try await offPool { try TLSTestServer() }
+    static func start(forwardingTo backend: UInt16? = nil) async throws -> TLSTestServer {
+        try await offPool { try TLSTestServer(forwardingTo: backend) }
     }
 
-    private init() throws {
+    private init(forwardingTo backend: UInt16?) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("swiftrtc-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let cert = directory.appendingPathComponent("cert.pem").path
@@ -63,7 +90,7 @@ sys.stdin.read()
 
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, cert, key]
+        process.arguments = ["python3", "-c", backend == nil ? Self.script : Self.forwarder, cert, key] + (backend.map { [String($0)] } ?? [])
         stdin = Pipe()
         let stdout = Pipe()
         process.standardInput = stdin
@@ -93,8 +120,8 @@ sys.stdin.read()
     }
 }
 
-func withTLSServer(_ body: (TLSTestServer) async throws -> Void) async throws {
-    let server = try await TLSTestServer.start()
+func withTLSServer(forwardingTo backend: UInt16? = nil, _ body: (TLSTestServer) async throws -> Void) async throws {
+    let server = try await TLSTestServer.start(forwardingTo: backend)
     do {
         try await body(server)
     } catch {

@@ -11,13 +11,7 @@ struct TestFailure: Error, CustomStringConvertible {
 /// Runs blocking socket code on a thread of its own: blocking the concurrency pool would starve
 /// the server's async handlers (the pool has one thread per core).
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        do {
-            try JoinableThread.spawn { continuation.resume(with: Result { try body() }) }.detach()
-        } catch {
-            continuation.resume(throwing: error)
-        }
-    }
+    try await JoinableThread.offPool(body)
 }
 
 /// A blocking TCP connection; reads run off the concurrency pool. A receive timeout guards the

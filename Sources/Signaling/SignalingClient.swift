@@ -1,0 +1,84 @@
+// The P2P signaling protocol (see SignalMessage) as a typed client over WebSocketClient.
+import HTTP
+
+public final class SignalingClient: Sendable {
+    public enum Event: Sendable, Equatable {
+        /// We are in the room; `peers` others were there already (0 or 1).
+        case joined(peers: Int)
+        /// The other peer arrived: we make the offer.
+        case peerJoined
+        case offer(String)
+        case answer(String)
+        case candidate(String, sdpMid: String?, sdpMLineIndex: Int?)
+        case endOfCandidates
+        case bye
+        case peerLeft
+        /// The server's complaint, or a message from it we could not read.
+        case error(String)
+        /// The connection ended (the last event).
+        case closed(code: UInt16, reason: String)
+    }
+
+    public let socket: WebSocketClient
+    public let events: AsyncStream<Event>
+
+    private init(socket: WebSocketClient) {
+        self.socket = socket
+        events = AsyncStream { continuation in
+            let task = Task {
+                for await message in socket.messages {
+                    switch message {
+                    case .text(let text): continuation.yield(Self.event(text))
+                    case .binary: continuation.yield(.error("unexpected binary message from the server"))
+                    case .closed(let code, let reason): continuation.yield(.closed(code: code, reason: reason))
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Joins the room of a signaling URL, `ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME`; the
+    /// first event is `.joined` (or an error and `.closed` when the room is full).
+    public static func connect(_ url: String, insecure: Bool = false, timeout: Duration = .seconds(10)) async throws -> SignalingClient {
+        SignalingClient(socket: try await WebSocketClient.connect(url, insecure: insecure, timeout: timeout))
+    }
+
+    static func event(_ text: String) -> Event {
+        do throws(SignalingError) {
+            switch try SignalMessage.parse(text) {
+            case .joined(_, let peers): return .joined(peers: peers)
+            case .peerJoined: return .peerJoined
+            case .offer(let sdp): return .offer(sdp)
+            case .answer(let sdp): return .answer(sdp)
+            case .candidate(let candidate, _, _) where candidate.isEmpty: return .endOfCandidates
+            case .candidate(let candidate, let mid, let index): return .candidate(candidate, sdpMid: mid, sdpMLineIndex: index)
+            case .bye: return .bye
+            case .peerLeft: return .peerLeft
+            case .error(let why): return .error(why)
+            }
+        } catch {
+            return .error("unreadable message from the server (\(error.description)): \(text.prefix(100))")
+        }
+    }
+
+    @discardableResult public func sendOffer(_ sdp: String) -> Bool { socket.send(SignalMessage.offer(sdp: sdp).json) }
+    @discardableResult public func sendAnswer(_ sdp: String) -> Bool { socket.send(SignalMessage.answer(sdp: sdp).json) }
+
+    @discardableResult
+    public func sendCandidate(_ candidate: String, sdpMid: String?, sdpMLineIndex: Int?) -> Bool {
+        socket.send(SignalMessage.candidate(candidate: candidate, sdpMid: sdpMid, sdpMLineIndex: sdpMLineIndex).json)
+    }
+
+    /// `"candidate":""`, as a browser's end-of-candidates `RTCIceCandidate` serializes.
+    @discardableResult
+    public func sendEndOfCandidates(sdpMid: String? = nil, sdpMLineIndex: Int? = nil) -> Bool {
+        sendCandidate("", sdpMid: sdpMid, sdpMLineIndex: sdpMLineIndex)
+    }
+
+    @discardableResult public func sendBye() -> Bool { socket.send(SignalMessage.bye.json) }
+
+    /// Leaves: the other peer hears `peer-left`.
+    public func close() { socket.close() }
+}

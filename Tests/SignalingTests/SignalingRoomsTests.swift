@@ -1,0 +1,107 @@
+import Testing
+@testable import Signaling
+
+/// The room core with no sockets: who hears what.
+@Suite struct SignalingRoomsTests {
+    @Test func secondPeerJoinsAndTheFirstIsToldToOffer() {
+        var rooms = SignalingRooms()
+        #expect(rooms.join(1, room: "r") == [.send(1, #"{"type":"joined","room":"r","peers":0}"#)])
+        #expect(rooms.join(2, room: "r") == [.send(2, #"{"type":"joined","room":"r","peers":1}"#), .send(1, #"{"type":"peer-joined"}"#)])
+        #expect(rooms.count(in: "r") == 2)
+        // Another room is independent.
+        #expect(rooms.join(3, room: "other") == [.send(3, #"{"type":"joined","room":"other","peers":0}"#)])
+    }
+
+    @Test func thirdPeerIsRefused() {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r")
+        _ = rooms.join(2, room: "r")
+        #expect(rooms.join(3, room: "r") == [.send(3, #"{"type":"error","error":"room full"}"#), .close(3, code: 1008, reason: "room full")])
+        #expect(rooms.leave(3).isEmpty)
+        #expect(rooms.count(in: "r") == 2)
+    }
+
+    @Test func forwardsPeerMessagesVerbatim() {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r")
+        _ = rooms.join(2, room: "r")
+        for text in [#"{ "type" : "offer", "sdp": "v=0\r\n", "extra": [1] }"#,
+                     #"{"type":"answer","sdp":"v=0\r\n"}"#,
+                     #"{"type":"candidate","candidate":"candidate:1 1 udp 2122260223 10.0.0.1 5000 typ host","sdpMid":"0","sdpMLineIndex":0}"#,
+                     #"{"type":"candidate","sdp":"candidate:2 1 udp 1 10.0.0.2 5001 typ host","sdpMid":"0","sdpMLineIndex":0}"#,
+                     #"{"type":"candidate","candidate":"","sdpMid":"0","sdpMLineIndex":0}"#,
+                     #"{"type":"bye"}"#] {
+            #expect(rooms.receive(text, from: 1) == [.send(2, text)])
+            #expect(rooms.receive(text, from: 2) == [.send(1, text)])
+        }
+    }
+
+    @Test(arguments: [
+        ("{not json", "malformed JSON: expected one object per message"),
+        ("[1,2]", "malformed JSON: expected one object per message"),
+        (#"{"sdp":"v=0"}"#, #"missing \"type\""#),
+        (#"{"type":"dance"}"#, #"unknown type \"dance\""#),
+        (#"{"type":"offer"}"#, #"offer without a \"sdp\" string"#),
+        (#"{"type":"candidate","sdpMid":"0"}"#, #"candidate without a \"candidate\" string"#),
+        (#"{"type":"peer-left"}"#, "peer-left is sent by the server, not by peers"),
+    ])
+    func badMessagesGetAnErrorBack(text: String, why: String) {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r")
+        _ = rooms.join(2, room: "r")
+        #expect(rooms.receive(text, from: 1) == [.send(1, #"{"type":"error","error":"\#(why)"}"#)])
+    }
+
+    @Test func aloneInTheRoomNothingIsForwarded() {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r")
+        #expect(rooms.receive(#"{"type":"bye"}"#, from: 1) == [.send(1, #"{"type":"error","error":"no peer in the room yet"}"#)])
+    }
+
+    @Test func leavingTellsTheOtherPeerAndFreesTheSeat() {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r")
+        _ = rooms.join(2, room: "r")
+        #expect(rooms.leave(1) == [.send(2, #"{"type":"peer-left"}"#)])
+        #expect(rooms.join(3, room: "r") == [.send(3, #"{"type":"joined","room":"r","peers":1}"#), .send(2, #"{"type":"peer-joined"}"#)])
+        #expect(rooms.leave(2) == [.send(3, #"{"type":"peer-left"}"#)])
+        #expect(rooms.leave(3).isEmpty)
+        #expect(rooms.count(in: "r") == 0)
+    }
+
+    @Test func roomNames() {
+        #expect(SignalingRooms.validRoom("call-1_a.b") == "call-1_a.b")
+        for bad in [nil, "", "a b", "é", String(repeating: "x", count: 65), "a/b"] as [String?] {
+            #expect(SignalingRooms.validRoom(bad) == nil)
+        }
+    }
+}
+
+@Suite struct SignalMessageTests {
+    @Test func encodesInTheProtocolsShape() {
+        #expect(SignalMessage.offer(sdp: "v=0\r\n\"q\"").json == #"{"type":"offer","sdp":"v=0\r\n\"q\""}"#)
+        #expect(SignalMessage.candidate(candidate: "candidate:1", sdpMid: "0", sdpMLineIndex: 0).json
+                == #"{"type":"candidate","candidate":"candidate:1","sdpMid":"0","sdpMLineIndex":0}"#)
+        #expect(SignalMessage.candidate(candidate: "", sdpMid: nil, sdpMLineIndex: nil).json
+                == #"{"type":"candidate","candidate":"","sdpMid":null,"sdpMLineIndex":null}"#)
+        #expect(SignalMessage.error("a\u{1}b").json == #"{"type":"error","error":"a\u0001b"}"#)
+    }
+
+    @Test func parsesBothCandidateKeysAndRoundTrips() throws {
+        #expect(try SignalMessage.parse(#"{"type":"candidate","sdp":"candidate:9","sdpMid":"1","sdpMLineIndex":1}"#)
+                == .candidate(candidate: "candidate:9", sdpMid: "1", sdpMLineIndex: 1))
+        #expect(try SignalMessage.parse(#"{"type":"candidate","candidate":"","sdpMid":null}"#)
+                == .candidate(candidate: "", sdpMid: nil, sdpMLineIndex: nil))
+        let all: [SignalMessage] = [.joined(room: "r", peers: 1), .peerJoined, .offer(sdp: "v=0"), .answer(sdp: "v=0"),
+                                    .candidate(candidate: "candidate:1", sdpMid: "0", sdpMLineIndex: 0), .bye, .peerLeft, .error("x")]
+        for message in all { #expect(try SignalMessage.parse(message.json) == message) }
+    }
+
+    @Test func clientEvents() {
+        #expect(SignalingClient.event(#"{"type":"candidate","candidate":"","sdpMid":"0","sdpMLineIndex":0}"#) == .endOfCandidates)
+        #expect(SignalingClient.event(#"{"type":"candidate","sdp":"candidate:1","sdpMid":"0","sdpMLineIndex":0}"#)
+                == .candidate("candidate:1", sdpMid: "0", sdpMLineIndex: 0))
+        #expect(SignalingClient.event(#"{"type":"joined","room":"r","peers":0}"#) == .joined(peers: 0))
+        #expect(SignalingClient.event("nope") == .error("unreadable message from the server (malformed JSON: expected one object per message): nope"))
+    }
+}
