@@ -8,6 +8,9 @@ Run inside the loopback-only namespace: interop/run.sh -k access
 
 from __future__ import annotations
 
+import http.client
+import os
+import re
 import subprocess
 import time
 
@@ -98,3 +101,67 @@ def test_numeric_flags_are_range_checked(swift_bin):
                               ("--duration", "-1", "--duration \"-1\" is not a number in")):
         r = cli(swift_bin, "publish", "http://127.0.0.1:1/rtc/v1/whip/?app=a&stream=b", flag, value)
         assert r.returncode == 2 and want in r.stderr, (flag, r.returncode, r.stderr)
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+
+def ghost_offer(i: int) -> str:
+    """A well-formed offer whose peer never shows up (a new ufrag each time)."""
+    return ("v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\n"
+            "m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=sendonly\r\n"
+            f"a=ice-ufrag:g{i:07d}\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n"
+            "a=fingerprint:sha-256 " + ":".join(["AB"] * 32) + "\r\na=setup:actpass\r\n"
+            "a=rtcp-mux\r\na=rtpmap:96 VP8/90000\r\n")
+
+
+@pytest.mark.timeout(180)
+def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
+    """5,000 WHIP sessions created and DELETEd, 500 more left to time out: RSS back within 5 MB,
+    the fd count unchanged, nothing listed. (Each ended session used to keep ~53-120 KB: the
+    PeerConnection's event handler held its own session.)"""
+    relay = Relay(swift_bin, artifact_dir / "relay.log", extra_args=("--connect-timeout", "0.5"))
+    logs.append(("relay output", lambda: relay.text()[-5000:]))
+    pid = relay.process.proc.pid
+    conn = http.client.HTTPConnection(relay.host, relay.http_port, timeout=15)
+
+    def create(i: int) -> str:
+        conn.request("POST", f"/rtc/v1/whip/?app=live&stream=s{i}", ghost_offer(i), {"Content-Type": "application/sdp"})
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 201, (i, r.status)
+        return r.getheader("Location")
+
+    def delete(location: str) -> None:
+        conn.request("DELETE", location)
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 200, (location, r.status)
+
+    try:
+        for i in range(300):   # warm-up: allocator pools, thread stacks, lazily created state
+            delete(create(i))
+        time.sleep(1.0)
+        base_rss, base_fds = rss_mb(pid), len(os.listdir(f"/proc/{pid}/fd"))
+        t0 = time.monotonic()
+        for i in range(5000):
+            delete(create(1000 + i))
+        deleted_s = time.monotonic() - t0
+        for i in range(500):
+            create(10_000 + i)
+        time.sleep(2.0)   # every ghost is past its 0.5 s connect timeout
+        end_rss, end_fds = rss_mb(pid), len(os.listdir(f"/proc/{pid}/fd"))
+        listed = relay.streams()
+    finally:
+        conn.close()
+        relay.close()
+    doc = {"baseRssMb": base_rss, "endRssMb": end_rss, "baseFds": base_fds, "endFds": end_fds,
+           "createDeleteSeconds": deleted_s, "listedAfter": listed}
+    write_json(artifact_dir / "leak.json", doc)
+    print(f"5000 create+DELETE in {deleted_s:.1f} s, 500 timed out: RSS {base_rss:.1f} → {end_rss:.1f} MB, "
+          f"fds {base_fds} → {end_fds}")
+    assert end_rss - base_rss <= 5, doc
+    assert end_fds == base_fds, doc
+    assert listed == [], doc

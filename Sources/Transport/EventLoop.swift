@@ -14,8 +14,7 @@ public final class EventLoop: @unchecked Sendable {
     private let pending = Mutex<[Work]>([])
     private var handlers: [Int32: () -> Void] = [:] { didSet { pollSetChanged = true } }
     private var pollSetChanged = true
-    private var timers: [Int: (deadline: ContinuousClock.Instant, fire: () -> Void)] = [:]
-    private var nextTimerID = 0
+    private var timers = TimerHeap<() -> Void>()
     private var thread: pthread_t?
     private let threadID = Mutex<pthread_t?>(nil)
     private let stopped = Atomic<Bool>(false)
@@ -91,13 +90,11 @@ public final class EventLoop: @unchecked Sendable {
     /// Loop thread only: a one-shot timer. Returns an id for `cancelTimer`.
     @discardableResult
     public func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping () -> Void) -> Int {
-        nextTimerID += 1
-        timers[nextTimerID] = (deadline, fire)
-        return nextTimerID
+        timers.schedule(at: deadline, fire)
     }
 
     public func cancelTimer(_ id: Int) {
-        timers[id] = nil
+        timers.cancel(id)
     }
 
     /// Stops the thread after the work queued so far has run. Registered fds are not closed.
@@ -154,7 +151,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func pollTimeoutMillis() -> Int32 {
-        guard let earliest = timers.values.map(\.deadline).min() else { return -1 }
+        guard let earliest = timers.earliest() else { return -1 }
         let remaining = ContinuousClock.now.duration(to: earliest)
         if remaining <= .zero { return 0 }
         let (s, atto) = remaining.components
@@ -162,13 +159,13 @@ public final class EventLoop: @unchecked Sendable {
         return Int32(clamping: ms)
     }
 
+    /// Fires what was due when this round began, earliest first; timers those schedule for
+    /// now already wait for the next round (as before: no starvation of the poll).
     private func fireTimers() {
         let now = ContinuousClock.now
-        let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
-        for (id, timer) in due {
-            timers[id] = nil
-            timer.fire()
-        }
+        var due: [() -> Void] = []
+        while let fire = timers.popDue(now) { due.append(fire) }
+        for fire in due { fire() }
     }
 }
 

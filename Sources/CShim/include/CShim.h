@@ -27,3 +27,8 @@ size_t swiftrtc_dgram_bio_pop_outgoing(struct bio_st *_Nonnull bio, uint8_t *_Nu
 /// swiftrtc_dgram_bio_new): the first flight waits `initial_us`, each retransmission doubles
 /// the wait up to `max_us`.
 void swiftrtc_dtls_set_retransmit_timer(struct ssl_st *_Nonnull ssl, unsigned int initial_us, unsigned int max_us);
+
+// ---- heap ----
+/// malloc_trim(0) (glibc; <malloc.h> is not in Swift's Glibc module): gives free heap pages back
+/// to the OS. Returns 1 if memory was released. A no-op returning 0 elsewhere.
+int swiftrtc_release_free_heap(void);

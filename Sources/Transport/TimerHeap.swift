@@ -1,0 +1,77 @@
+/// The loop's timers: a binary min-heap on the deadline, so a wake-up costs O(log n) however
+/// many timers are pending (a scan of every timer per wake-up dominated a relay with thousands
+/// of sessions, each with a connect timeout and ICE/DTLS timers). Cancelling is lazy: the entry
+/// stays in the heap and is skipped when it surfaces.
+struct TimerHeap<Fire> {
+    private var heap: [(deadline: ContinuousClock.Instant, id: Int)] = []
+    private var live: [Int: (deadline: ContinuousClock.Instant, fire: Fire)] = [:]
+    private var nextID = 0
+
+    var count: Int { live.count }
+
+    mutating func schedule(at deadline: ContinuousClock.Instant, _ fire: Fire) -> Int {
+        nextID += 1
+        live[nextID] = (deadline, fire)
+        heap.append((deadline, nextID))
+        siftUp(heap.count - 1)
+        return nextID
+    }
+
+    mutating func cancel(_ id: Int) {
+        live[id] = nil
+        // Keep the heap from filling with dead entries when most timers are cancelled.
+        if heap.count > 64 && heap.count > 4 * live.count { rebuild() }
+    }
+
+    /// The earliest live deadline.
+    mutating func earliest() -> ContinuousClock.Instant? {
+        dropCancelledTop()
+        return heap.first?.deadline
+    }
+
+    /// Removes and returns the earliest timer if it is due at `now`.
+    mutating func popDue(_ now: ContinuousClock.Instant) -> Fire? {
+        dropCancelledTop()
+        guard let top = heap.first, top.deadline <= now else { return nil }
+        removeTop()
+        return live.removeValue(forKey: top.id)?.fire
+    }
+
+    private mutating func dropCancelledTop() {
+        while let top = heap.first, live[top.id]?.deadline != top.deadline { removeTop() }
+    }
+
+    private mutating func rebuild() {
+        heap = heap.filter { live[$0.id]?.deadline == $0.deadline }
+        for i in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+    }
+
+    private mutating func removeTop() {
+        heap.swapAt(0, heap.count - 1)
+        heap.removeLast()
+        if !heap.isEmpty { siftDown(0) }
+    }
+
+    private mutating func siftUp(_ index: Int) {
+        var i = index
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard heap[i].deadline < heap[parent].deadline else { return }
+            heap.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func siftDown(_ index: Int) {
+        var i = index
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var smallest = i
+            if l < heap.count && heap[l].deadline < heap[smallest].deadline { smallest = l }
+            if r < heap.count && heap[r].deadline < heap[smallest].deadline { smallest = r }
+            guard smallest != i else { return }
+            heap.swapAt(i, smallest)
+            i = smallest
+        }
+    }
+}
