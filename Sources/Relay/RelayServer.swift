@@ -24,6 +24,10 @@ public final class RelayServer: Sendable {
     /// A session that has not connected by then is ended with everything it holds (a fake offer
     /// would otherwise squat a stream name until ICE gave up).
     public let connectTimeout: Duration
+    /// `--takeover`: a new publisher replaces the current one at once. Without it, only one
+    /// that sent nothing for `publisherSilence` can be replaced.
+    public let takeover: Bool
+    public let publisherSilence: Duration = .seconds(3)
     public let httpHost: String
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
@@ -33,7 +37,7 @@ public final class RelayServer: Sendable {
     /// (`--no-auth`): anyone who reaches the port could otherwise publish, play and list.
     public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
                 candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
-                preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
+                preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
                 log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
@@ -62,6 +66,7 @@ public final class RelayServer: Sendable {
         self.policy = policy
         self.preferredVideoCodec = preferredVideoCodec
         self.connectTimeout = connectTimeout
+        self.takeover = takeover
         self.http = Mutex(nil)
         self.httpHost = httpHost
         self.state = LoopBound(RelayState())
@@ -220,24 +225,32 @@ public final class RelayServer: Sendable {
         }
         // Admission and the codecs a player may use are decided from the stream as it is now. A
         // publisher reserves the name here, atomically with the check, until it attaches or fails.
-        let published: [MediaKind: RtpCodecParameters] = try await loop.submit { [state] in
+        let (published, replaced): ([MediaKind: RtpCodecParameters], RelaySession?) = try await loop.submit { [self, state] in
             let stream = state.value.streams[key]
             switch role {
             case .publisher:
-                if let p = stream?.publisher, p.pc.peerConnectionState != .failed, p.pc.peerConnectionState != .closed {
-                    throw RelayError("stream \(key) is already being published", code: 409)
-                }
-                guard state.value.reserved.insert(key).inserted else {
+                guard !state.value.reserved.contains(key) else {
                     throw RelayError("stream \(key) is already being published (another publish is being set up)", code: 409)
                 }
-                return [:]
+                var replaced: RelaySession?
+                if let stream, let p = stream.publisher, p.pc.peerConnectionState != .failed, p.pc.peerConnectionState != .closed {
+                    // A live publisher keeps its name; one that went silent (killed, unplugged:
+                    // ICE-lite would notice only after 30 s) or any, with --takeover, gives way.
+                    let silent = p.connected && ContinuousClock.now - (stream.lastPublisherPacketAt ?? p.created) > publisherSilence
+                    guard takeover || silent else { throw RelayError("stream \(key) is already being published", code: 409) }
+                    remove(p, reason: silent ? "replaced (silent)" : "replaced (takeover)")
+                    replaced = p
+                }
+                state.value.reserved.insert(key)
+                return ([:], replaced)
             case .player:
                 guard let stream, stream.publisher != nil else { throw RelayError("stream \(key) is not published", code: 404) }
                 var codecs: [MediaKind: RtpCodecParameters] = [:]
                 for kind in [MediaKind.audio, .video] { codecs[kind] = stream.publishedCodec(kind) }
-                return codecs
+                return (codecs, nil)
             }
         }
+        if let replaced { await replaced.pc.close() }
         do {
             return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
                                            published: published)

@@ -1,5 +1,6 @@
 import Codecs
 import PeerConnection
+import RTP
 import RTPMedia
 
 /// A publisher's or player's connection to the relay.
@@ -20,6 +21,9 @@ final class RelaySession: @unchecked Sendable {
     /// Player only: per kind, our sender on this player's connection and the payload type the
     /// player numbered the publisher's codec with.
     var route: [MediaKind: (RtpSender, UInt8)] = [:]
+    /// Player only: per kind, sequence numbers and timestamps that continue when the stream's
+    /// publisher is replaced (the player keeps its SSRC and SRTP state throughout).
+    var rewriters: [MediaKind: SourceSwitchRewriter] = [:]
 
     init(id: String, secret: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String) {
         self.id = id
@@ -28,6 +32,17 @@ final class RelaySession: @unchecked Sendable {
         self.pc = pc
         self.stream = stream
         self.remoteAddress = remoteAddress
+    }
+
+    /// `packet` with this player's continuous sequence number and timestamp; nil to drop it.
+    func continuous(_ packet: RTPPacket, kind: MediaKind, clockRate: Int, now: ContinuousClock.Instant) -> RTPPacket? {
+        guard let (seq, ts) = rewriters[kind, default: SourceSwitchRewriter()]
+            .rewrite(ssrc: packet.ssrc, sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+                     clockRate: clockRate, now: now) else { return nil }
+        var out = packet
+        out.sequenceNumber = seq
+        out.timestamp = ts
+        return out
     }
 
     /// Matches this player's negotiated codecs to what the publisher sends.

@@ -27,6 +27,10 @@ final class RelayStream: @unchecked Sendable {
     private var orientationID: UInt8?
     /// Reception statistics of the publisher's streams, for the receiver reports we send it.
     private var reception: [UInt32: ReceiverStatistics] = [:]
+    /// The publisher's clock rate per kind, for continuing timestamps across a publisher change.
+    private var clockRates: [MediaKind: Int] = [:]
+    /// When the publisher's last RTP packet arrived: one silent this long can be replaced.
+    private(set) var lastPublisherPacketAt: ContinuousClock.Instant?
     var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
     var bitrate = BitrateMeter()
     var videoSize: (width: Int, height: Int)?
@@ -51,6 +55,9 @@ final class RelayStream: @unchecked Sendable {
         videoHistory = Self.makeHistory()
         audioHistory = Self.makeHistory()
         reception.removeAll()
+        lastPublisherPacketAt = nil
+        clockRates = [:]
+        for kind in [MediaKind.audio, .video] { clockRates[kind] = publishedCodec(kind)?.clockRate }
         orientationID = session.pc.transceivers.first { $0.kind == .video && $0.currentDirection?.receives == true }?
             .negotiatedHeaderExtensions.first { $0.uri == RTPExtensionURI.videoOrientation }?.id
         for t in session.pc.transceivers {
@@ -83,6 +90,7 @@ final class RelayStream: @unchecked Sendable {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
         }
         reception[packet.ssrc]?.record(packet, arrival: now)
+        lastPublisherPacketAt = now
         packetsIn += 1
         bytesIn += packet.payload.count + 12
         bitrate.add(bytes: packet.payload.count + 12)
@@ -92,9 +100,11 @@ final class RelayStream: @unchecked Sendable {
         }
         if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
         let orientation = kind == .video ? orientationID : nil
+        let clockRate = clockRates[kind] ?? (kind == .video ? 90000 : 48000)
         for player in players.values where player.connected {
-            guard let (sender, pt) = player.route[kind] else { continue }
-            sender.forward(packet, payloadType: pt, videoOrientationID: orientation)
+            guard let (sender, pt) = player.route[kind],
+                  let out = player.continuous(packet, kind: kind, clockRate: clockRate, now: now) else { continue }
+            sender.forward(out, payloadType: pt, videoOrientationID: orientation)
             packetsOut += 1
             bytesOut += packet.payload.count + 12
         }
@@ -106,12 +116,16 @@ final class RelayStream: @unchecked Sendable {
         case .nack(let nack):
             guard let (sender, pt) = player.route[kind] else { return }
             // One request per sequence number, however often a (hostile) NACK repeats it.
+            // The player asks by the sequence numbers it saw, which continue across publishers.
             var seen = Set<UInt16>()
             let wanted = nack.lostSequenceNumbers.filter { seen.insert($0).inserted }
+                .compactMap { player.rewriters[kind]?.sourceSequence(forOutput: $0) }
             let now = ContinuousClock.now
             let packets = kind == .video ? videoHistory.packets(for: wanted, now: now) : audioHistory.packets(for: wanted, now: now)
+            let clockRate = clockRates[kind] ?? (kind == .video ? 90000 : 48000)
             for p in packets {
-                sender.forward(p, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
+                guard let out = player.continuous(p, kind: kind, clockRate: clockRate, now: now) else { continue }
+                sender.forward(out, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
             }
         case .pli, .fir:
             requestKeyframe()

@@ -1,0 +1,62 @@
+/// Keeps one outgoing RTP stream continuous while its source changes underneath it: a relay's
+/// player keeps its SSRC and SRTP context when the stream's publisher is replaced, but the new
+/// publisher starts at a random sequence number and timestamp. Passed through unchanged, half
+/// of those look "old" to the player's SRTP replay check and are dropped, and its jitter buffer
+/// sees a timestamp jump. So each output stream maps (source SSRC, sequence, timestamp) to
+/// sequence numbers and timestamps that continue where the previous source stopped.
+/// Sans-I/O; one per output stream (player × kind).
+public struct SourceSwitchRewriter: Sendable {
+    private var source: UInt32?
+    /// The current source's first packet after a switch: anything older would reuse sequence
+    /// numbers the previous source already sent (an SRTP replay at the player), so it is dropped.
+    private var switchedAt: UInt16?
+    private var sequenceDelta: UInt16 = 0
+    private var timestampDelta: UInt32 = 0
+    /// The highest output sequence number and its timestamp, and when it went out.
+    private var lastSequence: UInt16?
+    private var lastTimestamp: UInt32 = 0
+    private var lastSentAt: ContinuousClock.Instant?
+    public private(set) var switches = 0
+
+    public init() {}
+
+    /// The output sequence number and timestamp for a source packet; nil: drop it (a reordered
+    /// packet of a new source from before its first).
+    public mutating func rewrite(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, clockRate: Int,
+                                 now: ContinuousClock.Instant) -> (sequenceNumber: UInt16, timestamp: UInt32)? {
+        if ssrc != source {
+            if let last = lastSequence, let at = lastSentAt {
+                // Continue one past the last sequence number, and the timestamp by the wall time
+                // that passed (at least one tick), so the player's clock keeps running.
+                let elapsed = now - at
+                let ticks = max(1, Int((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                                       * Double(clockRate)))
+                sequenceDelta = last &+ 1 &- sequenceNumber
+                timestampDelta = lastTimestamp &+ UInt32(truncatingIfNeeded: ticks) &- timestamp
+                switches += 1
+                switchedAt = sequenceNumber
+            }
+            source = ssrc
+        } else if let first = switchedAt, Self.isNewer(first, than: sequenceNumber) {
+            return nil
+        }
+        let out = (sequenceNumber &+ sequenceDelta, timestamp &+ timestampDelta)
+        if lastSequence.map({ Self.isNewer(out.0, than: $0) }) ?? true {
+            lastSequence = out.0
+            lastTimestamp = out.1
+            lastSentAt = now
+        }
+        return out
+    }
+
+    /// The source sequence number that went out as `output` (to answer a NACK from history);
+    /// nil before anything was sent.
+    public func sourceSequence(forOutput output: UInt16) -> UInt16? {
+        source == nil ? nil : output &- sequenceDelta
+    }
+
+    /// RFC 3550 serial arithmetic: `a` is after `b` within half the sequence space.
+    static func isNewer(_ a: UInt16, than b: UInt16) -> Bool {
+        a != b && (a &- b) < 0x8000
+    }
+}
