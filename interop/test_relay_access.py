@@ -17,6 +17,7 @@ import time
 import pytest
 
 from interop.conftest import write_json
+from interop.network_helpers import status_series
 from interop.relay_helpers import Relay, SwiftRun, free_port, free_udp_port, summary
 
 
@@ -165,3 +166,45 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
     assert end_rss - base_rss <= 5, doc
     assert end_fds == base_fds, doc
     assert listed == [], doc
+
+
+@pytest.mark.timeout(90)
+def test_viewer_survives_publisher_replacement(swift_bin, artifact_dir, logs):
+    """A publisher is killed (SIGKILL: no DELETE, no DTLS close) and a new one (new SSRCs, a
+    random sequence start) publishes the same name; the viewer, connected throughout, shows the
+    new publisher's video within 1 s of it connecting (status-line fps > 0)."""
+    relay = Relay(swift_bin, artifact_dir / "relay.log")
+    logs.append(("relay output", relay.text))
+    url = relay.whip_url("live", "swap")
+    a = SwiftRun(swift_bin, "publish", [url, "--source", "testsrc", "--size", "640x360", "--duration", "30"],
+                 artifact_dir, "publish-a")
+    b = None
+    try:
+        relay.wait_event(r"publisher \S+ connected \(live/swap\)", timeout=15)
+        t_play = time.monotonic()
+        player = SwiftRun(swift_bin, "play", [relay.whep_url("live", "swap"), "--duration", "14"], artifact_dir, "play")
+        logs.append(("play", player.text))
+        relay.wait_event(r"player \S+ connected \(live/swap\)", timeout=15)
+        time.sleep(3)
+        a.kill()
+        time.sleep(3.5)   # the relay replaces a publisher silent for 3 s
+        b = SwiftRun(swift_bin, "publish", [url, "--source", "testsrc", "--size", "640x360", "--duration", "12"],
+                     artifact_dir, "publish-b")
+        relay.wait_event(r"publisher \S+ left live/swap \(replaced \(silent\)\)", timeout=10)
+        relay.wait_event(r"publisher \S+ connected \(live/swap\)", timeout=15)
+        t_b = time.monotonic() - t_play
+        play_code = player.wait(timeout=30)
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+        relay.close()
+    rows = status_series(player.text())
+    after = [r for r in rows if r["elapsed"] >= t_b]
+    first_video = next((r["elapsed"] for r in after if r["fps"] > 0), None)
+    doc = {"newPublisherConnectedAt": t_b, "firstFpsAfter": first_video, "rows": rows, "play": summary(player.stats())}
+    write_json(artifact_dir / "takeover.json", doc)
+    print(f"new publisher connected {t_b:.1f} s into play; viewer fps > 0 again at {first_video} s")
+    assert play_code == 0, player.text()[-2000:]
+    assert first_video is not None and first_video - t_b <= 1.5, doc   # status lines come once a second
+    assert any(r["fps"] >= 20 for r in after), doc
