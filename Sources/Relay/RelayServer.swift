@@ -134,6 +134,10 @@ public final class RelayServer: Sendable {
         case ("GET", "/api/v1/streams/"):
             if let denied = apiDenied(request) { return denied }
             return json(["code": 0, "server": serverID, "streams": await streams()])
+        case ("GET", "/metrics/"):
+            if let denied = apiDenied(request) { return denied }
+            let text = (try? await loop.submit { [state] in RelayMetrics.render(state.value) }) ?? ""
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"], body: Array(text.utf8))
         case ("GET", "/api/v1/clients/"):
             if let denied = apiDenied(request) { return denied }
             return json(["code": 0, "server": serverID, "clients": await clients()])
@@ -342,7 +346,10 @@ public final class RelayServer: Sendable {
         if let stream = relay.streams[session.stream] {
             if stream.publisher === session { stream.publisher = nil }
             stream.players[session.id] = nil
-            if stream.publisher == nil && stream.players.isEmpty { relay.streams[session.stream] = nil }
+            if stream.publisher == nil && stream.players.isEmpty {
+                relay.retired = relay.retired + stream.counters
+                relay.streams[session.stream] = nil
+            }
         }
         log("serve: \(session.role.rawValue) \(session.id) left \(session.stream) (\(reason))")
         scheduleTrim()
@@ -438,6 +445,8 @@ final class RelayState: @unchecked Sendable {
     /// Streams whose publish is being set up (admitted, not attached yet).
     var reserved: Set<String> = []
     var trimScheduled = false
+    /// Counters of streams that have ended (the totals in /metrics keep them).
+    var retired = RelayCounters()
 }
 
 /// A reference whose contents only the owning loop touches.

@@ -31,7 +31,9 @@ final class RelayStream: @unchecked Sendable {
     private var clockRates: [MediaKind: Int] = [:]
     /// When the publisher's last RTP packet arrived: one silent this long can be replaced.
     private(set) var lastPublisherPacketAt: ContinuousClock.Instant?
-    var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
+    var counters = RelayCounters()
+    var packetsIn: Int { counters.packetsIn }
+    var packetsOut: Int { counters.packetsOut }
     var bitrate = BitrateMeter()
     var videoSize: (width: Int, height: Int)?
     let created = ContinuousClock.now
@@ -91,8 +93,8 @@ final class RelayStream: @unchecked Sendable {
         }
         reception[packet.ssrc]?.record(packet, arrival: now)
         lastPublisherPacketAt = now
-        packetsIn += 1
-        bytesIn += packet.payload.count + 12
+        counters.packetsIn += 1
+        counters.bytesIn += packet.payload.count + 12
         bitrate.add(bytes: packet.payload.count + 12)
         switch kind {
         case .video: videoHistory.store(packet, size: packet.payload.count + 12, sequenceNumber: packet.sequenceNumber, sentAt: now)
@@ -102,11 +104,14 @@ final class RelayStream: @unchecked Sendable {
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRates[kind] ?? (kind == .video ? 90000 : 48000)
         for player in players.values where player.connected {
-            guard let (sender, pt) = player.route[kind],
-                  let out = player.continuous(packet, kind: kind, clockRate: clockRate, now: now) else { continue }
+            guard let (sender, pt) = player.route[kind] else { continue }
+            guard let out = player.continuous(packet, kind: kind, clockRate: clockRate, now: now) else {
+                counters.packetsDropped += 1
+                continue
+            }
             sender.forward(out, payloadType: pt, videoOrientationID: orientation)
-            packetsOut += 1
-            bytesOut += packet.payload.count + 12
+            counters.packetsOut += 1
+            counters.bytesOut += packet.payload.count + 12
         }
     }
 
@@ -120,12 +125,14 @@ final class RelayStream: @unchecked Sendable {
             var seen = Set<UInt16>()
             let wanted = nack.lostSequenceNumbers.filter { seen.insert($0).inserted }
                 .compactMap { player.rewriters[kind]?.sourceSequence(forOutput: $0) }
+            counters.nacksReceived += wanted.count
             let now = ContinuousClock.now
             let packets = kind == .video ? videoHistory.packets(for: wanted, now: now) : audioHistory.packets(for: wanted, now: now)
             let clockRate = clockRates[kind] ?? (kind == .video ? 90000 : 48000)
             for p in packets {
                 guard let out = player.continuous(p, kind: kind, clockRate: clockRate, now: now) else { continue }
                 sender.forward(out, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
+                counters.retransmissionsSent += 1
             }
         case .pli, .fir:
             requestKeyframe()

@@ -141,6 +141,27 @@ import Transport
         await relay.stop()
     }
 
+    @Test func metricsInPrometheusTextFormat() async throws {
+        try await withRelay(AccessPolicy()) { relay in
+            let created = try await post(relay, "whip", stream: "m", sdp: try await offer())
+            #expect(created.status == 201)
+            let r = try await http.send(method: "GET", url: "\(relay.url)/metrics")
+            #expect(r.status == 200 && r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8")
+            let lines = r.text.split(separator: "\n").map(String.init)
+            #expect(lines.contains("# TYPE swiftrtc_sessions gauge") && lines.contains("swiftrtc_sessions 1"))
+            #expect(lines.contains("swiftrtc_players{app=\"live\",stream=\"m\"} 0"))
+            #expect(lines.contains("swiftrtc_rtp_packets_received_total 0"))
+            // Every sample line is NAME[{labels}] NUMBER.
+            let samples = lines.filter { !$0.hasPrefix("#") }
+            #expect(!samples.isEmpty && samples.allSatisfy { $0.split(separator: " ").count == 2 && Double($0.split(separator: " ")[1]) != nil })
+        }
+        try await withRelay(AccessPolicy(apiToken: "api")) { relay in
+            let none = try await http.send(method: "GET", url: "\(relay.url)/metrics")
+            let good = try await http.send(method: "GET", url: "\(relay.url)/metrics", headers: ["Authorization": "Bearer api"])
+            #expect(none.status == 401 && good.status == 200)
+        }
+    }
+
     @Test func refusesAnOpenServerOffLoopback() async throws {
         let error = await #expect(throws: PeerConnectionError.self) {
             _ = try await RelayServer(httpHost: "0.0.0.0", httpPort: 0, udpPort: 0, log: { _ in })

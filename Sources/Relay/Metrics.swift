@@ -1,0 +1,63 @@
+import Foundation
+
+/// `GET /metrics`: the relay in Prometheus's text format (version 0.0.4). Totals survive the
+/// streams they came from (`RelayState.retired`); per-stream series carry an `app`/`stream` label.
+struct RelayCounters: Sendable {
+    var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
+    var nacksReceived = 0, retransmissionsSent = 0, packetsDropped = 0
+
+    static func + (a: Self, b: Self) -> Self {
+        Self(packetsIn: a.packetsIn + b.packetsIn, bytesIn: a.bytesIn + b.bytesIn, packetsOut: a.packetsOut + b.packetsOut,
+             bytesOut: a.bytesOut + b.bytesOut, nacksReceived: a.nacksReceived + b.nacksReceived,
+             retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped)
+    }
+}
+
+enum RelayMetrics {
+    /// Loop thread (reads the relay's state).
+    static func render(_ state: RelayState) -> String {
+        let streams = state.streams.values.sorted { $0.id < $1.id }
+        let total = streams.reduce(state.retired) { $0 + $1.counters }
+        var out = ""
+        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Double)]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for s in samples { out += "\(name)\(s.labels) \(format(s.value))\n" }
+        }
+        func labels(_ s: RelayStream) -> String { "{app=\"\(s.app)\",stream=\"\(s.name)\"}" }
+        metric("swiftrtc_streams", "gauge", "Streams with a publisher or players.", [("", Double(streams.count))])
+        metric("swiftrtc_publishers", "gauge", "Connected publishers.",
+               [("", Double(streams.filter { $0.publisher?.connected == true }.count))])
+        metric("swiftrtc_players", "gauge", "Connected players per stream.",
+               streams.map { (labels($0), Double($0.players.values.filter(\.connected).count)) })
+        metric("swiftrtc_sessions", "gauge", "Sessions, connected or not.", [("", Double(state.sessions.count))])
+        metric("swiftrtc_rtp_packets_received_total", "counter", "RTP packets from publishers.", [("", Double(total.packetsIn))])
+        metric("swiftrtc_rtp_bytes_received_total", "counter", "RTP bytes from publishers.", [("", Double(total.bytesIn))])
+        metric("swiftrtc_rtp_packets_sent_total", "counter", "RTP packets forwarded to players.", [("", Double(total.packetsOut))])
+        metric("swiftrtc_rtp_bytes_sent_total", "counter", "RTP bytes forwarded to players.", [("", Double(total.bytesOut))])
+        metric("swiftrtc_nacks_received_total", "counter", "Sequence numbers players NACKed.", [("", Double(total.nacksReceived))])
+        metric("swiftrtc_retransmissions_sent_total", "counter", "Packets resent from the history.",
+               [("", Double(total.retransmissionsSent))])
+        metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
+               [("", Double(total.packetsDropped))])
+        metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",
+               streams.map { (labels($0), Double($0.bitrate.kbps)) })
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        metric("process_cpu_seconds_total", "counter", "User and system CPU time.", [("", cpu)])
+        metric("process_resident_memory_bytes", "gauge", "Resident set size.", [("", Double(residentBytes()))])
+        return out
+    }
+
+    private static func format(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+    }
+
+    /// VmRSS from /proc/self/status (0 where there is none).
+    private static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kb = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return kb * 1024
+    }
+}
