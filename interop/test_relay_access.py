@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import socket
 import subprocess
 import time
 
@@ -123,7 +124,7 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
     """5,000 WHIP sessions created and DELETEd, 500 more left to time out: RSS back within 5 MB,
     the fd count unchanged, nothing listed. (Each ended session used to keep ~53-120 KB: the
     PeerConnection's event handler held its own session.)"""
-    relay = Relay(swift_bin, artifact_dir / "relay.log", extra_args=("--connect-timeout", "0.5"))
+    relay = Relay(swift_bin, artifact_dir / "relay.log", extra_args=("--connect-timeout", "0.5", "--max-pending-per-ip", "1000"))
     logs.append(("relay output", lambda: relay.text()[-5000:]))
     pid = relay.process.proc.pid
     conn = http.client.HTTPConnection(relay.host, relay.http_port, timeout=15)
@@ -208,3 +209,67 @@ def test_viewer_survives_publisher_replacement(swift_bin, artifact_dir, logs):
     assert play_code == 0, player.text()[-2000:]
     assert first_video is not None and first_video - t_b <= 1.5, doc   # status lines come once a second
     assert any(r["fps"] >= 20 for r in after), doc
+
+
+@pytest.mark.timeout(90)
+def test_hostile_clients_do_not_stall_viewers(swift_bin, artifact_dir, logs):
+    """While a stream plays: 256 slow connections from one address (127.0.0.2, sending a header
+    byte now and then) and a 2,000-m-line offer. The slow client gets its share of connections
+    and 503 beyond it, others' requests are still served, the offer gets 400 at once, and the
+    viewer's frame rate stays up (640x360@30; status lines once a second)."""
+    relay = Relay(swift_bin, artifact_dir / "relay.log")
+    logs.append(("relay output", relay.text))
+    pub = SwiftRun(swift_bin, "publish", [relay.whip_url("live", "busy"), "--source", "testsrc", "--size", "640x360",
+                                          "--duration", "16"], artifact_dir, "publish")
+    slow: list[socket.socket] = []
+    try:
+        relay.wait_event(r"publisher \S+ connected \(live/busy\)", timeout=15)
+        player = SwiftRun(swift_bin, "play", [relay.whep_url("live", "busy"), "--duration", "12"], artifact_dir, "play")
+        logs.append(("play", player.text))
+        relay.wait_event(r"player \S+ connected \(live/busy\)", timeout=15)
+        time.sleep(2)
+        refused = 0
+        for _ in range(256):
+            s = socket.socket()
+            s.bind(("127.0.0.2", 0))
+            s.settimeout(5)
+            s.connect((relay.host, relay.http_port))
+            s.sendall(b"POST /rtc/v1/whip/?app=live&stream=x HTTP/1.1\r\nHost: x\r\n")
+            slow.append(s)
+        time.sleep(0.5)
+        for s in slow:   # the ones past the per-address share were answered 503 and closed
+            s.setblocking(False)
+            try:
+                if s.recv(200).startswith(b"HTTP/1.1 503"):
+                    refused += 1
+            except BlockingIOError:
+                pass
+        t0 = time.monotonic()
+        section = "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n"
+        big = ghost_offer(1) + section * 2000
+        reply = relay.request("POST", "/rtc/v1/whip/?app=live&stream=big", big, "application/sdp")
+        big_ms = (time.monotonic() - t0) * 1000
+        normal = [relay.request("GET", "/api/v1/versions/").status for _ in range(25)]
+        for s in slow:   # keep trickling: a slow-loris, not an idle socket
+            try:
+                s.send(b"X")
+            except OSError:
+                pass
+        play_code = player.wait(timeout=30)
+    finally:
+        for s in slow:
+            s.close()
+        pub.close()
+        relay.close()
+    rows = status_series(player.text())
+    steady = [r["fps"] for r in rows if 1.5 <= r["elapsed"] <= 11]
+    doc = {"slowRefused503": refused, "bigOfferStatus": reply.status, "bigOfferMs": big_ms, "bigOfferReply": reply.text[:200],
+           "normalStatuses": normal, "viewerFps": steady}
+    write_json(artifact_dir / "hostile.json", doc)
+    print(f"slow connections refused {refused}/256; 2000-m-line offer {reply.status} in {big_ms:.0f} ms; "
+          f"normal requests {set(normal)}; viewer fps min {min(steady) if steady else None}")
+    assert play_code == 0
+    assert refused >= 256 - 64, doc
+    assert reply.status == 400 and "at most" in reply.text and big_ms < 1000, doc
+    assert all(s == 200 for s in normal), doc
+    assert steady and min(steady) >= 25, doc

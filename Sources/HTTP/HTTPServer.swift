@@ -23,6 +23,10 @@ public final class HTTPServer: @unchecked Sendable {
     private enum Phase { case created, running, stopped }
 
     private struct State {
+        mutating func release(_ ip: String) {
+            let left = perAddress[ip, default: 1] - 1
+            perAddress[ip] = left > 0 ? left : nil
+        }
         var phase = Phase.created
         var corsOrigins = ["*"]
         var upgradeHandler: UpgradeHandler?
@@ -31,6 +35,8 @@ public final class HTTPServer: @unchecked Sendable {
         var threads: [Int: JoinableThread] = [:]
         /// Connections being served (counted before their thread starts).
         var live = 0
+        /// Live connections per remote IP address.
+        var perAddress: [String: Int] = [:]
         /// Ids whose thread has finished and can be joined without waiting.
         var finished: [Int] = []
         var nextID = 0
@@ -125,6 +131,14 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: Accepting
 
+    /// "1.2.3.4:5" → "1.2.3.4", "[::1]:5" → "::1".
+    public static func ipAddress(of remote: String) -> String {
+        if remote.hasPrefix("["), let close = remote.firstIndex(of: "]") {
+            return String(remote[remote.index(after: remote.startIndex)..<close])
+        }
+        return remote.lastIndex(of: ":").map { String(remote[..<$0]) } ?? remote
+    }
+
     private func acceptLoop() {
         while true {
             reapFinished()
@@ -150,14 +164,19 @@ public final class HTTPServer: @unchecked Sendable {
             }
             Sockets.configure(fd)
             let remote = Sockets.format(address)
-            let id = state.withLock { state -> Int? in
-                guard state.live < limits.maxConnections else { return nil }
+            let ip = Self.ipAddress(of: remote)
+            let (admitted, refusal) = state.withLock { state -> (Int?, String) in
+                guard state.live < limits.maxConnections else { return (nil, "too many connections") }
+                guard state.perAddress[ip, default: 0] < limits.maxConnectionsPerAddress else {
+                    return (nil, "too many connections from \(ip)")
+                }
                 state.live += 1
+                state.perAddress[ip, default: 0] += 1
                 state.nextID += 1
-                return state.nextID
+                return (state.nextID, "")
             }
-            guard let id else {
-                let busy = HTTPResponse.text(503, "too many connections\n").serialize(headOnly: false, close: true)
+            guard let id = admitted else {
+                let busy = HTTPResponse.text(503, refusal + "\n").serialize(headOnly: false, close: true)
                 _ = Sockets.writeAll(fd, busy, wake: nil, deadline: Deadline(after: .zero))
                 close(fd)
                 continue
@@ -168,13 +187,17 @@ public final class HTTPServer: @unchecked Sendable {
                     close(fd)
                     state.withLock { state in
                         state.live -= 1
+                        state.release(ip)
                         state.finished.append(id)
                     }
                 }
                 state.withLock { $0.threads[id] = thread }
             } catch {
                 close(fd)
-                state.withLock { $0.live -= 1 }
+                state.withLock { state in
+                    state.live -= 1
+                    state.release(ip)
+                }
             }
         }
     }

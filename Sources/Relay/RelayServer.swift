@@ -28,6 +28,9 @@ public final class RelayServer: Sendable {
     /// that sent nothing for `publisherSilence` can be replaced.
     public let takeover: Bool
     public let publisherSilence: Duration = .seconds(3)
+    /// Sessions from one IP address that have not connected yet (fake offers cost a
+    /// PeerConnection each until `connectTimeout`); one more gets 429.
+    public let maxPendingPerAddress: Int
     public let httpHost: String
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
@@ -38,6 +41,7 @@ public final class RelayServer: Sendable {
     public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
                 candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
                 preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
+                maxPendingPerAddress: Int = 64,
                 log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
@@ -67,6 +71,7 @@ public final class RelayServer: Sendable {
         self.preferredVideoCodec = preferredVideoCodec
         self.connectTimeout = connectTimeout
         self.takeover = takeover
+        self.maxPendingPerAddress = maxPendingPerAddress
         self.http = Mutex(nil)
         self.httpHost = httpHost
         self.state = LoopBound(RelayState())
@@ -229,7 +234,12 @@ public final class RelayServer: Sendable {
         }
         // Admission and the codecs a player may use are decided from the stream as it is now. A
         // publisher reserves the name here, atomically with the check, until it attaches or fails.
+        let ip = HTTPServer.ipAddress(of: remote)
         let (published, replaced): ([MediaKind: RtpCodecParameters], RelaySession?) = try await loop.submit { [self, state] in
+            let pending = state.value.sessions.values.reduce(0) { $0 + (!$1.connected && HTTPServer.ipAddress(of: $1.remoteAddress) == ip ? 1 : 0) }
+            guard pending < maxPendingPerAddress else {
+                throw RelayError("too many sessions from \(ip) that have not connected (\(pending))", code: 429)
+            }
             let stream = state.value.streams[key]
             switch role {
             case .publisher:
@@ -469,7 +479,7 @@ struct RelayError: Error, CustomStringConvertible {
         self.code = code
     }
     var description: String { message }
-    var httpStatus: Int { [400, 401, 403, 404, 409].contains(code) ? code : 400 }
+    var httpStatus: Int { [400, 401, 403, 404, 409, 429].contains(code) ? code : 400 }
 }
 
 /// 127.0.0.0/8, ::1 and "localhost".

@@ -7,6 +7,7 @@ enum ServeCommand {
     usage: swiftrtc serve [--http HOST:PORT] [--udp HOST:PORT] [--candidate IP]
                           [--publish-token T] [--play-token T] [--api-token T] [--hook URL] [--no-auth]
                           [--cors-origin ORIGIN]... [--prefer-codec h264|vp8] [--connect-timeout SEC] [--takeover]
+                          [--max-pending-per-ip N]
 
     An SRS-compatible WebRTC server: publish with POST /rtc/v1/publish/ (SRS JSON) or WHIP
     /rtc/v1/whip/?app=&stream=, play with /rtc/v1/play/ or WHEP /rtc/v1/whep/?app=&stream=.
@@ -29,6 +30,7 @@ enum ServeCommand {
                            default: the server's own pages only
       --prefer-codec C     answer publishers with h264 or vp8 first (default: the offerer's order)
       --connect-timeout S  end a session that has not connected after S seconds (default 10)
+      --max-pending-per-ip N  sessions one IP may have that are not connected yet (default 64; 429 beyond)
       --takeover           a new publisher replaces the stream's current one at once (default: only
                            one silent for 3 s, e.g. killed, is replaced; players stay connected)
     App and stream names: 1–64 of A–Z a–z 0–9 - _ . (not starting with .).
@@ -56,11 +58,13 @@ enum ServeCommand {
         }
         let connectTimeout = try a.number("connect-timeout", default: 10.0, in: 0.1...300)
         let takeover = a.flag("takeover")
+        let maxPending = try a.number("max-pending-per-ip", default: 64, in: 1...100_000)
         try a.finish()
         if noAuth && !policy.isOpen { throw UsageError("swiftrtc serve: --no-auth contradicts the tokens/hook given") }
         let relay = try await RelayServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port,
                                           candidate: candidate, policy: policy, allowOpenOnNetwork: noAuth,
-                                          preferredVideoCodec: prefer, connectTimeout: .seconds(connectTimeout), takeover: takeover) { say($0) }
+                                          preferredVideoCodec: prefer, connectTimeout: .seconds(connectTimeout), takeover: takeover,
+                                          maxPendingPerAddress: maxPending) { say($0) }
         say("serve: API on \(relay.url)/rtc/v1/, media on UDP \(relay.advertisedAddress), player page \(relay.url)/players/"
             + (policy.isOpen ? " (no access control)" : ""))
         say("serve: signaling on \(relay.signalURL)?room=NAME")

@@ -198,6 +198,38 @@ func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Hand
         }
     }
 
+    /// One address cannot take every connection: past its share it gets 503, and a slot it
+    /// frees is its again.
+    @Test func limitsConnectionsPerAddress() async throws {
+        try await withServer(limits: HTTPLimits(maxConnections: 10, maxConnectionsPerAddress: 2)) { server in
+            var held: [RawConnection] = []
+            for _ in 0..<2 {
+                let c = try RawConnection(port: server.port)
+                try c.send("GET /a HTTP/1.1\r\n\r\n")
+                _ = try await c.readResponse()
+                held.append(c)
+            }
+            let third = try RawConnection(port: server.port)
+            let reply = statusAndBody(try await third.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 503 Service Unavailable" && reply.body == "too many connections from 127.0.0.1\n")
+            held.removeLast()   // closes it; the server thread notices and releases the slot
+            let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+            var served = false
+            while !served && ContinuousClock.now < deadline {
+                let again = try RawConnection(port: server.port)
+                try again.send("GET /b HTTP/1.1\r\nConnection: close\r\n\r\n")
+                served = statusAndBody(try await again.readToEnd()).statusLine == "HTTP/1.1 200 OK"
+                if !served { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(served)
+        }
+    }
+
+    @Test func ipAddressOfARemote() {
+        #expect(HTTPServer.ipAddress(of: "10.0.0.1:5000") == "10.0.0.1")
+        #expect(HTTPServer.ipAddress(of: "[::1]:443") == "::1")
+    }
+
     @Test func awaitsAsyncHandlers() async throws {
         try await withServer(handler: { request in
             // Suspends on the concurrency pool while the connection thread waits.

@@ -162,6 +162,15 @@ import Transport
         }
     }
 
+    @Test func limitsUnconnectedSessionsPerAddress() async throws {
+        let relay = try await RelayServer(httpPort: 0, udpPort: 0, maxPendingPerAddress: 3, log: { _ in })
+        let sdp = try await offer()
+        for i in 0..<3 { #expect(try await post(relay, "whip", stream: "p\(i)", sdp: sdp).status == 201) }
+        let refused = try await post(relay, "whip", stream: "p3", sdp: sdp)
+        #expect(refused.status == 429 && refused.text == "too many sessions from 127.0.0.1 that have not connected (3)\n")
+        await relay.stop()
+    }
+
     @Test func refusesAnOpenServerOffLoopback() async throws {
         let error = await #expect(throws: PeerConnectionError.self) {
             _ = try await RelayServer(httpHost: "0.0.0.0", httpPort: 0, udpPort: 0, log: { _ in })
