@@ -19,7 +19,8 @@ import pytest
 
 from interop.conftest import write_json
 from interop.network_helpers import status_series
-from interop.relay_helpers import Relay, SwiftRun, free_port, free_udp_port, summary
+from interop.relay_helpers import (PC_STATS_JS, READ_PATTERN_JS, Relay, SwiftRun, close_page, free_port, free_udp_port,
+                                   open_player_page, page_log, poll, summary)
 
 
 @pytest.fixture
@@ -273,3 +274,56 @@ def test_hostile_clients_do_not_stall_viewers(swift_bin, artifact_dir, logs):
     assert reply.status == 400 and "at most" in reply.text and big_ms < 1000, doc
     assert all(s == 200 for s in normal), doc
     assert steady and min(steady) >= 25, doc
+
+
+@pytest.mark.timeout(90)
+def test_chromium_viewer_survives_publisher_takeover(swift_bin, browser, artifact_dir, logs):
+    """Chromium plays over WHEP; a second Swift publisher takes the stream over (--takeover, new
+    SSRCs and sequence start). Chromium shows the new publisher's pattern (its frame numbers
+    start again near 0) within 1 s of it connecting, on the same connection."""
+    relay = Relay(swift_bin, artifact_dir / "relay.log", extra_args=("--takeover",))
+    logs.append(("relay output", relay.text))
+    url = relay.whip_url("live", "swap")
+    args = ["--source", "testsrc", "--size", "640x360"]
+    a = SwiftRun(swift_bin, "publish", [url, *args, "--duration", "40"], artifact_dir, "publish-a")
+    b = None
+    page = None
+    try:
+        relay.wait_event(r"publisher \S+ connected \(live/swap\)", timeout=15)
+        page = open_player_page(browser, relay, "live", "swap")
+        logs.append(("player page #log", lambda: page_log(page)))
+        page.evaluate("document.getElementById('play').click(); true")
+        stats, _ = poll(lambda: page.evaluate(PC_STATS_JS, timeout=10),
+                        lambda s: bool(s and s["inbound"] and s["inbound"]["framesDecoded"] > 30), timeout=20, interval=0.25)
+        assert stats and stats["inbound"]["framesDecoded"] > 30, stats
+        time.sleep(4)   # A's frame numbers are well above 100 by now
+        before = page.evaluate(READ_PATTERN_JS, timeout=10)
+        b = SwiftRun(swift_bin, "publish", [url, *args, "--duration", "30"], artifact_dir, "publish-b")
+        relay.wait_event(r"publisher \S+ left live/swap \(replaced \(takeover\)\)", timeout=15)
+        relay.wait_event(r"publisher \S+ connected \(live/swap\)", timeout=15)
+        t_b = time.monotonic()
+        reads = []
+        seen_b = None
+        while time.monotonic() - t_b < 5:
+            r = page.evaluate(READ_PATTERN_JS, timeout=10)
+            reads.append({"t": round(time.monotonic() - t_b, 3), **(r or {})})
+            if r and r.get("valid") and before and r["frame"] < before["frame"] - 50:
+                seen_b = time.monotonic() - t_b
+                break
+            time.sleep(0.05)
+        after = page.evaluate(PC_STATS_JS, timeout=10)
+        page.screenshot(str(artifact_dir / "after-takeover.png"))
+    finally:
+        if page is not None:
+            close_page(browser, page)
+        a.close()
+        if b is not None:
+            b.close()
+        relay.close()
+    doc = {"before": before, "reads": reads, "newPublisherVisibleAfterS": seen_b, "statsBefore": stats, "statsAfter": after}
+    write_json(artifact_dir / "takeover.json", doc)
+    print(f"Chromium: frame {before and before.get('frame')} before; the new publisher's pattern visible "
+          f"{seen_b} s after it connected; connection {after and after['connectionState']}")
+    assert before and before.get("valid"), doc
+    assert seen_b is not None and seen_b <= 1.0, doc
+    assert after["connectionState"] == "connected" and after["inbound"]["framesDecoded"] > stats["inbound"]["framesDecoded"], doc

@@ -43,7 +43,8 @@ final class MediaTransport: @unchecked Sendable {
         self.ice = ice
         self.certificate = certificate
         self.srtpBackend = srtpBackend
-        io.onReceive = { [unowned self] bytes, from, local in self.receive(bytes, from: from, local: local) }
+        // Weak: the mux delivers to an endpoint until it is closed, which may be after we are gone.
+        io.onReceive = { [weak self] bytes, from, local in self?.receive(bytes, from: from, local: local) }
     }
 
     var dtlsState: DTLSState { dtls?.state ?? .new }

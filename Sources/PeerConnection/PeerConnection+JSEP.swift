@@ -204,16 +204,19 @@ extension PeerConnection {
         let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
         t.startBitrate = configuration.startBitrate
         transport = t
-        t.onIceEvent = { [unowned self] in handleIce($0) }
-        t.onDTLSConnected = { [unowned self] _ in updateConnectionState() }
-        t.onDTLSFailed = { [unowned self] reason in
+        // Weak: the transport can outlive its PeerConnection by a packet or a timer (the loop or
+        // the UDP mux still holds it when the last reference to the pc goes).
+        t.onIceEvent = { [weak self] in self?.handleIce($0) }
+        t.onDTLSConnected = { [weak self] _ in self?.updateConnectionState() }
+        t.onDTLSFailed = { [weak self] reason in
+            guard let self else { return }
             snapshot.withLock { $0.failure = reason }
             emit(.error(reason))
             updateConnectionState()
         }
-        t.onDTLSClosed = { [unowned self] in updateConnectionState() }
-        t.onRTP = { [unowned self] packet, size in route(packet, size: size) }
-        t.onRTCP = { [unowned self] packets in route(packets) }
+        t.onDTLSClosed = { [weak self] in self?.updateConnectionState() }
+        t.onRTP = { [weak self] packet, size in self?.route(packet, size: size) }
+        t.onRTCP = { [weak self] packets in self?.route(packets) }
         setGathering(.gathering)
         t.gather()
         for c in pendingRemoteCandidates { agent.addRemoteCandidate(c, now: .now) }
