@@ -1,6 +1,6 @@
 # SwiftRTC — every target installs what it needs on a fresh Debian 12 machine and is idempotent.
 SHELL := /bin/bash
-APT_PACKAGES := libssl-dev libsrtp2-dev pkg-config chromium iproute2 util-linux \
+APT_PACKAGES := libssl-dev libsrtp2-dev libusrsctp-dev pkg-config chromium iproute2 util-linux \
   libyuv-dev libopenh264-dev libvpx-dev libopus-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev \
   libwebrtc-audio-processing-dev libsdl2-dev zlib1g-dev libjpeg62-turbo-dev linux-libc-dev \
   xvfb x11-apps imagemagick

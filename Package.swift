@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat"),
         .systemLibrary(name: "CSDL", pkgConfig: "sdl2"),
         .systemLibrary(name: "CZlib"),
+        // usrsctp in AF_CONN mode; the shim wraps its socket options and sendv/recvv structs.
+        .systemLibrary(name: "CUsrSCTP", pkgConfig: "usrsctp"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
@@ -40,6 +42,8 @@ let package = Package(
         .target(name: "ICE", dependencies: ["STUN"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "CShim"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
+        // Data channels: DCEP and the usrsctp association glue.
+        .target(name: "SCTP", dependencies: ["CUsrSCTP"]),
 
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
         .target(name: "HTTP", dependencies: ["COpenSSL"]),
@@ -63,7 +67,7 @@ let package = Package(
 
         // Session and servers.
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
-                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation"]),
+                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
@@ -79,6 +83,7 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
+        .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
