@@ -136,6 +136,10 @@ public final class DataChannel: @unchecked Sendable {
     public func send(_ data: Data) throws { try send(SCTP.DataChannelMessage(data: Array(data), isBinary: true)) }
     public func send(_ text: String) throws { try send(SCTP.DataChannelMessage(text: text)) }
     public func send(_ bytes: [UInt8]) throws { try send(SCTP.DataChannelMessage(data: bytes, isBinary: true)) }
+    /// Sends `message` as it is: text stays text (even if it is not valid UTF-8), binary binary.
+    public func send(_ message: DataChannelMessage) throws {
+        try send(SCTP.DataChannelMessage(data: Array(message.data), isBinary: message.isBinary))
+    }
 
     private func send(_ message: SCTP.DataChannelMessage) throws {
         let size = message.data.count

@@ -7,7 +7,8 @@ import Transport
 
 /// `swiftrtc echo`: a diagnostic endpoint like Janus's EchoTest. A WHIP-style POST of an offer
 /// creates a session whose every received RTP stream is sent back on the same m-line, so the
-/// peer decodes its own media. ICE-lite, DTLS passive, all sessions on one UDP port.
+/// peer decodes its own media, and every data-channel message on the channel it came in on.
+/// ICE-lite, DTLS passive, all sessions on one UDP port.
 public final class EchoServer: Sendable {
     public let loop: EventLoop
     private let mux: UDPMux
@@ -148,6 +149,14 @@ final class EchoSession: Sendable {
             }
         }
         pc.onEvent = { [self] event in
+            if case .dataChannel(let channel) = event {
+                // Same loop thread as the message: the echo is queued without a hop.
+                channel.onMessage = { [weak channel, id] message in
+                    do { try channel?.send(message) } catch { log("echo: session \(id) channel \(channel?.label ?? "?"): \(error)") }
+                }
+                log("echo: session \(id) data channel \"\(channel.label)\" (id \(channel.id.map(String.init) ?? "?")) opened by the peer")
+                return
+            }
             guard case .connectionStateChanged(let state) = event else { return }
             switch state {
             case .connected:

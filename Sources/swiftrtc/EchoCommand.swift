@@ -7,7 +7,8 @@ enum EchoCommand {
 
     A diagnostic endpoint like Janus's EchoTest: POST an SDP offer (Content-Type:
     application/sdp) to http://HOST:PORT/echo; the 201 answer's Location names the session
-    (DELETE it to stop). Every RTP stream received is sent back on its m-line.
+    (DELETE it to stop). Every RTP stream received is sent back on its m-line, every message
+    on a data channel the peer opens comes back on that channel.
 
       --http HOST:PORT   where to listen for HTTP (default 127.0.0.1:8088)
       --udp-port PORT    the one UDP port all sessions share (default: any free port)

@@ -165,3 +165,76 @@ window.stats = async function stats() {
 };
 
 note('webrtc.js loaded');
+
+// Data channels (interop/test_datachannel.py): the content of message i of `size` bytes, the
+// same formula as the test's Python side. Every tenth message (i % 10 == 5) is text.
+function dcPayload(i, size) {
+  if (i % 10 === 5) {
+    let s = '';
+    for (let j = 0; j < size; j++) s += String.fromCharCode(97 + ((i + j) % 26));
+    return s;
+  }
+  const b = new Uint8Array(size);
+  for (let j = 0; j < size; j++) b[j] = (i * 7 + j * 13) & 0xff;
+  return b.buffer;
+}
+
+function dcSame(got, want) {
+  if (typeof want === 'string') return got === want;
+  if (!(got instanceof ArrayBuffer) || got.byteLength !== want.byteLength) return false;
+  const a = new Uint8Array(got), b = new Uint8Array(want);
+  for (let j = 0; j < a.length; j++) if (a[j] !== b[j]) return false;
+  return true;
+}
+
+// Opens an ordered reliable channel to a WHIP-style echo endpoint (data only), sends one
+// message per entry of `sizes` and checks every echo arrives intact and in order.
+window.dataChannelEcho = async function dataChannelEcho(url, sizes) {
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  window.pc = pc;
+  watch(pc);
+  const dc = pc.createDataChannel('echo', { ordered: true });
+  dc.binaryType = 'arraybuffer';
+  await pc.setLocalDescription(await pc.createOffer());
+  await waitGatheringComplete(pc);
+  const { answer, location } = await postOffer(url, pc.localDescription.sdp);
+  window.lastOffer = pc.localDescription.sdp;
+  window.lastAnswer = answer;
+  window.resourceLocation = location ? new URL(location, url).href : null;
+  await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+  await new Promise((resolve, reject) => {
+    dc.onopen = resolve;
+    dc.onerror = (e) => reject(new Error(`data channel error before open: ${e.error || e}`));
+    setTimeout(() => reject(new Error(`data channel not open after 15 s (${dc.readyState})`)), 15000);
+  });
+  note(`data channel open, id ${dc.id}, sending ${sizes.length} messages`);
+  const started = performance.now();
+  let received = 0, bytes = 0, firstBad = null;
+  const done = new Promise((resolve) => {
+    dc.onmessage = (ev) => {
+      const i = received++;
+      const size = typeof ev.data === 'string' ? ev.data.length : ev.data.byteLength;
+      bytes += size;
+      if (firstBad === null && (i >= sizes.length || !dcSame(ev.data, dcPayload(i, sizes[i])))) {
+        firstBad = { index: i, gotSize: size, wantSize: sizes[i], gotType: typeof ev.data };
+      }
+      if (received === sizes.length) resolve();
+    };
+    dc.onclose = () => resolve();
+  });
+  dc.bufferedAmountLowThreshold = 1 << 20;
+  let lowEvents = 0;
+  dc.addEventListener('bufferedamountlow', () => { lowEvents++; });
+  for (let i = 0; i < sizes.length; i++) {
+    if (dc.bufferedAmount > (4 << 20)) {
+      await new Promise((resolve) => dc.addEventListener('bufferedamountlow', resolve, { once: true }));
+    }
+    dc.send(dcPayload(i, sizes[i]));
+  }
+  const timeout = new Promise((resolve) => setTimeout(resolve, 240000));
+  await Promise.race([done, timeout]);
+  const seconds = (performance.now() - started) / 1000;
+  note(`data channel: ${received}/${sizes.length} echoed in ${seconds.toFixed(2)} s`);
+  return { sent: sizes.length, received, bytes, firstBad, seconds, lowEvents, state: dc.readyState,
+           maxMessageSize: pc.sctp ? pc.sctp.maxMessageSize : null, answer };
+};

@@ -1,0 +1,160 @@
+"""Interop: data channels to `swiftrtc echo` from real peers (Chromium 156, aiortc 1.16).
+
+Each peer opens an ordered, reliable channel on a data-only connection, sends 1,000 messages of
+random sizes from 0 B to 256 KiB (one in ten as text) and checks every echo comes back intact
+and in order. aiortc takes messages up to 262144 bytes (LOCAL_MAX_MESSAGE_SIZE) and honours
+our a=max-message-size, so both peers use the full 256 KiB.
+Run inside the loopback-only namespace: bash interop/run.sh -k datachannel
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+
+from interop.conftest import write_json
+from interop.peers import LoopThread, new_peer_connection, post_offer
+
+MESSAGES = 1000
+MAX_SIZE = 256 * 1024
+
+
+def message_sizes(seed: int) -> list[int]:
+    rng = random.Random(seed)
+    sizes = [rng.randint(0, MAX_SIZE) for _ in range(MESSAGES)]
+    sizes[0], sizes[1], sizes[2], sizes[-1] = 0, MAX_SIZE, 1, 0   # the edges, always
+    sizes[5] = 0   # an empty text message
+    return sizes
+
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+BASE = bytes((j * 13) & 0xFF for j in range(256))
+
+
+def payload(i: int, size: int) -> bytes | str:
+    """Message i, the same formula as dcPayload() in pages/webrtc.js, built by repetition:
+    byte j is (i*7 + j*13) mod 256, character j is letter (i + j) mod 26."""
+    if i % 10 == 5:
+        shift = i % 26
+        rotated = ALPHABET[shift:] + ALPHABET[:shift]
+        return (rotated * (size // 26 + 1))[:size]
+    table = bytes((k + i * 7) & 0xFF for k in range(256))
+    return (BASE * (size // 256 + 1))[:size].translate(table)
+
+
+def check_answer(answer: str) -> None:
+    assert "m=application 9 UDP/DTLS/SCTP webrtc-datachannel" in answer, answer
+    assert "a=sctp-port:5000" in answer and "a=max-message-size:262144" in answer, answer
+
+
+@pytest.mark.timeout(300)
+def test_chromium_datachannel_echo(echo_server, page, artifact_dir):
+    sizes = message_sizes(1)
+    result = page.call("dataChannelEcho", echo_server.url, sizes, timeout=280)
+    (artifact_dir / "answer.sdp").write_text(result.pop("answer"))
+    write_json(artifact_dir / "result.json", {"impl": echo_server.impl, **result})
+    total = sum(sizes)
+    print(f"{echo_server.impl}: Chromium got {result['received']}/{MESSAGES} echoes "
+          f"({total / 1e6:.1f} MB each way) in {result['seconds']:.2f} s, "
+          f"{2 * total / result['seconds'] / 1e6:.1f} MB/s both ways")
+    assert result["firstBad"] is None, f"echo differs from what was sent: {result['firstBad']}"
+    assert result["received"] == MESSAGES, result
+    assert result["bytes"] == total, result
+    assert result["maxMessageSize"] == 262144, result
+    assert result["state"] == "open", result
+
+
+class AiortcDataChannelClient:
+    """Offers a data-only connection to an echo URL and sends/checks the messages."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.lt = LoopThread("dc-client-loop")
+        self.pc = None
+        self.answer = ""
+
+    def run(self, sizes: list[int], timeout: float) -> dict:
+        return self.lt.run(self._run(sizes, timeout), timeout=timeout + 20)
+
+    async def _run(self, sizes: list[int], timeout: float) -> dict:
+        from aiortc import RTCSessionDescription
+        loop = asyncio.get_running_loop()
+        pc = new_peer_connection()
+        self.pc = pc
+        dc = pc.createDataChannel("echo", ordered=True)
+        opened = asyncio.Event()
+        done = asyncio.Event()
+        state = {"received": 0, "bytes": 0, "firstBad": None}
+        expected = (payload(i, s) for i, s in enumerate(sizes))
+
+        @dc.on("open")
+        def on_open():
+            opened.set()
+
+        @dc.on("message")
+        def on_message(message):
+            i = state["received"]
+            state["received"] += 1
+            state["bytes"] += len(message)
+            want = next(expected, None)
+            if state["firstBad"] is None and message != want:
+                state["firstBad"] = {"index": i, "gotSize": len(message), "gotType": type(message).__name__,
+                                     "wantSize": sizes[i] if i < len(sizes) else None}
+            if state["received"] == len(sizes):
+                done.set()
+
+        await pc.setLocalDescription(await pc.createOffer())
+        status, body, _ = await loop.run_in_executor(None, post_offer, self.url, pc.localDescription.sdp)
+        if status != 201:
+            raise RuntimeError(f"POST {self.url}: HTTP {status}: {body[:300]}")
+        self.answer = body
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=body, type="answer"))
+        await asyncio.wait_for(opened.wait(), 15)
+        started = time.monotonic()
+        low = asyncio.Event()
+        dc.bufferedAmountLowThreshold = 1 << 20
+
+        @dc.on("bufferedamountlow")
+        def on_low():
+            low.set()
+
+        for i, size in enumerate(sizes):
+            while dc.bufferedAmount > (4 << 20):
+                low.clear()
+                await asyncio.wait_for(low.wait(), timeout)
+            dc.send(payload(i, size))
+        try:
+            await asyncio.wait_for(done.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        seconds = time.monotonic() - started
+        max_size = pc.sctp._remote_max_message_size if pc.sctp else None
+        await pc.close()
+        return {**state, "seconds": seconds, "remoteMaxMessageSize": max_size}
+
+    def close(self) -> None:
+        self.lt.stop()
+
+
+@pytest.mark.timeout(300)
+def test_aiortc_datachannel_echo(echo_server, need_aiortc, artifact_dir):
+    sizes = message_sizes(2)
+    client = AiortcDataChannelClient(echo_server.url)
+    try:
+        result = client.run(sizes, timeout=240)
+    finally:
+        (artifact_dir / "answer.sdp").write_text(client.answer)
+        client.close()
+    write_json(artifact_dir / "result.json", {"impl": echo_server.impl, **result})
+    total = sum(sizes)
+    print(f"{echo_server.impl}: aiortc got {result['received']}/{MESSAGES} echoes "
+          f"({total / 1e6:.1f} MB each way) in {result['seconds']:.2f} s, "
+          f"{2 * total / result['seconds'] / 1e6:.1f} MB/s both ways")
+    check_answer(client.answer)
+    assert result["remoteMaxMessageSize"] == 262144, result
+    assert result["firstBad"] is None, f"echo differs from what was sent: {result['firstBad']}"
+    assert result["received"] == MESSAGES, result
+    assert result["bytes"] == total, result
