@@ -232,9 +232,12 @@ public final class SCTPAssociation {
         }
     }
 
+    /// The association is over: free the socket now, so it neither leads the stack's clock
+    /// nor waits for a close that may come late.
     private func finish(_ reason: String) {
         guard state != .closed else { return }
         state = .closed
         events.append(.closed(reason))
+        close()
     }
 }

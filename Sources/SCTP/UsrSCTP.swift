@@ -9,10 +9,12 @@ enum UsrSCTP {
     /// tick fires this one's retransmission), so it only queues here; the owner drains.
     static let outboxes = Mutex<[UInt: SCTPOutbox]>([:])
     private static let nextID = Atomic<UInt>(1)
-    /// The stack's time. One timer wheel serves every association, so one of them drives
-    /// it: the oldest alive (the lowest id), with its own clock. Others only drain their
-    /// packets; were each to add its elapsed time, N associations would run time N times fast.
+    /// The stack's time. One timer wheel serves every association, so one of them drives it
+    /// with its clock: were each to add its own elapsed time, N associations would run time N
+    /// times fast. The first to tick leads while it lives and ticks; when it closes or falls
+    /// silent for `handover`, the next to tick takes over with its own clock.
     private static let clock = Mutex<(leader: UInt, last: ContinuousClock.Instant)?>(nil)
+    static let handover: Duration = .seconds(1)
 
     private static let started: Bool = {
         swiftrtc_sctp_init { address, buffer, length, _, _ in
@@ -42,12 +44,12 @@ enum UsrSCTP {
     /// Fires the timers due at `now` if association `id` drives the wheel. Serialized.
     static func advance(_ id: UInt, to now: ContinuousClock.Instant) {
         clock.withLock { clock in
-            guard let leader = outboxes.withLock({ $0.keys.min() }), leader == id else { return }
-            guard let (previous, last) = clock, previous == id, now > last else {
-                // A new leader brings its own clock (a test's fake one, say): start from it.
-                if clock?.leader != id { clock = (id, now) }
+            guard let (leader, last) = clock, outboxes.withLock({ $0[leader] != nil }),
+                  leader == id || last.duration(to: now) < handover else {
+                clock = (id, now)
                 return
             }
+            guard leader == id, now > last else { return }
             let elapsed = last.duration(to: now)
             let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
             guard ms > 0 else { return }

@@ -12,10 +12,10 @@ final class Pipe {
     var packetsAtoB = 0, packetsBtoA = 0, dropped = 0
 
     init(remoteMaxMessageSize: Int = 262_144) throws {
-        // `a` is created first: while no older association lives, its (this) clock drives
-        // usrsctp's one timer wheel. An older live association (PeerConnection tests running
-        // at the same time) would drive it on real time instead, too slowly for this fake
-        // clock: run these suites apart (`swift test --no-parallel`, as `make unit` does).
+        // usrsctp has one timer wheel: the pipe's fake clock drives it once it has run ahead of
+        // the last leader's by a second (at once when no other association lives), and real-time
+        // associations alive meanwhile would tick on it. So run these suites apart from the
+        // PeerConnection data channel tests (`swift test --no-parallel`, as `make unit` does).
         now = .now
         a = try DataChannelTransport(isDTLSClient: true, remoteMaxMessageSize: remoteMaxMessageSize, now: now)
         b = try DataChannelTransport(isDTLSClient: false, remoteMaxMessageSize: remoteMaxMessageSize, now: now)
