@@ -4,6 +4,8 @@ Each peer opens an ordered, reliable channel on a data-only connection, sends 1,
 random sizes from 0 B to 256 KiB (one in ten as text) and checks every echo comes back intact
 and in order. aiortc takes messages up to 262144 bytes (LOCAL_MAX_MESSAGE_SIZE) and honours
 our a=max-message-size, so both peers use the full 256 KiB.
+Then an unordered maxRetransmits=0 channel through the user-space emulator (interop/netem.py)
+with 10% loss each way: what arrives comes back, nothing stalls behind a lost message.
 Run inside the loopback-only namespace: bash interop/run.sh -k datachannel
 """
 
@@ -15,7 +17,8 @@ import time
 
 import pytest
 
-from interop.conftest import write_json
+from interop.conftest import ManagedProcess, free_port, require, swiftrtc_bin, write_json
+from interop.netem import NetEm
 from interop.peers import LoopThread, new_peer_connection, post_offer
 
 MESSAGES = 1000
@@ -65,6 +68,7 @@ def test_chromium_datachannel_echo(echo_server, page, artifact_dir):
     assert result["bytes"] == total, result
     assert result["maxMessageSize"] == 262144, result
     assert result["state"] == "open", result
+    assert result["lowEvents"] > 0, "Chromium never saw bufferedamountlow while sending"
 
 
 class AiortcDataChannelClient:
@@ -158,3 +162,87 @@ def test_aiortc_datachannel_echo(echo_server, need_aiortc, artifact_dir):
     assert result["firstBad"] is None, f"echo differs from what was sent: {result['firstBad']}"
     assert result["received"] == MESSAGES, result
     assert result["bytes"] == total, result
+
+
+# ---- unordered, maxRetransmits 0, 10% loss each way -------------------------------------------
+
+LOSSY_COUNT = 400
+LOSSY_SIZE = 1000
+
+
+@pytest.fixture
+def lossy_echo(logs, artifact_dir):
+    """`swiftrtc echo` on 127.0.0.2:P advertising 127.0.0.1:P, where the emulator listens."""
+    binary = swiftrtc_bin()
+    require(binary.is_file(), f"swiftrtc binary not found at {binary}")
+    http, udp = free_port(), free_port()
+    proc = ManagedProcess([str(binary), "echo", "--http", f"127.0.0.1:{http}", "--udp", f"127.0.0.2:{udp}",
+                           "--candidate", "127.0.0.1"], artifact_dir / "echo-server.log")
+    logs.append(("echo server output", proc.text))
+    try:
+        url = proc.wait_for_line(r"^echo: listening on (http://\S+)\s*$", timeout=20).group(1)
+        with NetEm(listen=("127.0.0.1", udp), upstream=("127.0.0.2", udp), seed=7,
+                   stats_json=artifact_dir / "netem.json") as net:
+            yield url, net
+    finally:
+        proc.close()
+
+
+def check_lossy(echoed: list[int], net: NetEm, artifact_dir, who: str) -> None:
+    stats = net.stats()
+    lost = stats["up"]["dropped_loss"] + stats["down"]["dropped_loss"]
+    write_json(artifact_dir / "lossy.json", {"echoed": len(echoed), "lost_packets": lost, "netem": stats})
+    print(f"{who}: {len(echoed)}/{LOSSY_COUNT} echoed through 10% loss each way ({lost} packets dropped)")
+    assert lost > 0, "the emulator dropped nothing"
+    assert len(set(echoed)) == len(echoed), "a message came back twice"
+    # About 0.9 * 0.9 of them; lost ones stay lost (no retransmission).
+    assert LOSSY_COUNT * 0.6 < len(echoed) < LOSSY_COUNT, f"{len(echoed)} of {LOSSY_COUNT} came back"
+    # No stall: messages sent after the first losses still came back, up to the end.
+    late = [i for i in echoed if i >= LOSSY_COUNT * 3 // 4]
+    assert len(late) > LOSSY_COUNT // 8, f"only {len(late)} of the last quarter came back"
+    assert max(echoed) >= LOSSY_COUNT - 10, f"the last echo was message {max(echoed)}"
+
+
+@pytest.mark.timeout(120)
+def test_chromium_unordered_lossy(lossy_echo, page, artifact_dir):
+    url, net = lossy_echo
+    opened = page.call("dataChannelOpen", url, {"ordered": False, "maxRetransmits": 0}, timeout=30)
+    assert opened["ordered"] is False and opened["maxRetransmits"] == 0, opened
+    net.set("both", "loss=10%")
+    result = page.call("dataChannelBurst", LOSSY_COUNT, LOSSY_SIZE, 5, 3000, timeout=60)
+    assert result["state"] == "open", result
+    check_lossy(result["echoed"], net, artifact_dir, "Chromium")
+
+
+@pytest.mark.timeout(120)
+def test_aiortc_unordered_lossy(lossy_echo, need_aiortc, artifact_dir):
+    url, net = lossy_echo
+    lt = LoopThread("dc-lossy-loop")
+
+    async def run() -> list[int]:
+        from aiortc import RTCSessionDescription
+        loop = asyncio.get_running_loop()
+        pc = new_peer_connection()
+        dc = pc.createDataChannel("lossy", ordered=False, maxRetransmits=0)
+        opened = asyncio.Event()
+        echoed: list[int] = []
+        dc.on("open", opened.set)
+        dc.on("message", lambda m: echoed.append(int.from_bytes(m[:4], "big")))
+        await pc.setLocalDescription(await pc.createOffer())
+        status, body, _ = await loop.run_in_executor(None, post_offer, url, pc.localDescription.sdp)
+        assert status == 201, body
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=body, type="answer"))
+        await asyncio.wait_for(opened.wait(), 15)
+        net.set("both", "loss=10%")
+        for i in range(LOSSY_COUNT):
+            dc.send(i.to_bytes(4, "big") + bytes(LOSSY_SIZE - 4))
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(3)
+        await pc.close()
+        return echoed
+
+    try:
+        echoed = lt.run(run(), timeout=90)
+    finally:
+        lt.stop()
+    check_lossy(echoed, net, artifact_dir, "aiortc")

@@ -238,3 +238,41 @@ window.dataChannelEcho = async function dataChannelEcho(url, sizes) {
   return { sent: sizes.length, received, bytes, firstBad, seconds, lowEvents, state: dc.readyState,
            maxMessageSize: pc.sctp ? pc.sctp.maxMessageSize : null, answer };
 };
+
+// Lossy data channel check, in two steps so the test can turn the loss on in between:
+// dataChannelOpen(url, init) connects (data only) and opens window.dc with `init`;
+// dataChannelBurst(count, size, intervalMs, waitMs) sends `count` messages whose first 4 bytes
+// are their index and returns the indexes echoed back within `waitMs` after the last send.
+window.dataChannelOpen = async function dataChannelOpen(url, init) {
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  window.pc = pc;
+  watch(pc);
+  const dc = pc.createDataChannel('lossy', init);
+  dc.binaryType = 'arraybuffer';
+  window.dc = dc;
+  window.dcEchoed = [];
+  dc.onmessage = (ev) => { window.dcEchoed.push(new DataView(ev.data).getUint32(0)); };
+  await pc.setLocalDescription(await pc.createOffer());
+  await waitGatheringComplete(pc);
+  const { answer, location } = await postOffer(url, pc.localDescription.sdp);
+  window.resourceLocation = location ? new URL(location, url).href : null;
+  await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+  await new Promise((resolve, reject) => {
+    dc.onopen = resolve;
+    setTimeout(() => reject(new Error(`data channel not open after 15 s (${dc.readyState})`)), 15000);
+  });
+  return { id: dc.id, ordered: dc.ordered, maxRetransmits: dc.maxRetransmits };
+};
+
+window.dataChannelBurst = async function dataChannelBurst(count, size, intervalMs, waitMs) {
+  const dc = window.dc;
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    const b = new ArrayBuffer(Math.max(4, size));
+    new DataView(b).setUint32(0, i);
+    dc.send(b);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return { echoed: window.dcEchoed, seconds: (performance.now() - started) / 1000, state: dc.readyState };
+};
