@@ -234,6 +234,18 @@ public final class DataChannel: @unchecked Sendable {
 
     func report(_ event: DataChannelEvent) { eventSink.yield(event) }
 
+    /// The peer closed the channel; our queued messages still go out before it is closed.
+    func closing() {
+        let changed = state.withLock { s -> Bool in
+            guard s.readyState == .open || s.readyState == .connecting else { return false }
+            s.readyState = .closing
+            return true
+        }
+        guard changed else { return }
+        report(.closing)
+        delegate?.dataChannelDidChangeState(self)
+    }
+
     func closed() {
         let changed = state.withLock { s -> Bool in
             guard s.readyState != .closed else { return false }

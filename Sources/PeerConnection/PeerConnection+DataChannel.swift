@@ -96,7 +96,7 @@ extension PeerConnection {
         }
         transport.dataChannels = sctp
         transport.onDataChannelEvent = { [unowned self] in handle($0) }
-        for channel in dataChannels.pending { open(channel, on: sctp) }
+        for channel in dataChannels.pending where channel.readyState != .closed { open(channel, on: sctp) }
         dataChannels.pending.removeAll()
     }
 
@@ -138,6 +138,8 @@ extension PeerConnection {
             dataChannels.byStream[id]?.received(message)
         case .sent(let id, let bytes):
             dataChannels.byStream[id]?.sent(bytes)
+        case .closing(let id):
+            dataChannels.byStream[id]?.closing()
         case .channelClosed(let id):
             dataChannels.byStream.removeValue(forKey: id)?.closed()
         case .error(let id, let why):

@@ -151,7 +151,10 @@ public final class DataChannelTransport {
             case .incomingStreamsReset(let streams):
                 for s in streams where channels[s] != nil {
                     channels[s]?.incomingReset = true
-                    if channels[s]?.state != .closing { channels[s]?.state = .closing }
+                    if channels[s]?.state != .closing {
+                        channels[s]?.state = .closing
+                        events.append(.closing(id: s))
+                    }
                     channels[s]?.resetWanted = true
                     finishClose(s)
                 }

@@ -84,6 +84,8 @@ public enum DataChannelTransportEvent: Sendable, Equatable {
     case message(id: UInt16, DataChannelMessage)
     /// usrsctp took `bytes` more of the channel's queued messages.
     case sent(id: UInt16, bytes: Int)
+    /// The peer reset its side of the stream (it closed the channel); `channelClosed` follows.
+    case closing(id: UInt16)
     case channelClosed(id: UInt16)
     case error(id: UInt16?, String)
     case closed(String)

@@ -160,9 +160,13 @@ struct DataChannelTests {
     @Test("the answerer closes a channel the offerer opened")
     func remoteSideCloses() async throws {
         let (a, b, channel, atB) = try await connectedChannel("bye")
-        let closed = Task { await first(channel.events) { $0 == .closed } }
+        let seen = Task { () -> [DataChannelEvent] in
+            var events: [DataChannelEvent] = []
+            for await e in channel.events where e != .open { events.append(e) }
+            return events
+        }
         atB.close()
-        #expect(await closed.value == .closed)
+        #expect(await seen.value == [.closing, .closed])
         #expect(channel.readyState == .closed && atB.readyState == .closed)
         await a.close()
         await b.close()
@@ -196,5 +200,16 @@ struct DataChannelTests {
         #expect(throws: PeerConnectionError.self) { try early.send("too soon") }
         await a.close()
         #expect(early.readyState == .closed)
+        // Closed before the connection came up: it does not open when it does.
+        let c = try loopbackPeer(), d = try loopbackPeer()
+        let gone = try await c.createDataChannel("gone")
+        let kept = try await c.createDataChannel("kept")
+        gone.close()
+        let remote = Task { await remoteChannel(d, label: "kept") }
+        try await negotiate(c, d)
+        #expect(await remote.value?.label == "kept")
+        #expect(gone.readyState == .closed && gone.id == nil)
+        await c.close()
+        await d.close()
     }
 }

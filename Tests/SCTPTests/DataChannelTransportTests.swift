@@ -140,6 +140,8 @@ struct DataChannelTransportTests {
         pipe.a.close(x)
         #expect(pipe.a.state(x) == .closing)
         #expect(pipe.run { pipe.eventsA.contains(.channelClosed(id: x)) && pipe.eventsB.contains(.channelClosed(id: x)) })
+        #expect(pipe.eventsB.firstIndex(of: .closing(id: x)).map { $0 < (pipe.eventsB.firstIndex(of: .channelClosed(id: x)) ?? 0) } == true)
+        #expect(!pipe.eventsA.contains(.closing(id: x)))   // the side that closed knows already
         // Queued data went out before the reset.
         #expect(pipe.messages(at: pipe.eventsB, id: x).map(\.text) == ["last words"])
         // Now the side that did not open it closes the other channel.
