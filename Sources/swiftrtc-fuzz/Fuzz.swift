@@ -2,11 +2,12 @@ import Foundation
 import HTTP
 import Render
 import RTP
+import SCTP
 import SDP
 import STUN
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, dcep — data channel open/ack). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
@@ -17,8 +18,9 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "rtcp": return fuzzRTCP
     case "http": return fuzzHTTPRequest
     case "jpeg": return fuzzJPEG
+    case "dcep": return fuzzDCEP
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http or jpeg\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg or dcep\n".utf8))
         exit(2)
     }
 }()
