@@ -2,8 +2,9 @@
 /// queue in front of usrsctp (an explicit-EOR message that usrsctp took in part must finish
 /// before any other goes), stream resets on close. Sans-I/O like the association it drives.
 public final class DataChannelTransport {
-    /// Messages we accept (our `a=max-message-size`).
-    public static let localMaxMessageSize = 262_144
+    /// Messages we accept (our `a=max-message-size`): 1 MiB, so two SwiftRTC peers go past
+    /// browsers' 256 KiB; a peer with a smaller limit gets no more than it says.
+    public static let localMaxMessageSize = 1 << 20
 
     public let association: SCTPAssociation
     /// DTLS client: even stream ids; server: odd (RFC 8832 §6).

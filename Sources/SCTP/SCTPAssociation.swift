@@ -53,7 +53,7 @@ public final class SCTPAssociation {
     private var lastTick: ContinuousClock.Instant
 
     public init(localPort: UInt16 = 5000, remotePort: UInt16 = 5000, streams: UInt16 = 1024,
-                maxReceiveMessageSize: Int = 262_144, sendBufferSize: UInt32 = 1 << 20,
+                maxReceiveMessageSize: Int = 1 << 20, sendBufferSize: UInt32 = 1 << 20,
                 now: ContinuousClock.Instant) throws(SCTPError) {
         let (id, outbox) = UsrSCTP.register()
         var error: Int32 = 0

@@ -62,7 +62,7 @@ func connectedChannel(_ label: String, media: Bool = false) async throws
 
 @Suite("Data channels between two PeerConnections over loopback", .serialized)
 struct DataChannelTests {
-    @Test("data-only connection: the remote channel appears as an event; 0 B … 256 KiB both ways, intact, in order")
+    @Test("data-only connection: the remote channel appears as an event; 0 B … 1 MiB both ways, intact, in order")
     func dataOnly() async throws {
         let a = try loopbackPeer(), b = try loopbackPeer()
         let chat = try await a.createDataChannel("chat", DataChannelInit(protocol: "test"))
@@ -71,14 +71,14 @@ struct DataChannelTests {
         try await negotiate(a, b)
         let offer = try #require(a.localDescription).sdp
         #expect(offer.contains("m=application 9 UDP/DTLS/SCTP webrtc-datachannel"))
-        #expect(offer.contains("a=sctp-port:5000") && offer.contains("a=max-message-size:262144"))
+        #expect(offer.contains("a=sctp-port:5000") && offer.contains("a=max-message-size:1048576"))
         let atB = try #require(await remote.value)
         #expect(atB.protocol == "test" && atB.ordered && atB.readyState == .open)
         #expect(await first(chat.events) { $0 == .open } == .open)
         // a offered and answers take a=setup:active: b is the DTLS client, a the server (odd ids).
         #expect(chat.id.map { $0 % 2 == 1 } == true && atB.id == chat.id)
 
-        let sizes = [0, 1, 1200, 16_384, 65_536, 100_000, 262_144, 0, 3]
+        let sizes = [0, 1, 1200, 16_384, 65_536, 100_000, 262_144, 1 << 20, 0, 3]
         var sent: [DataChannelMessage] = []
         for (i, size) in sizes.enumerated() {
             let m = i % 2 == 0 ? DataChannelMessage(data: Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }))

@@ -36,13 +36,13 @@ struct DataChannelTransportTests {
         #expect(pipe.eventsB.contains(.open(id: idB)))
     }
 
-    @Test("ordered reliable: 0 B … 256 KiB messages, text and binary, arrive intact and in order")
+    @Test("ordered reliable: 0 B … 1 MiB messages, text and binary, arrive intact and in order")
     func sizes() throws {
         let pipe = try Pipe()
         try pipe.connect()
         let id = try pipe.a.open(DataChannelParameters(label: "bulk"))
         var random = TestBytes(state: 1)
-        let sizes = [0, 1, 2, 100, 1187, 1188, 1189, 4096, 16_383, 65_535, 65_536, 100_000, 200_000, 262_143, 262_144, 0, 7]
+        let sizes = [0, 1, 2, 100, 1187, 1188, 1189, 4096, 16_383, 65_535, 65_536, 100_000, 200_000, 262_143, 262_144, 1 << 20, 0, 7]
         var sent: [DataChannelMessage] = []
         for (i, size) in sizes.enumerated() {
             let m = i % 3 == 0 ? DataChannelMessage(text: String(repeating: "é", count: size / 2) + (size % 2 == 1 ? "x" : ""))
@@ -182,5 +182,20 @@ struct DataChannelTransportTests {
         for size in [0, 1, 11, 12, 13, 100, 1200] { pipe.b.handlePacket(random.bytes(size), now: pipe.now) }
         try pipe.a.send(DataChannelMessage(text: "still here"), on: id)
         #expect(pipe.run { pipe.messages(at: pipe.eventsB, id: id).last?.text == "still here" })
+    }
+}
+
+@Suite("Data channel receive limits", .serialized)
+struct DataChannelLimitTests {
+    @Test("a message over our max-message-size from a peer that ignores it is dropped with an error; the next one arrives")
+    func oversizedFromPeer() throws {
+        let pipe = try Pipe(remoteMaxMessageSize: 0)   // b "ignores" a's limit: 0 = no limit
+        try pipe.connect()
+        let id = try pipe.b.open(DataChannelParameters(label: "big"))
+        try pipe.b.send(DataChannelMessage(data: [UInt8](repeating: 9, count: DataChannelTransport.localMaxMessageSize + 1), isBinary: true), on: id)
+        try pipe.b.send(DataChannelMessage(text: "small"), on: id)
+        #expect(pipe.run(for: .seconds(30)) { pipe.messages(at: pipe.eventsA, id: id).last?.text == "small" })
+        #expect(pipe.messages(at: pipe.eventsA, id: id).count == 1)
+        #expect(pipe.eventsA.contains { if case .error(id, let why) = $0 { return why.contains("larger than our max-message-size") }; return false })
     }
 }

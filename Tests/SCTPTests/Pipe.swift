@@ -11,7 +11,7 @@ final class Pipe {
     var eventsB: [DataChannelTransportEvent] = []
     var packetsAtoB = 0, packetsBtoA = 0, dropped = 0
 
-    init(remoteMaxMessageSize: Int = 262_144) throws {
+    init(remoteMaxMessageSize: Int = DataChannelTransport.localMaxMessageSize) throws {
         // usrsctp has one timer wheel: the pipe's fake clock drives it once it has run ahead of
         // the last leader's by a second (at once when no other association lives), and real-time
         // associations alive meanwhile would tick on it. So run these suites apart from the
