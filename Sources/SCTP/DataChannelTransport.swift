@@ -34,7 +34,8 @@ public final class DataChannelTransport {
         var reliability: SCTPReliability
         var data: [UInt8]
         var offset = 0
-        /// DCEP messages are not the app's bytes: they do not count in bufferedAmount.
+        /// The app's bytes count in bufferedAmount; DCEP messages and the stand-in byte of an
+        /// empty message do not.
         var counted: Bool
     }
 
@@ -94,7 +95,8 @@ public final class DataChannelTransport {
         }
         let p = channel.parameters
         queue.append(Outgoing(stream: stream, ppid: message.ppid, unordered: !p.ordered && channel.acknowledged,
-                              reliability: p.reliability, data: message.data.isEmpty ? [0] : message.data, counted: true))
+                              reliability: p.reliability, data: message.data.isEmpty ? [0] : message.data,
+                              counted: !message.data.isEmpty))
         channels[stream]?.queuedBytes += message.data.count
         flush()
     }
@@ -192,12 +194,11 @@ public final class DataChannelTransport {
     }
 
     private func closeAll(_ reason: String) {
-        let wasOpen = association.state != .closed || !channels.isEmpty || connected
         for id in channels.keys.sorted() { events.append(.channelClosed(id: id)) }
         channels.removeAll()
         queue.removeAll()
         queueHead = 0
-        if wasOpen && connected { events.append(.closed(reason)) }
+        if connected { events.append(.closed(reason)) }
         connected = false
     }
 
@@ -258,7 +259,7 @@ public final class DataChannelTransport {
             switch outcome {
             case .accepted(let n):
                 item.offset += n
-                if item.counted, item.data.count > 1 || item.ppid == PPID.string || item.ppid == PPID.binary {
+                if item.counted {
                     channels[item.stream]?.queuedBytes -= n
                     events.append(.sent(id: item.stream, bytes: n))
                 }

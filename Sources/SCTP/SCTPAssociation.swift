@@ -133,7 +133,8 @@ public final class SCTPAssociation {
     /// Resets our outgoing side of `streams`; false when usrsctp is busy with another reset
     /// (try again later).
     public func resetStreams(_ streams: [UInt16]) -> Bool {
-        guard state == .connected, !streams.isEmpty else { return state != .connected }
+        guard !streams.isEmpty else { return true }
+        guard state == .connected else { return false }
         let rc = streams.withUnsafeBufferPointer { swiftrtc_sctp_reset_streams(socket, $0.baseAddress, UInt16(clamping: $0.count)) }
         return rc == 0
     }
