@@ -172,6 +172,31 @@ struct DataChannelTests {
         await b.close()
     }
 
+    @Test("closing the PeerConnection closes the peer's channels too (SCTP ABORT inside DTLS)")
+    func peerConnectionClose() async throws {
+        let (a, b, _, atB) = try await connectedChannel("end")
+        let closed = Task { await first(atB.events) { $0 == .closed } }
+        await a.close()
+        #expect(await closed.value == .closed)
+        #expect(atB.readyState == .closed)
+        await b.close()
+    }
+
+    @Test("the delegate (the iOS SDK's shape) sees state changes, messages and bufferedAmount")
+    func delegate() async throws {
+        let (a, b, atA, atB) = try await connectedChannel("delegate")
+        let log = DelegateLog()
+        atB.delegate = log
+        atA.delegate = log
+        try atA.send("via delegate")
+        #expect(await log.wait { $0.messages.contains("via delegate") })
+        #expect(await log.wait { $0.bufferedAmounts.contains(0) })
+        atA.close()
+        #expect(await log.wait { $0.states.contains(.closed) })
+        await a.close()
+        await b.close()
+    }
+
     @Test("negotiated channel with a fixed id: no event, both sides open it, messages cross")
     func negotiated() async throws {
         let a = try loopbackPeer(), b = try loopbackPeer()
@@ -211,5 +236,29 @@ struct DataChannelTests {
         #expect(gone.readyState == .closed && gone.id == nil)
         await c.close()
         await d.close()
+    }
+}
+
+final class DelegateLog: DataChannelDelegate {
+    struct Seen: Sendable {
+        var states: [DataChannelState] = [], messages: [String] = [], bufferedAmounts: [Int] = []
+    }
+    private let seen = Mutex(Seen())
+    func dataChannelDidChangeState(_ channel: DataChannel) { seen.withLock { $0.states.append(channel.readyState) } }
+    func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
+        seen.withLock { $0.messages.append(message.text ?? "<binary>") }
+    }
+    func dataChannel(_ channel: DataChannel, didChangeBufferedAmount amount: Int) {
+        seen.withLock { $0.bufferedAmounts.append(amount) }
+    }
+
+    /// Polls (bounded, real sockets below) until `condition` holds.
+    func wait(timeout: Duration = .seconds(10), _ condition: (Seen) -> Bool) async -> Bool {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while !condition(seen.withLock { $0 }) {
+            guard ContinuousClock.now < end else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
     }
 }

@@ -60,6 +60,26 @@ final class Pipe {
         guard ok else { throw SCTPError("the in-memory association did not come up") }
     }
 
+    /// Opens a channel, then drops every tenth packet from `a` while it sends `count`
+    /// messages numbered in their first two bytes, 50 a second; returns the numbers `b` got.
+    func sendNumberedThroughLoss(_ parameters: DataChannelParameters, count: Int, size: Int) throws -> (UInt16, [Int]) {
+        try connect()
+        let id = try a.open(parameters)
+        run { self.eventsB.contains { if case .remoteOpened = $0 { return true }; return false } }
+        var counter = 0
+        drop = { fromA, _ in
+            guard fromA else { return false }
+            counter += 1
+            return counter % 10 == 0
+        }
+        for i in 0..<count {
+            try a.send(DataChannelMessage(data: [UInt8(i & 0xff), UInt8(i >> 8)] + [UInt8](repeating: 7, count: size), isBinary: true), on: id)
+            run(for: .milliseconds(20))
+        }
+        run(for: .seconds(3))
+        return (id, messages(at: eventsB, id: id).map { Int($0.data[0]) | Int($0.data[1]) << 8 })
+    }
+
     func messages(at side: [DataChannelTransportEvent], id: UInt16) -> [DataChannelMessage] {
         side.compactMap { if case .message(id, let m) = $0 { return m }; return nil }
     }
