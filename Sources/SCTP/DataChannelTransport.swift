@@ -16,6 +16,9 @@ public final class DataChannelTransport {
     private var queueHead = 0
     private var events = EventQueue<DataChannelTransportEvent>()
     private var streamLimit = 1024
+    /// Streams the peer reset that we have no channel on (a negotiated one only it made): we
+    /// reset ours too, so its channel can finish closing.
+    private var orphanResets: Set<UInt16> = []
     private var connected = false
 
     struct Channel {
@@ -152,6 +155,7 @@ public final class DataChannelTransport {
             case .message(let stream, let ppid, let data):
                 received(data, stream: stream, ppid: ppid)
             case .incomingStreamsReset(let streams):
+                for s in streams where channels[s] == nil { orphanResets.insert(s) }
                 for s in streams where channels[s] != nil {
                     channels[s]?.incomingReset = true
                     if channels[s]?.state != .closing {
@@ -161,11 +165,12 @@ public final class DataChannelTransport {
                     channels[s]?.resetWanted = true
                     finishClose(s)
                 }
-            case .outgoingStreamsReset(let streams, _):
+            case .outgoingStreamsReset(let streams, let failed):
                 for s in streams where channels[s] != nil {
                     channels[s]?.outgoingReset = true
-                    // A peer that does not answer a reset with its own still ends the channel.
-                    if channels[s]?.incomingReset == false { channels[s]?.incomingReset = true }
+                    // Closed once the peer resets its side too (RFC 8831 §6.7), so the id is
+                    // not reused while its reset is on the way; a refused reset ends it now.
+                    if failed { channels[s]?.incomingReset = true }
                     finishClose(s)
                 }
             case .oversizedMessage(let stream, let size):
@@ -300,9 +305,11 @@ public final class DataChannelTransport {
         let ready = channels.filter { id, c in
             c.resetWanted && !c.resetRequested && !pending.contains { $0.stream == id }
         }.keys.sorted()
-        guard !ready.isEmpty else { return }
-        if association.resetStreams(ready) {
+        let streams = ready + orphanResets.sorted()
+        guard !streams.isEmpty else { return }
+        if association.resetStreams(streams) {
             for id in ready { channels[id]?.resetRequested = true }
+            orphanResets.removeAll()
         }
     }
 }

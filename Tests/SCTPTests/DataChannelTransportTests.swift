@@ -156,6 +156,17 @@ struct DataChannelTransportTests {
         #expect(pipe.run { pipe.messages(at: pipe.eventsB, id: again).last?.text == "hi" })
     }
 
+    @Test("a negotiated channel only one side made still closes: the peer answers its reset")
+    func oneSidedNegotiatedClose() throws {
+        let pipe = try Pipe()
+        try pipe.connect()
+        _ = try pipe.b.open(DataChannelParameters(label: "alone", negotiated: true), id: 100)
+        pipe.run(for: .milliseconds(50))
+        pipe.b.close(100)
+        #expect(pipe.run { pipe.eventsB.contains(.channelClosed(id: 100)) })
+        #expect(!pipe.eventsA.contains { if case .channelClosed = $0 { return true }; return false })
+    }
+
     @Test("negotiated channel with a fixed id: no DCEP, both sides open it themselves")
     func negotiated() throws {
         let pipe = try Pipe()
