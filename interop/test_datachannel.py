@@ -73,6 +73,7 @@ def test_chromium_datachannel_echo(echo_server, page, artifact_dir):
     assert result["maxMessageSize"] == 262144, result
     assert result["state"] == "open", result
     assert result["lowEvents"] > 0, "Chromium never saw bufferedamountlow while sending"
+    assert result["closed"], "Chromium's close() did not complete: the echo did not reset its side of the stream"
 
 
 class AiortcDataChannelClient:
@@ -140,6 +141,15 @@ class AiortcDataChannelClient:
             pass
         seconds = time.monotonic() - started
         max_size = pc.sctp._remote_max_message_size if pc.sctp else None
+        # Our close resets the stream; the channel is closed once the echo resets its side too.
+        closed = asyncio.Event()
+        dc.on("close", closed.set)
+        dc.close()
+        try:
+            await asyncio.wait_for(closed.wait(), 5)
+        except asyncio.TimeoutError:
+            pass
+        state["closed"] = closed.is_set()
         await pc.close()
         return {**state, "seconds": seconds, "remoteMaxMessageSize": max_size}
 
@@ -166,6 +176,7 @@ def test_aiortc_datachannel_echo(echo_server, need_aiortc, artifact_dir):
     assert result["firstBad"] is None, f"echo differs from what was sent: {result['firstBad']}"
     assert result["received"] == MESSAGES, result
     assert result["bytes"] == total, result
+    assert result["closed"], "aiortc's close() did not complete: the echo did not reset its side of the stream"
 
 
 # ---- unordered, maxRetransmits 0, 10% loss each way -------------------------------------------

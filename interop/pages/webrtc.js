@@ -235,7 +235,16 @@ window.dataChannelEcho = async function dataChannelEcho(url, sizes) {
   await Promise.race([done, timeout]);
   const seconds = (performance.now() - started) / 1000;
   note(`data channel: ${received}/${sizes.length} echoed in ${seconds.toFixed(2)} s`);
-  return { sent: sizes.length, received, bytes, firstBad, seconds, lowEvents, state: dc.readyState,
+  const state = dc.readyState;
+  // Our close resets the stream; the channel is closed once the echo resets its side too.
+  const closeStarted = performance.now();
+  const closed = await new Promise((resolve) => {
+    dc.onclose = () => resolve(true);
+    setTimeout(() => resolve(false), 5000);
+    dc.close();
+  });
+  return { sent: sizes.length, received, bytes, firstBad, seconds, lowEvents, state,
+           closed, closeMs: performance.now() - closeStarted,
            maxMessageSize: pc.sctp ? pc.sctp.maxMessageSize : null, answer };
 };
 
