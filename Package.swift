@@ -22,7 +22,9 @@ let package = Package(
         .systemLibrary(name: "CSDL", pkgConfig: "sdl2"),
         .systemLibrary(name: "CZlib"),
         // usrsctp in AF_CONN mode; the shim wraps its socket options and sendv/recvv structs.
-        .systemLibrary(name: "CUsrSCTP", pkgConfig: "usrsctp"),
+        // No pkgConfig: usrsctp.pc only adds -DINET/-DINET6, which SwiftPM refuses (a warning
+        // on every build) and the header does not use.
+        .systemLibrary(name: "CUsrSCTP"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
