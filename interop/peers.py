@@ -400,6 +400,10 @@ class AiortcAnswerer:
         def on_state():
             self.log.append(f"connectionState {pc.connectionState}")
 
+        @pc.on("datachannel")
+        def on_datachannel(channel):   # swiftrtc probe --datachannel: every message goes back
+            channel.on("message", channel.send)
+
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
         audio, video = synthetic_tracks()
         for t in pc.getTransceivers():

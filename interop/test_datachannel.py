@@ -6,22 +6,25 @@ and in order. We offer a=max-message-size:1048576; aiortc takes messages up to 2
 (LOCAL_MAX_MESSAGE_SIZE), and so does Chromium: both peers use the full 256 KiB, and our echo
 sends back no more than each said.
 Then an unordered maxRetransmits=0 channel through the user-space emulator (interop/netem.py)
-with 10% loss each way: what arrives comes back, nothing stalls behind a lost message.
+with 10% loss each way: what arrives comes back, nothing stalls behind a lost message. Last,
+Swift as the offerer (`swiftrtc probe --datachannel`, bundled with audio and video): Chromium
+and aiortc answer and echo the channel's messages.
 Run inside the loopback-only namespace: bash interop/run.sh -k datachannel
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import time
 
 import pytest
 
-from interop.conftest import STANDIN, ManagedProcess, free_port, require, swiftrtc_bin, write_json
+from interop.conftest import STANDIN, ManagedProcess, free_port, require, run_probe, swiftrtc_bin, write_json
 from interop.netem import NetEm
-from interop.peers import LoopThread, new_peer_connection, post_offer
+from interop.peers import AiortcAnswerer, ChromiumAnswerer, LoopThread, new_peer_connection, post_offer
 
 MESSAGES = 1000
 MAX_SIZE = 256 * 1024
@@ -267,3 +270,50 @@ def test_aiortc_unordered_lossy(lossy_echo, need_aiortc, artifact_dir):
     finally:
         lt.stop()
     check_lossy(echoed, net, artifact_dir, "aiortc")
+
+
+# ---- Swift offers: swiftrtc probe --datachannel, the peer answers and echoes ---------------------
+
+# 100 messages of 0..256 KiB are 13 MB: under the 16 MiB Chromium's echo page may queue
+# (its send() throws beyond), however slowly it drains.
+PROBE_MESSAGES = 100
+
+
+def probe_datachannel(binary, answerer, artifact_dir, logs) -> dict:
+    json_path = artifact_dir / "probe.json"
+    try:
+        code, output, _ = run_probe(binary, answerer.url, json_path, artifact_dir / "probe.log", duration=2,
+                                    sample=lambda: None, timeout=60,
+                                    extra_args=("--datachannel", str(PROBE_MESSAGES)))
+        logs.append(("swiftrtc probe output", output))
+    finally:
+        answerer.close()
+    (artifact_dir / "answerer.log").write_text("\n".join(answerer.log))
+    assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
+    report = json.loads(json_path.read_text())["dataChannel"]
+    print(f"swiftrtc probe: data channel id {report['id']} echoed {report['echoed']}/{report['sent']} "
+          f"in {report['seconds']:.2f} s (peer max-message-size {report['maxMessageSize']})")
+    return report
+
+
+def check_probe_report(report: dict) -> None:
+    assert report["ok"] and report["echoed"] == PROBE_MESSAGES, report
+    # We offered, the peer answered a=setup:active: we are the DTLS server, our ids are odd.
+    assert report["id"] % 2 == 1, report
+    assert report["maxMessageSize"] == 262144, report
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(90)
+def test_swift_offers_datachannel_to_chromium(swift_probe_bin, page, artifact_dir, logs):
+    answerer = ChromiumAnswerer(page)
+    logs.append(("chromium answerer", lambda: "\n".join(answerer.log)))
+    check_probe_report(probe_datachannel(swift_probe_bin, answerer, artifact_dir, logs))
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(90)
+def test_swift_offers_datachannel_to_aiortc(swift_probe_bin, need_aiortc, artifact_dir, logs):
+    answerer = AiortcAnswerer()
+    logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
+    check_probe_report(probe_datachannel(swift_probe_bin, answerer, artifact_dir, logs))

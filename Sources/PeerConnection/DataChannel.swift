@@ -112,6 +112,9 @@ public final class DataChannel: @unchecked Sendable {
 
     public var id: UInt16? { state.withLock { $0.id } }
     public var readyState: DataChannelState { state.withLock { $0.readyState } }
+    /// The largest message the peer takes (its `a=max-message-size`; 0 = no limit), like W3C
+    /// `RTCSctpTransport.maxMessageSize`. Known once the channel is attached to SCTP.
+    public var maxMessageSize: Int { state.withLock { $0.remoteMaxMessageSize } }
     /// Bytes passed to `send` that SCTP has not taken yet.
     public var bufferedAmount: Int { state.withLock { $0.bufferedAmount } }
     public var bufferedAmountLowThreshold: Int {

@@ -97,6 +97,13 @@ window.answerOffer = async function answerOffer(offerSdp) {
   window.pc = pc;
   watch(pc);
   window.lastOffer = offerSdp;
+  // A data channel the offerer opens: every message goes back on it (swiftrtc probe --datachannel).
+  pc.ondatachannel = (ev) => {
+    const ch = ev.channel;
+    ch.binaryType = 'arraybuffer';
+    ch.onmessage = (m) => ch.send(m.data);
+    note(`data channel ${ch.label} id ${ch.id} from the offerer`);
+  };
   await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
   const used = new Set();
   for (const t of pc.getTransceivers()) {
