@@ -21,6 +21,10 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat"),
         .systemLibrary(name: "CSDL", pkgConfig: "sdl2"),
         .systemLibrary(name: "CZlib"),
+        // usrsctp in AF_CONN mode; the shim wraps its socket options and sendv/recvv structs.
+        // No pkgConfig: usrsctp.pc only adds -DINET/-DINET6, which SwiftPM refuses (a warning
+        // on every build) and the header does not use.
+        .systemLibrary(name: "CUsrSCTP"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
@@ -40,6 +44,8 @@ let package = Package(
         .target(name: "ICE", dependencies: ["STUN"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "CShim"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
+        // Data channels: DCEP and the usrsctp association glue.
+        .target(name: "SCTP", dependencies: ["CUsrSCTP"]),
 
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
         .target(name: "HTTP", dependencies: ["COpenSSL"]),
@@ -65,13 +71,13 @@ let package = Package(
 
         // Session and servers.
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
-                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation"]),
+                                                       "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
-        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render", "WebSocket"]),
+        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render", "WebSocket", "SCTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg"], path: "Sources/bench"),
 
@@ -81,6 +87,7 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
+        .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket"]),

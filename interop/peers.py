@@ -302,7 +302,8 @@ def close_aiortc_endpoint(http: "SdpHttpServer", pcs, lt: LoopThread) -> None:
 
 
 class AiortcEchoServer:
-    """Sends each received track back on its own transceiver (aiortc decodes and re-encodes)."""
+    """Sends each received track back on its own transceiver (aiortc decodes and re-encodes),
+    and each data-channel message back on the channel it came in on."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0,
                  out: Callable[[str], None] | None = None):
@@ -336,6 +337,10 @@ class AiortcEchoServer:
                 if t.receiver.track is track:
                     t.sender.replaceTrack(track)
                     t.direction = "sendrecv"
+
+        @pc.on("datachannel")
+        def on_datachannel(channel):
+            channel.on("message", channel.send)
 
         @pc.on("connectionstatechange")
         async def on_state():
@@ -394,6 +399,10 @@ class AiortcAnswerer:
         @pc.on("connectionstatechange")
         def on_state():
             self.log.append(f"connectionState {pc.connectionState}")
+
+        @pc.on("datachannel")
+        def on_datachannel(channel):   # swiftrtc probe --datachannel: every message goes back
+            channel.on("message", channel.send)
 
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
         audio, video = synthetic_tracks()

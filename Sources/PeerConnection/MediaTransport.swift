@@ -1,6 +1,7 @@
 import DTLS
 import ICE
 import RTP
+import SCTP
 import SRTP
 import STUN
 import Transport
@@ -30,6 +31,11 @@ final class MediaTransport: @unchecked Sendable {
     var onRTP: ((RTPPacket, Int) -> Void)?
     var onRTCP: (([RTCPPacket]) -> Void)?
     var onApplicationData: (([UInt8]) -> Void)?
+    /// SCTP for data channels once DTLS is up (PeerConnection+DataChannel.swift): its packets
+    /// travel as DTLS application data, its timer shares ours.
+    var dataChannels: DataChannelTransport?
+    var onDataChannelEvent: ((DataChannelTransportEvent) -> Void)?
+    private var pumping = false, pumpAgain = false
 
     private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
@@ -182,9 +188,17 @@ final class MediaTransport: @unchecked Sendable {
     /// Drains every core's output and re-arms the single timer.
     func pump() {
         guard !closed else { return }
+        // Event handlers may send (a data channel echoing a message): the running pump drains it.
+        guard !pumping else {
+            pumpAgain = true
+            return
+        }
+        pumping = true
+        defer { pumping = false }
         var progressed = true
-        while progressed {
+        while progressed || pumpAgain {
             progressed = false
+            pumpAgain = false
             while let t = ice.pollTransmit() {
                 progressed = true
                 io.send(t.bytes, from: t.local, to: t.remote)
@@ -192,6 +206,16 @@ final class MediaTransport: @unchecked Sendable {
             while let event = ice.pollEvent() {
                 progressed = true
                 handle(event)
+            }
+            if let dtls, let sctp = dataChannels {
+                while let packet = sctp.pollTransmit() {
+                    progressed = true
+                    do { try dtls.send(packet) } catch { counters.sctpDropped += 1 }
+                }
+                while let event = sctp.pollEvent() {
+                    progressed = true
+                    onDataChannelEvent?(event)
+                }
             }
             if let dtls {
                 while let datagram = dtls.pollTransmit() {
@@ -233,7 +257,11 @@ final class MediaTransport: @unchecked Sendable {
             srtpProfileName = keys?.profile.rawValue
             onDTLSConnected?(keys)
         case .applicationData(let data):
-            onApplicationData?(data)
+            if let dataChannels {
+                dataChannels.handlePacket(data, now: .now)
+            } else {
+                onApplicationData?(data)
+            }
         case .closed:
             onDTLSClosed?()
         case .failed(let error):
@@ -244,7 +272,7 @@ final class MediaTransport: @unchecked Sendable {
     private func rearmTimer() {
         if let timerID { loop.cancelTimer(timerID) }
         timerID = nil
-        let deadlines = [ice.pollTimeout(), dtls?.pollTimeout()].compactMap { $0 }
+        let deadlines = [ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()].compactMap { $0 }
         guard let next = deadlines.min() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
@@ -252,12 +280,19 @@ final class MediaTransport: @unchecked Sendable {
             let now = ContinuousClock.now
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
+            self.dataChannels?.handleTimeout(now: now)
             self.pump()
         }
     }
 
     func close() {
         guard !closed else { return }
+        // SCTP's ABORT goes out inside DTLS before the close_notify.
+        if let sctp = dataChannels, let dtls {
+            sctp.close()
+            while let packet = sctp.pollTransmit() { try? dtls.send(packet) }
+        }
+        dataChannels = nil
         dtls?.close()
         if let dtls, let (local, remote) = ice.selectedPair {
             while let datagram = dtls.pollTransmit() { io.send(datagram, from: local, to: remote) }
@@ -274,6 +309,8 @@ struct TransportCounters: Sendable {
     var rtpReceived = 0, rtcpReceived = 0, rtpSent = 0, rtcpSent = 0
     var malformedRTP = 0, malformedRTCP = 0, srtpErrors = 0, unknownDatagrams = 0
     var mediaBeforeKeys = 0, sendsWithoutPath = 0, sendErrors = 0
+    /// SCTP packets DTLS would not take (not connected, or failed).
+    var sctpDropped = 0
 }
 
 extension SRTPProtectionProfile {

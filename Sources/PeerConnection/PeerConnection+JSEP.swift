@@ -13,14 +13,14 @@ extension PeerConnection {
     public func createOffer() async throws -> SessionDescription {
         try await loop.submit { [self] in
             guard !closed else { throw PeerConnectionError("createOffer: the connection is closed") }
-            var used = Set(transceiverList.compactMap(\.mid))
+            var used = Set(transceiverList.compactMap(\.mid) + [dataChannels.mid].compactMap { $0 })
             var next = 0
             for t in transceiverList where t.mid == nil {
                 while used.contains(String(next)) { next += 1 }
                 t.mid = String(next)
                 used.insert(String(next))
             }
-            let sections = transceiverList.map { t -> LocalMediaSection in
+            var sections = transceiverList.map { t -> LocalMediaSection in
                 var pts = Set<UInt8>()
                 func freePayloadType(from preferred: UInt8) -> UInt8 {
                     var pt = preferred
@@ -43,6 +43,7 @@ extension PeerConnection {
                                          direction: t.direction, codecs: codecs,
                                          extensions: HeaderExtensionPolicy.offered(for: t.kind), sender: t.sender)
             }
+            if let data = offeredDataSection(usedMids: &used) { sections.append(data) }
             localSetup = "actpass"
             return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
         }
@@ -67,6 +68,7 @@ extension PeerConnection {
         let mid = m.mid ?? String(index)
         let reject = LocalMediaSection(kind: m.kind, mid: mid, rejected: true, proto: m.proto, direction: .inactive,
                                        codecs: [], extensions: [], sender: nil, rawFormats: m.formats)
+        if m.kind == "application" { return answerDataSection(for: m, mid: mid) ?? reject }
         guard m.port != 0, let t = transceiverList.first(where: { $0.mid == mid }) else { return reject }
         var pairs: [(RtpCodecCapability, SDP.Codec)] = []
         switch configuration.answerCodecOrder {
@@ -207,7 +209,11 @@ extension PeerConnection {
         // Weak: the transport can outlive its PeerConnection by a packet or a timer (the loop or
         // the UDP mux still holds it when the last reference to the pc goes).
         t.onIceEvent = { [weak self] in self?.handleIce($0) }
-        t.onDTLSConnected = { [weak self] _ in self?.updateConnectionState() }
+        t.onDTLSConnected = { [weak self] _ in
+            guard let self else { return }
+            startDataChannels()
+            updateConnectionState()
+        }
         t.onDTLSFailed = { [weak self] reason in
             guard let self else { return }
             snapshot.withLock { $0.failure = reason }
@@ -320,6 +326,7 @@ extension PeerConnection {
         default:
             throw PeerConnectionError("setRemoteDescription: the answer's a=setup must be active or passive")
         }
+        negotiateDataChannels(answer: answer, remote: remote)
         startMediaStreams()
         let fingerprints = remote.media.compactMap(\.fingerprint) + [remote.fingerprint].compactMap { $0 }
         do {

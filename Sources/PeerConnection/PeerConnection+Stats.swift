@@ -63,6 +63,7 @@ extension PeerConnection {
     func collectStats() -> StatsReport {
         var report = StatsReport()
         transportStats(into: &report, transport: transport)
+        dataChannelStats(into: &report)
         for t in transceiverList {
             guard let mid = t.mid else { continue }
             for codec in t.negotiatedCodecs {

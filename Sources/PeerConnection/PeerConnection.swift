@@ -50,6 +50,7 @@ public final class PeerConnection: @unchecked Sendable {
     /// RTX packets unwrapped, and those dropped (padding, unknown stream, malformed).
     var rtxReceived = 0, rtxDropped = 0
     var passThroughNacks = PassThroughNacks()
+    var dataChannels = DataChannelSession()
     var closed = false
 
     struct Snapshot {
@@ -193,6 +194,7 @@ public final class PeerConnection: @unchecked Sendable {
         guard !closed else { return }
         stopMediaStreams()
         transport?.close()
+        closeDataChannels()
         closed = true
         setIce(.closed)
         setConnection(.closed)

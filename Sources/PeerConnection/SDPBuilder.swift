@@ -1,3 +1,4 @@
+import SCTP
 import SDP
 
 /// Writes the SDP we send. Kept as text building (one line per call) because the order of
@@ -68,7 +69,7 @@ func writeSDP(_ session: LocalSessionParameters, sections: [LocalMediaSection], 
         w.add("a=mid:\(section.mid)")
         if section.kind == "application" {
             w.add("a=sctp-port:5000")
-            w.add("a=max-message-size:262144")
+            w.add("a=max-message-size:\(DataChannelTransport.localMaxMessageSize)")
             continue
         }
         for ext in section.extensions { w.add("a=extmap:\(ext.id) \(ext.uri)") }

@@ -99,6 +99,8 @@ public enum PeerConnectionEvent: Sendable {
     case iceConnectionStateChanged(IceConnectionState)
     case connectionStateChanged(PeerConnectionState)
     case signalingStateChanged(SignalingState)
+    /// The peer opened a data channel (W3C `datachannel`); it is open already.
+    case dataChannel(DataChannel)
     case error(String)
 }
 

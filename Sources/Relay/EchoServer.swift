@@ -7,7 +7,8 @@ import Transport
 
 /// `swiftrtc echo`: a diagnostic endpoint like Janus's EchoTest. A WHIP-style POST of an offer
 /// creates a session whose every received RTP stream is sent back on the same m-line, so the
-/// peer decodes its own media. ICE-lite, DTLS passive, all sessions on one UDP port.
+/// peer decodes its own media, and every data-channel message on the channel it came in on.
+/// ICE-lite, DTLS passive, all sessions on one UDP port.
 public final class EchoServer: Sendable {
     public let loop: EventLoop
     private let mux: UDPMux
@@ -17,10 +18,12 @@ public final class EchoServer: Sendable {
     public let httpHost: String
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
+    /// What answers advertise: `udpAddress`, or `candidate` with its port (a proxy in front).
+    private let advertised: SocketAddress?
 
     /// Binds HTTP on `httpHost:httpPort` and UDP on `udpHost:udpPort` (0 = any port).
     public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 8088, udpHost: String? = nil, udpPort: UInt16 = 0,
-                log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
+                candidate: String? = nil, log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         let loop = try EventLoop(name: "swiftrtc-echo")
         let udpHost = udpHost ?? httpHost
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
@@ -29,6 +32,14 @@ public final class EchoServer: Sendable {
         self.loop = loop
         self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         self.udpAddress = mux.socket.localAddress
+        if let candidate {
+            guard let c = SocketAddress(host: candidate, port: udpAddress.port) else {
+                throw PeerConnectionError("--candidate \(candidate) is not an IP address")
+            }
+            advertised = c
+        } else {
+            advertised = nil
+        }
         self.log = log
         self.http = Mutex(nil)
         self.httpHost = httpHost
@@ -86,7 +97,7 @@ public final class EchoServer: Sendable {
         }
         let id = randomID()
         do {
-            let pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendrecv)
+            let pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendrecv, advertised: advertised)
             let session = EchoSession(id: id, pc: pc, remote: request.remoteAddress)
             let sdp = try await answer(pc, offer: offer)
             session.wire(log: log) { [weak self] in _ = self?.sessions.withLock { $0.removeValue(forKey: id) } }
@@ -148,6 +159,14 @@ final class EchoSession: Sendable {
             }
         }
         pc.onEvent = { [self] event in
+            if case .dataChannel(let channel) = event {
+                // Same loop thread as the message: the echo is queued without a hop.
+                channel.onMessage = { [weak channel, id] message in
+                    do { try channel?.send(message) } catch { log("echo: session \(id) channel \(channel?.label ?? "?"): \(error)") }
+                }
+                log("echo: session \(id) data channel \"\(channel.label)\" (id \(channel.id.map(String.init) ?? "?")) opened by the peer")
+                return
+            }
             guard case .connectionStateChanged(let state) = event else { return }
             switch state {
             case .connected:

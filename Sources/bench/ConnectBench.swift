@@ -113,13 +113,22 @@ func swiftConnectTimes(runs: Int) async throws -> [(connect: Double, signaling: 
 
 /// Runs `python script --runs N` and parses `{"aiortc_connect_ms_median": …, "runs": […]}`.
 func aiortcConnectTimes(python: String, script: String, runs: Int) throws -> [Double] {
+    let object = try pythonJSON(python: python, script: script, arguments: ["--runs", String(runs)])
+    guard let values = object["runs"] as? [Any] else { throw BenchError("\(script) printed no JSON with \"runs\"") }
+    let times = values.compactMap { ($0 as? NSNumber)?.doubleValue }
+    guard !times.isEmpty, times.count == values.count else { throw BenchError("\(script): \"runs\" is not a list of numbers") }
+    return times
+}
+
+/// Runs `python script arguments…` and returns the JSON object on its last line of stdout.
+func pythonJSON(python: String, script: String, arguments: [String]) throws -> [String: Any] {
     guard FileManager.default.isExecutableFile(atPath: python) else {
         throw BenchError("\(python) not found (run `make venv`)")
     }
     guard FileManager.default.fileExists(atPath: script) else { throw BenchError("\(script) not found") }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = [script, "--runs", String(runs)]
+    process.arguments = [script] + arguments
     let stdout = Pipe(), stderr = Pipe()
     process.standardOutput = stdout
     process.standardError = stderr
@@ -135,13 +144,10 @@ func aiortcConnectTimes(python: String, script: String, runs: Int) throws -> [Do
     // The JSON is the last line; aiortc or PyAV may print warnings before it.
     let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
     guard let last = lines.last,
-          let object = try? JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
-          let values = object["runs"] as? [Any] else {
-        throw BenchError("\(script) printed no JSON with \"runs\": \(String(decoding: output.prefix(300), as: UTF8.self))")
+          let object = try? JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any] else {
+        throw BenchError("\(script) printed no JSON: \(String(decoding: output.prefix(300), as: UTF8.self))")
     }
-    let times = values.compactMap { ($0 as? NSNumber)?.doubleValue }
-    guard !times.isEmpty, times.count == values.count else { throw BenchError("\(script): \"runs\" is not a list of numbers") }
-    return times
+    return object
 }
 
 func median(_ values: [Double]) -> Double? {

@@ -25,6 +25,9 @@ Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
   8. camera at 720p: synthetic scene render (target <= 5 ms/frame), the capturer's per-frame
      NV12 -> I420 + mirror, MJPEG decode by our V4L2 path vs libavcodec's mjpeg decoder
      (target: ours/libavcodec <= 1.5); CPU ms per frame, one thread
+  9. data channel throughput: one reliable ordered channel, 64 KiB messages, 200 MB on loopback
+     (MB/s from the first send to the last byte received), Swift<->Swift vs aiortc<->aiortc vs
+     Chromium<->Chromium (bench/datachannel_peers.py) (target: swift/chromium >= 1)
 Always exits 0 when the measurements ran: benchmarks report, they do not gate.
 Child logs and stats files go to a temporary directory, removed at the end unless the
 environment has SWIFTRTC_BENCH_KEEP set.
@@ -41,7 +44,7 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --fanout-window S    seconds measured per player count (default 4)
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
   --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
-                       camera
+                       camera, datachannel
 """
 
 struct Options {
@@ -61,7 +64,7 @@ struct Options {
     func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
 
-let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera"]
+let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "datachannel"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -212,6 +215,35 @@ extra.merge(media.extra) { _, new in new }
 if options.runs("camera") {
     progress("camera: synthetic scene, capturer frame path, MJPEG decode at 720p (median of 60 frames each)")
     rows += await cameraBenchmarks()
+}
+
+// 9. Data channels
+if options.runs("datachannel") {
+    progress("data channel: Swift<->Swift, 200 MB in 64 KiB messages, reliable ordered")
+    var swift: Double?
+    do {
+        swift = try await swiftDataChannelThroughput(totalBytes: 200_000_000, messageSize: 65_536)
+        rows.append(Row("datachannel.swift_swift.throughput", swift, "MB/s",
+                        note: "data-only connection on 127.0.0.1, each PeerConnection on its own loop; at most 4 MiB queued by the sender"))
+    } catch {
+        rows.append(Row("datachannel.swift_swift.throughput", nil, "MB/s", note: "failed: \(error)"))
+    }
+    progress("data channel: aiortc<->aiortc and Chromium<->Chromium, the same way (\(options.python) bench/datachannel_peers.py)")
+    var peers: [String: Any] = [:]
+    var peersError: String?
+    do { peers = try pythonJSON(python: options.python, script: "bench/datachannel_peers.py", arguments: []) } catch {
+        peersError = "\(error)"
+    }
+    let errors = peers["errors"] as? [String: String] ?? [:]
+    for (key, name) in [("aiortc", "aiortc_aiortc"), ("chromium", "chromium_chromium")] {
+        let value = (peers["\(key)_mbps"] as? NSNumber)?.doubleValue
+        rows.append(Row("datachannel.\(name).throughput", value, "MB/s",
+                        note: value != nil ? "bench/datachannel_peers.py, the same message size, volume and flow control"
+                                           : "failed: \(peersError ?? errors[key] ?? "no value")"))
+        if key == "chromium", let swift, let value, value > 0 {
+            rows.append(Row("datachannel.swift_vs_chromium", swift / value, "ratio", target: .atLeast(1)))
+        }
+    }
 }
 
 let elapsed = millisecondsSince(benchStarted) / 1000

@@ -3,14 +3,17 @@ import SwiftRTC
 
 enum EchoCommand {
     static let usage = """
-    usage: swiftrtc echo [--http HOST:PORT] [--udp-port PORT]
+    usage: swiftrtc echo [--http HOST:PORT] [--udp-port PORT | --udp HOST:PORT] [--candidate IP]
 
     A diagnostic endpoint like Janus's EchoTest: POST an SDP offer (Content-Type:
     application/sdp) to http://HOST:PORT/echo; the 201 answer's Location names the session
-    (DELETE it to stop). Every RTP stream received is sent back on its m-line.
+    (DELETE it to stop). Every RTP stream received is sent back on its m-line, every message
+    on a data channel the peer opens comes back on that channel.
 
       --http HOST:PORT   where to listen for HTTP (default 127.0.0.1:8088)
       --udp-port PORT    the one UDP port all sessions share (default: any free port)
+      --udp HOST:PORT    bind it on another address too (e.g. behind a proxy)
+      --candidate IP     the address to advertise in answers (default: the bound one)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -18,8 +21,11 @@ enum EchoCommand {
         if a.wantsHelp { say(usage); return 0 }
         let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(8088)), parseHostPort)
         let udpPort = try a.number("udp-port", default: UInt16(0), in: 0...UInt16.max)
+        let udp = try a.option("udp", default: (host: http.host, port: udpPort), parseHostPort)
+        let candidate = try a.option("candidate")
         try a.finish()
-        let server = try await EchoServer(httpHost: http.host, httpPort: http.port, udpPort: udpPort) { line in
+        let server = try await EchoServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port,
+                                          candidate: candidate) { line in
             say(line)
         }
         say("echo: listening on \(server.url)")

@@ -3,10 +3,10 @@ import SwiftRTC
 
 /// `swiftrtc probe`: Swift as the offerer. Offers audio + video to a WHIP-style URL, connects,
 /// sends raw RTP on every m-line and reports what came back, as JSON. A transport check that
-/// needs no codecs.
+/// needs no codecs; with `--datachannel N` also a data channel the peer is to echo.
 enum ProbeCommand {
     static let usage = """
-    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS]
+    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS] [--datachannel N]
 
     Offers one audio (Opus) and one video (VP8, H.264) m-line, sendrecv, to URL (POST,
     Content-Type: application/sdp, expects 201 + answer), connects with ICE and DTLS-SRTP,
@@ -17,6 +17,9 @@ enum ProbeCommand {
       --duration SEC   how long to send after connecting (default 3)
       --json PATH      write the result as JSON
       --rate PPS       packets per second per m-line (default 50)
+      --datachannel N  also open a data channel (ordered, reliable), send N messages of
+                       0 B up to the peer's max-message-size (at most 256 KiB) and require
+                       every one back intact and in order (the peer echoes them)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -25,6 +28,7 @@ enum ProbeCommand {
         let duration = try a.number("duration", default: 3.0, in: 0.001...maxSeconds)
         let jsonPath = try a.option("json")
         let rate = try a.number("rate", default: 50, in: 1...1000)
+        let echoCount = try a.number("datachannel", default: 0, in: 0...100_000)
         let url = try a.positional("URL")
         try a.finish()
         guard url.hasPrefix("http://") else { throw UsageError("swiftrtc probe: URL must start with http://") }
@@ -33,6 +37,7 @@ enum ProbeCommand {
         let pc = try PeerConnection()
         _ = try await pc.addTransceiver(.audio)
         _ = try await pc.addTransceiver(.video, codecs: [.vp8, .h264])
+        let channel = echoCount > 0 ? try await pc.createDataChannel("probe") : nil
         let offer = try await pc.createOffer()
         try await pc.setLocalDescription(offer)
         await pc.waitForGatheringComplete(timeout: .seconds(3))
@@ -45,12 +50,18 @@ enum ProbeCommand {
             try await pc.waitConnected(timeout: .seconds(15))
             connectMs = msSince(started)
             say("probe: connected in \(Int(connectMs ?? 0)) ms via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
+            let echoes = channel.map { c in Task { try await DataChannelProbe.run(c, count: echoCount) } }
             try await sendRTP(pc, seconds: duration, rate: rate)
+            if let report = try await echoes?.value {
+                result["dataChannel"] = report.json
+                say("probe: data channel id \(report.id) echoed \(report.echoed)/\(report.sent), intact and in order: \(report.ok)")
+            }
         } catch {
             printError("swiftrtc probe: \(error)")
         }
         let transceivers = pc.transceivers
         var ok = pc.peerConnectionState == .connected
+        if channel != nil && (result["dataChannel"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
         var rows: [[String: Any]] = []
         for t in transceivers {
             let rx = t.receiver.stats, tx = t.sender.stats

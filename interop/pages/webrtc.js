@@ -97,6 +97,13 @@ window.answerOffer = async function answerOffer(offerSdp) {
   window.pc = pc;
   watch(pc);
   window.lastOffer = offerSdp;
+  // A data channel the offerer opens: every message goes back on it (swiftrtc probe --datachannel).
+  pc.ondatachannel = (ev) => {
+    const ch = ev.channel;
+    ch.binaryType = 'arraybuffer';
+    ch.onmessage = (m) => ch.send(m.data);
+    note(`data channel ${ch.label} id ${ch.id} from the offerer`);
+  };
   await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
   const used = new Set();
   for (const t of pc.getTransceivers()) {
@@ -165,3 +172,123 @@ window.stats = async function stats() {
 };
 
 note('webrtc.js loaded');
+
+// Data channels (interop/test_datachannel.py): the content of message i of `size` bytes, the
+// same formula as the test's Python side. Every tenth message (i % 10 == 5) is text.
+function dcPayload(i, size) {
+  if (i % 10 === 5) {
+    let s = '';
+    for (let j = 0; j < size; j++) s += String.fromCharCode(97 + ((i + j) % 26));
+    return s;
+  }
+  const b = new Uint8Array(size);
+  for (let j = 0; j < size; j++) b[j] = (i * 7 + j * 13) & 0xff;
+  return b.buffer;
+}
+
+function dcSame(got, want) {
+  if (typeof want === 'string') return got === want;
+  if (!(got instanceof ArrayBuffer) || got.byteLength !== want.byteLength) return false;
+  const a = new Uint8Array(got), b = new Uint8Array(want);
+  for (let j = 0; j < a.length; j++) if (a[j] !== b[j]) return false;
+  return true;
+}
+
+// Opens an ordered reliable channel to a WHIP-style echo endpoint (data only), sends one
+// message per entry of `sizes` and checks every echo arrives intact and in order.
+window.dataChannelEcho = async function dataChannelEcho(url, sizes) {
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  window.pc = pc;
+  watch(pc);
+  const dc = pc.createDataChannel('echo', { ordered: true });
+  dc.binaryType = 'arraybuffer';
+  await pc.setLocalDescription(await pc.createOffer());
+  await waitGatheringComplete(pc);
+  const { answer, location } = await postOffer(url, pc.localDescription.sdp);
+  window.lastOffer = pc.localDescription.sdp;
+  window.lastAnswer = answer;
+  window.resourceLocation = location ? new URL(location, url).href : null;
+  await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+  await new Promise((resolve, reject) => {
+    dc.onopen = resolve;
+    dc.onerror = (e) => reject(new Error(`data channel error before open: ${e.error || e}`));
+    setTimeout(() => reject(new Error(`data channel not open after 15 s (${dc.readyState})`)), 15000);
+  });
+  note(`data channel open, id ${dc.id}, sending ${sizes.length} messages`);
+  const started = performance.now();
+  let received = 0, bytes = 0, firstBad = null;
+  const done = new Promise((resolve) => {
+    dc.onmessage = (ev) => {
+      const i = received++;
+      const size = typeof ev.data === 'string' ? ev.data.length : ev.data.byteLength;
+      bytes += size;
+      if (firstBad === null && (i >= sizes.length || !dcSame(ev.data, dcPayload(i, sizes[i])))) {
+        firstBad = { index: i, gotSize: size, wantSize: sizes[i], gotType: typeof ev.data };
+      }
+      if (received === sizes.length) resolve();
+    };
+    dc.onclose = () => resolve();
+  });
+  dc.bufferedAmountLowThreshold = 1 << 20;
+  let lowEvents = 0;
+  dc.addEventListener('bufferedamountlow', () => { lowEvents++; });
+  for (let i = 0; i < sizes.length; i++) {
+    if (dc.bufferedAmount > (4 << 20)) {
+      await new Promise((resolve) => dc.addEventListener('bufferedamountlow', resolve, { once: true }));
+    }
+    dc.send(dcPayload(i, sizes[i]));
+  }
+  const timeout = new Promise((resolve) => setTimeout(resolve, 240000));
+  await Promise.race([done, timeout]);
+  const seconds = (performance.now() - started) / 1000;
+  note(`data channel: ${received}/${sizes.length} echoed in ${seconds.toFixed(2)} s`);
+  const state = dc.readyState;
+  // Our close resets the stream; the channel is closed once the echo resets its side too.
+  const closeStarted = performance.now();
+  const closed = await new Promise((resolve) => {
+    dc.onclose = () => resolve(true);
+    setTimeout(() => resolve(false), 5000);
+    dc.close();
+  });
+  return { sent: sizes.length, received, bytes, firstBad, seconds, lowEvents, state,
+           closed, closeMs: performance.now() - closeStarted,
+           maxMessageSize: pc.sctp ? pc.sctp.maxMessageSize : null, answer };
+};
+
+// Lossy data channel check, in two steps so the test can turn the loss on in between:
+// dataChannelOpen(url, init) connects (data only) and opens window.dc with `init`;
+// dataChannelBurst(count, size, intervalMs, waitMs) sends `count` messages whose first 4 bytes
+// are their index and returns the indexes echoed back within `waitMs` after the last send.
+window.dataChannelOpen = async function dataChannelOpen(url, init) {
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  window.pc = pc;
+  watch(pc);
+  const dc = pc.createDataChannel('lossy', init);
+  dc.binaryType = 'arraybuffer';
+  window.dc = dc;
+  window.dcEchoed = [];
+  dc.onmessage = (ev) => { window.dcEchoed.push(new DataView(ev.data).getUint32(0)); };
+  await pc.setLocalDescription(await pc.createOffer());
+  await waitGatheringComplete(pc);
+  const { answer, location } = await postOffer(url, pc.localDescription.sdp);
+  window.resourceLocation = location ? new URL(location, url).href : null;
+  await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+  await new Promise((resolve, reject) => {
+    dc.onopen = resolve;
+    setTimeout(() => reject(new Error(`data channel not open after 15 s (${dc.readyState})`)), 15000);
+  });
+  return { id: dc.id, ordered: dc.ordered, maxRetransmits: dc.maxRetransmits };
+};
+
+window.dataChannelBurst = async function dataChannelBurst(count, size, intervalMs, waitMs) {
+  const dc = window.dc;
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    const b = new ArrayBuffer(Math.max(4, size));
+    new DataView(b).setUint32(0, i);
+    dc.send(b);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return { echoed: window.dcEchoed, seconds: (performance.now() - started) / 1000, state: dc.readyState };
+};

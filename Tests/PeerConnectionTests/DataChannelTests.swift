@@ -1,0 +1,264 @@
+import Foundation
+import PeerConnection
+import Synchronization
+import Testing
+
+/// The first element of `stream` that `match`es, or nil after `timeout` (real sockets below).
+func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(10),
+                        where match: @escaping @Sendable (T) -> Bool = { _ in true }) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask {
+            for await item in stream where match(item) { return item }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result
+    }
+}
+
+/// The channel the peer announces with a `.dataChannel` event.
+func remoteChannel(_ pc: PeerConnection, label: String) async -> DataChannel? {
+    let event = await first(pc.events) { if case .dataChannel(let c) = $0 { return c.label == label }; return false }
+    if case .dataChannel(let c)? = event { return c }
+    return nil
+}
+
+/// Collects `count` messages from a channel's stream (fewer if `timeout` passes first).
+func collect(_ channel: DataChannel, _ count: Int, timeout: Duration = .seconds(20)) async -> [DataChannelMessage] {
+    let got = MessageLog()
+    let reader = Task {
+        for await m in channel.messages where got.append(m) >= count { break }
+    }
+    let end = ContinuousClock.now.advanced(by: timeout)
+    while got.count < count && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
+    reader.cancel()
+    return got.all
+}
+
+final class MessageLog: Sendable {
+    private let messages = Mutex<[DataChannelMessage]>([])
+    func append(_ m: DataChannelMessage) -> Int { messages.withLock { $0.append(m); return $0.count } }
+    var count: Int { messages.withLock { $0.count } }
+    var all: [DataChannelMessage] { messages.withLock { $0 } }
+}
+
+/// Two connected peers and one open channel `a` made, with `b`'s end of it.
+func connectedChannel(_ label: String, media: Bool = false) async throws
+    -> (a: PeerConnection, b: PeerConnection, atA: DataChannel, atB: DataChannel) {
+    let a = try loopbackPeer(), b = try loopbackPeer()
+    if media { try await a.addTransceiver(.audio) }
+    let atA = try await a.createDataChannel(label)
+    let remote = Task { await remoteChannel(b, label: label) }
+    try await negotiate(a, b)
+    let atB = try #require(await remote.value)
+    _ = await first(atA.events) { $0 == .open }
+    return (a, b, atA, atB)
+}
+
+@Suite("Data channels between two PeerConnections over loopback", .serialized)
+struct DataChannelTests {
+    @Test("data-only connection: the remote channel appears as an event; 0 B … 1 MiB both ways, intact, in order")
+    func dataOnly() async throws {
+        let a = try loopbackPeer(), b = try loopbackPeer()
+        let chat = try await a.createDataChannel("chat", DataChannelInit(protocol: "test"))
+        #expect(chat.readyState == .connecting && chat.id == nil)
+        let remote = Task { await remoteChannel(b, label: "chat") }
+        try await negotiate(a, b)
+        let offer = try #require(a.localDescription).sdp
+        #expect(offer.contains("m=application 9 UDP/DTLS/SCTP webrtc-datachannel"))
+        #expect(offer.contains("a=sctp-port:5000") && offer.contains("a=max-message-size:1048576"))
+        let atB = try #require(await remote.value)
+        #expect(atB.protocol == "test" && atB.ordered && atB.readyState == .open)
+        #expect(await first(chat.events) { $0 == .open } == .open)
+        // a offered and answers take a=setup:active: b is the DTLS client, a the server (odd ids).
+        #expect(chat.id.map { $0 % 2 == 1 } == true && atB.id == chat.id)
+
+        let sizes = [0, 1, 1200, 16_384, 65_536, 100_000, 262_144, 1 << 20, 0, 3]
+        var sent: [DataChannelMessage] = []
+        for (i, size) in sizes.enumerated() {
+            let m = i % 2 == 0 ? DataChannelMessage(data: Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }))
+                               : DataChannelMessage(String(repeating: "z", count: size))
+            sent.append(m)
+            if m.isBinary { try chat.send(m.data) } else { try chat.send(m.text ?? "") }
+        }
+        #expect(await collect(atB, sent.count) == sent)
+        try atB.send("pong")
+        #expect(await collect(chat, 1).first?.text == "pong")
+        let stats = await a.getStats()
+        let dc = try #require(stats.ofType("data-channel").first)
+        #expect(dc.int("messagesSent") == sizes.count && dc.int("bytesSent") == sizes.reduce(0, +))
+        #expect(dc.int("messagesReceived") == 1)
+        await a.close()
+        await b.close()
+        #expect(chat.readyState == .closed)
+    }
+
+    @Test("bundled with media: one transport carries RTP and the data channel")
+    func bundled() async throws {
+        let (a, b, channel, atB) = try await connectedChannel("side", media: true)
+        #expect(try #require(a.localDescription).sdp.contains("a=group:BUNDLE 0 1"))
+        try channel.send(Data([1, 2, 3]))
+        #expect(await collect(atB, 1).first?.data == Data([1, 2, 3]))
+        #expect(b.transceivers.count == 1)
+        await a.close()
+        await b.close()
+    }
+
+    @Test("bufferedAmount counts what SCTP has not taken; bufferedAmountLow fires when it drains")
+    func bufferedAmountLow() async throws {
+        let (a, b, channel, atB) = try await connectedChannel("bulk")
+        channel.bufferedAmountLowThreshold = 65_536
+        let chunk = Data(repeating: 0x5a, count: 200_000)
+        for _ in 0..<20 { try channel.send(chunk) }
+        #expect(channel.bufferedAmount > 65_536)   // counted at once, taken by SCTP on the loop later
+        // It may fire early too (SCTP took the first message before the second was sent): the
+        // one that counts leaves the channel at or below the threshold for good.
+        let low = await first(channel.events) { [channel] in $0 == .bufferedAmountLow && channel.bufferedAmount <= 65_536 }
+        #expect(low == .bufferedAmountLow)
+        let got = await collect(atB, 20, timeout: .seconds(30))
+        #expect(got.count == 20 && got.allSatisfy { $0.data == chunk })
+        await a.close()
+        await b.close()
+    }
+
+    @Test("close from either side: both ends reach closed; sending then throws")
+    func closeEitherSide() async throws {
+        let a = try loopbackPeer(), b = try loopbackPeer()
+        let one = try await a.createDataChannel("one")
+        let two = try await a.createDataChannel("two")
+        let remoteOne = Task { await remoteChannel(b, label: "one") }
+        try await negotiate(a, b)
+        let oneAtB = try #require(await remoteOne.value)
+        _ = await first(two.events) { $0 == .open }
+        // The opener closes "one".
+        let closedAtB = Task { await first(oneAtB.events) { $0 == .closed } }
+        one.close()
+        #expect(one.readyState == .closing)
+        #expect(await closedAtB.value == .closed)
+        #expect(await first(one.events) { $0 == .closed } == .closed)
+        #expect(throws: PeerConnectionError.self) { try one.send("late") }
+        // The side that did not open it closes "two" (found by its id on b's side).
+        #expect(two.readyState == .open)
+        let twoClosed = Task { await first(two.events) { $0 == .closed } }
+        let twoAtB = try await b.createDataChannel("two", DataChannelInit(negotiated: true, id: 100))
+        _ = twoAtB   // a negotiated channel b makes on an id a does not use: it opens alone
+        #expect(await first(twoAtB.events) { $0 == .open } == .open)
+        twoAtB.close()
+        #expect(await first(twoAtB.events) { $0 == .closed } == .closed)
+        #expect(two.readyState == .open)    // closing id 100 left "two" alone
+        two.close()
+        #expect(await twoClosed.value == .closed)
+        await a.close()
+        await b.close()
+    }
+
+    @Test("the answerer closes a channel the offerer opened")
+    func remoteSideCloses() async throws {
+        let (a, b, channel, atB) = try await connectedChannel("bye")
+        let seen = Task { () -> [DataChannelEvent] in
+            var events: [DataChannelEvent] = []
+            for await e in channel.events where e != .open { events.append(e) }
+            return events
+        }
+        atB.close()
+        #expect(await seen.value == [.closing, .closed])
+        #expect(channel.readyState == .closed && atB.readyState == .closed)
+        await a.close()
+        await b.close()
+    }
+
+    @Test("closing the PeerConnection closes the peer's channels too (SCTP ABORT inside DTLS)")
+    func peerConnectionClose() async throws {
+        let (a, b, _, atB) = try await connectedChannel("end")
+        let closed = Task { await first(atB.events) { $0 == .closed } }
+        await a.close()
+        #expect(await closed.value == .closed)
+        #expect(atB.readyState == .closed)
+        await b.close()
+    }
+
+    @Test("the delegate (the iOS SDK's shape) sees state changes, messages and bufferedAmount")
+    func delegate() async throws {
+        let (a, b, atA, atB) = try await connectedChannel("delegate")
+        let log = DelegateLog()
+        atB.delegate = log
+        atA.delegate = log
+        try atA.send("via delegate")
+        #expect(await log.wait { $0.messages.contains("via delegate") })
+        #expect(await log.wait { $0.bufferedAmounts.contains(0) })
+        atA.close()
+        #expect(await log.wait { $0.states.contains(.closed) })
+        await a.close()
+        await b.close()
+    }
+
+    @Test("negotiated channel with a fixed id: no event, both sides open it, messages cross")
+    func negotiated() async throws {
+        let a = try loopbackPeer(), b = try loopbackPeer()
+        let atA = try await a.createDataChannel("fixed", DataChannelInit(negotiated: true, id: 42))
+        let atB = try await b.createDataChannel("fixed", DataChannelInit(negotiated: true, id: 42))
+        #expect(atA.id == 42 && atB.id == 42)
+        try await negotiate(a, b)
+        #expect(await first(atA.events) { $0 == .open } == .open)
+        #expect(await first(atB.events) { $0 == .open } == .open)
+        try atA.send("hello 42")
+        #expect(await collect(atB, 1).first?.text == "hello 42")
+        try atB.send(Data())
+        #expect(await collect(atA, 1).first == DataChannelMessage(data: Data()))
+        await a.close()
+        await b.close()
+    }
+
+    @Test("bad arguments and early sends are errors, not traps")
+    func misuse() async throws {
+        let a = try loopbackPeer()
+        await #expect(throws: PeerConnectionError.self) {
+            try await a.createDataChannel("x", DataChannelInit(maxRetransmits: 1, maxPacketLifeTime: 1))
+        }
+        await #expect(throws: PeerConnectionError.self) { try await a.createDataChannel("x", DataChannelInit(negotiated: true)) }
+        let early = try await a.createDataChannel("early")
+        #expect(throws: PeerConnectionError.self) { try early.send("too soon") }
+        await a.close()
+        #expect(early.readyState == .closed)
+        // Closed before the connection came up: it does not open when it does.
+        let c = try loopbackPeer(), d = try loopbackPeer()
+        let gone = try await c.createDataChannel("gone")
+        let kept = try await c.createDataChannel("kept")
+        gone.close()
+        let remote = Task { await remoteChannel(d, label: "kept") }
+        try await negotiate(c, d)
+        #expect(await remote.value?.label == "kept")
+        #expect(gone.readyState == .closed && gone.id == nil)
+        await c.close()
+        await d.close()
+    }
+}
+
+final class DelegateLog: DataChannelDelegate {
+    struct Seen: Sendable {
+        var states: [DataChannelState] = [], messages: [String] = [], bufferedAmounts: [Int] = []
+    }
+    private let seen = Mutex(Seen())
+    func dataChannelDidChangeState(_ channel: DataChannel) { seen.withLock { $0.states.append(channel.readyState) } }
+    func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
+        seen.withLock { $0.messages.append(message.text ?? "<binary>") }
+    }
+    func dataChannel(_ channel: DataChannel, didChangeBufferedAmount amount: Int) {
+        seen.withLock { $0.bufferedAmounts.append(amount) }
+    }
+
+    /// Polls (bounded, real sockets below) until `condition` holds.
+    func wait(timeout: Duration = .seconds(10), _ condition: (Seen) -> Bool) async -> Bool {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while !condition(seen.withLock { $0 }) {
+            guard ContinuousClock.now < end else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+}
