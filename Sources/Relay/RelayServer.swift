@@ -155,6 +155,8 @@ public final class RelayServer: Sendable {
             return .redirect(302, to: "/players/")
         case ("GET", "/players/"):
             return .html(200, playerPage)
+        case ("GET", "/call/"):
+            return .html(200, callPage)
         default:
             return json(["code": 404, "error": "not found: \(request.method) \(request.path)"], status: 404)
         }

@@ -49,7 +49,9 @@ public final class SignalServer: Sendable {
         self.options = options
         self.log = log
         let server = try HTTPServer(host: host, port: port) { request in
-            .text(404, "not found: \(request.method) \(request.path); signaling is at \(SignalServer.path)?room=NAME\n")
+            if request.method == "GET", request.path == "/call/" || request.path == "/call" { return .html(200, callPage) }
+            return .text(404, "not found: \(request.method) \(request.path); signaling is at \(SignalServer.path)?room=NAME, "
+                         + "the call page at /call/?room=NAME\n")
         }
         self.owned = server
         mount(on: server)

@@ -37,12 +37,7 @@ enum PlayCommand {
 
         let session = try StreamingSession(role: .play, url: url, options: options)
         let started = now()
-        let stats = StatsRenderer()
-        let checker = PatternChecker()
-        let audioMeter = AudioMeter()
-        let y4m = record.map { Y4MFileRenderer(path: $0) }
-        let png = snapshot.map { PNGSnapshotRenderer(path: $0) }
-        let sdl: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc play \(url)", width: 1280, height: 720) : nil
+        let playback = try RemotePlayback(record: record, snapshot: snapshot, window: window, title: "swiftrtc play \(url)")
         say("play: \(url)")
         let tracks: (video: VideoTrack?, audio: AudioTrack?)
         do {
@@ -53,60 +48,30 @@ enum PlayCommand {
         }
         let connectMs = (now() - started) * 1000
         say("play: connected in \(Int(connectMs)) ms")
-        let renderers: [any VideoRenderer] = [stats, checker] + [y4m as (any VideoRenderer)?, png, sdl].compactMap { $0 }
-        for r in renderers { tracks.video?.addRenderer(r) }
-        tracks.audio?.addSink(audioMeter)
+        playback.attach(video: tracks.video, audio: tracks.audio)
 
         let status = StatusLine()
-        var meter = RateMeter()
         let stopAt = duration.map { started + connectMs / 1000 + $0 }
         let interrupted = OnceFlag()
         let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
-        var snapshotRequested = false
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
             let state = session.peerConnection.peerConnectionState
             if state == .failed || state == .closed { break }
-            // The loop turns about once a second: ask within the last 1.3 s so one turn always does.
-            if let stopAt, !snapshotRequested, now() >= stopAt - 1.3 {
-                png?.snapshot()
-                snapshotRequested = true
-            }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await session.stats()
-            status.show(playerStatus(report, state: state.rawValue, elapsed: now() - started, meter: &meter))
+            status.show(playback.status(report, state: state.rawValue, elapsed: now() - started, stopAt: stopAt))
             try? await Task.sleep(for: .milliseconds(750))
         }
         waiter.cancel()
         status.finish()
-        for r in renderers { tracks.video?.removeRenderer(r) }
-        tracks.audio?.removeSink(audioMeter)
-        y4m?.close()
-        png?.waitUntilIdle()
-        sdl?.close()
+        playback.finish()
         let report = await session.stats()
-        let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
-        let render = stats.snapshot()
-        let pattern = checker.result
-        let framesDecoded = inbound?.int("framesDecoded") ?? render.framesRendered
-        let ok = framesDecoded > 0
-        let startInstant = ContinuousClock.now.advanced(by: .seconds(-(now() - started)))
-        let firstFrameMs = render.firstFrameArrival.map { ($0 - startInstant).milliseconds }
-        say("play: \(ok ? "done" : "FAILED") — \(framesDecoded) frames \(render.width ?? 0)x\(render.height ?? 0)"
-            + (pattern.read > 0 ? ", test pattern read on \(pattern.read) (\(pattern.verified ? "verified" : "NOT verified"))" : "")
-            + (y4m.map { ", \($0.framesWritten) frames to \($0.path)" } ?? ""))
+        let ok = playback.framesDecoded(report) > 0
+        say("play: " + playback.resultLine(report))
         if let statsPath {
-            var summary: [String: Any] = [
-                "connectMs": connectMs, "firstFrameMs": firstFrameMs ?? NSNull(), "framesDecoded": framesDecoded,
-                "frameWidth": render.width ?? 0, "frameHeight": render.height ?? 0,
-                "patternFrames": pattern.read, "patternVerified": pattern.verified,
-                "patternLatencyMsMedian": pattern.medianLatencyMs ?? NSNull(),
-                "audioFramesDecoded": audioMeter.frames, "audioEnergyDb": audioMeter.energyDb,
-                "state": session.peerConnection.peerConnectionState.rawValue, "stats": report.jsonObject,
-            ]
-            summary.merge(checker.quality) { current, _ in current }
-            if let inbound { summary["inbound"] = StatsReport.json(inbound) }
-            try writeJSON(summary, to: statsPath)
+            try writeJSON(playback.summary(report, connectMs: connectMs, started: started,
+                                           state: session.peerConnection.peerConnectionState.rawValue), to: statsPath)
         }
         await session.close()
         return ok ? 0 : 1

@@ -21,7 +21,7 @@ enum SignalCommand {
         let http = try a.option("http", default: (host: "127.0.0.1", port: UInt16(8443)), parseHostPort)
         try a.finish()
         let server = try SignalServer(host: http.host, port: http.port) { line in say(line) }
-        say("signal: listening on \(server.url ?? "")?room=NAME")
+        say("signal: listening on \(server.url ?? "")?room=NAME, call page http://\(http.host):\(server.port ?? http.port)/call/?room=NAME")
         await waitForTermination()
         say("signal: stopping")
         server.stop()

@@ -2,23 +2,39 @@ import Foundation
 import SwiftRTC
 
 /// The live status line: rewritten in place on a terminal, one line per second otherwise.
+/// `say` prints a message (stdout) on a line of its own without garbling it; any thread.
 final class StatusLine: @unchecked Sendable {
-    // @unchecked: used from one task.
+    // @unchecked: `lastLength` is behind `lock`.
     private let tty = isatty(STDERR_FILENO) != 0
+    private let lock = NSLock()
     private var lastLength = 0
 
     func show(_ text: String) {
-        if tty {
-            let padded = text.padding(toLength: max(text.count, lastLength), withPad: " ", startingAt: 0)
-            FileHandle.standardError.write(Data(("\r" + padded).utf8))
-            lastLength = text.count
-        } else {
-            FileHandle.standardError.write(Data((text + "\n").utf8))
+        lock.withLock {
+            if tty {
+                let padded = text.padding(toLength: max(text.count, lastLength), withPad: " ", startingAt: 0)
+                FileHandle.standardError.write(Data(("\r" + padded).utf8))
+                lastLength = text.count
+            } else {
+                FileHandle.standardError.write(Data((text + "\n").utf8))
+            }
+        }
+    }
+
+    func say(_ message: String) {
+        lock.withLock {
+            if tty && lastLength > 0 {
+                FileHandle.standardError.write(Data(("\r" + String(repeating: " ", count: lastLength) + "\r").utf8))
+                lastLength = 0
+            }
+            FileHandle.standardOutput.write(Data((message + "\n").utf8))
         }
     }
 
     func finish() {
-        if tty && lastLength > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        lock.withLock {
+            if tty && lastLength > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        }
     }
 }
 

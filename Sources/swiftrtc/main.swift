@@ -11,6 +11,7 @@ commands:
   serve    the embedded SRS-compatible relay (SRS JSON API, WHIP, WHEP, player page)
   echo     a WHIP-style echo endpoint: your media comes back to you
   signal   a P2P signaling server: WebSocket rooms of two for offer, answer and candidates
+  p2p      a peer-to-peer call through a signaling room: video and audio both ways, chat on a data channel
   publish  publish a test pattern, a file or a camera (plus audio) to SRS (webrtc://) or a WHIP URL
   play     play a stream from SRS (webrtc://) or a WHEP URL: record, snapshot, window
   devices  list cameras with their formats and controls (--json)
@@ -27,6 +28,7 @@ do {
     case "serve": code = try await ServeCommand.run(Array(argv.dropFirst()))
     case "echo": code = try await EchoCommand.run(Array(argv.dropFirst()))
     case "signal": code = try await SignalCommand.run(Array(argv.dropFirst()))
+    case "p2p": code = try await P2PCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))
     case "publish": code = try await PublishCommand.run(Array(argv.dropFirst()))
     case "devices": code = try await DevicesCommand.run(Array(argv.dropFirst()))

@@ -1,0 +1,100 @@
+/// The browser call page at `/call/?room=NAME` on the signaling server (and `swiftrtc serve`):
+/// the reference app's P2P layout — the remote video full size, our preview small in a corner —
+/// with Connect / Hang up, a chat box on the data channel "chat", and the connection state. It
+/// speaks the room protocol at /rtc/v1/signal/ and interoperates with `swiftrtc p2p`.
+/// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers. Tests read `window.pc`, `window.chat`,
+/// `window.chatLog` and `window.log`.
+public let callPage = """
+<!doctype html>
+<html><head><meta charset="utf-8"><title>SwiftRTC call</title>
+<style>
+body{margin:0;background:#111;color:#eee;font:14px sans-serif}
+#stage{position:relative;width:100vw;height:70vh;background:#000}
+#video{width:100%;height:100%;object-fit:contain;background:#000}
+#local{position:absolute;right:12px;bottom:12px;width:22%;max-width:320px;border:2px solid #444;background:#222}
+#bar{padding:8px}#bar input{width:10em}button{margin:0 .4em}
+#state{color:#9cf}#chatlog{height:8em;overflow:auto;white-space:pre;font:12px monospace;color:#9c9;margin:4px 8px}
+#msg{width:60%}
+</style></head>
+<body>
+<div id="stage"><video id="video" autoplay playsinline></video><video id="local" autoplay playsinline muted></video></div>
+<div id="bar">room <input id="room"> <button id="connect">Connect</button><button id="hangup" disabled>Hang up</button>
+state: <span id="state">idle</span></div>
+<div id="chatlog"></div>
+<div id="bar2" style="padding:0 8px"><input id="msg" placeholder="message"> <button id="send" disabled>Send</button></div>
+<script>
+window.log = []; window.chatLog = []; window.pc = null; window.chat = null;
+let ws = null, stream = null, pending = [], ended = false;
+const $ = id => document.getElementById(id);
+const note = m => { window.log.push(m); };
+const state = s => { $('state').textContent = s; note('state ' + s); };
+const params = new URLSearchParams(location.search);
+$('room').value = params.get('room') || 'demo';
+const send = o => ws && ws.readyState === 1 && ws.send(JSON.stringify(o));
+function chatLine(who, text) { window.chatLog.push(who + ': ' + text); $('chatlog').textContent += who + ': ' + text + '\\n'; }
+function useChannel(ch) {
+  window.chat = ch;
+  ch.onopen = () => { $('send').disabled = false; note('chat open'); };
+  ch.onmessage = e => chatLine('peer', typeof e.data === 'string' ? e.data : '<' + e.data.byteLength + ' bytes>');
+  ch.onclose = () => { $('send').disabled = true; note('chat closed'); };
+  if (ch.readyState === 'open') ch.onopen();
+}
+async function addCandidate(c) {
+  if (!pc.remoteDescription) { pending.push(c); return; }
+  try { await pc.addIceCandidate(c); } catch (e) { note('addIceCandidate: ' + e); }
+}
+async function flush() { const p = pending; pending = []; for (const c of p) await addCandidate(c); }
+async function connect() {
+  ended = false;
+  $('connect').disabled = true; $('hangup').disabled = false;
+  stream = await navigator.mediaDevices.getUserMedia({video: {width: 640, height: 360}, audio: true});
+  $('local').srcObject = stream;
+  const iceServers = params.getAll('ice').map(u => ({urls: u}));
+  pc = window.pc = new RTCPeerConnection({iceServers});
+  stream.getTracks().forEach(t => pc.addTrack(t, stream));
+  pc.ontrack = e => { $('video').srcObject = e.streams[0] || new MediaStream([e.track]); };
+  pc.onicecandidate = e => send(e.candidate ? {type: 'candidate', ...e.candidate.toJSON()} : {type: 'candidate', candidate: ''});
+  pc.onconnectionstatechange = () => state(pc.connectionState);
+  pc.ondatachannel = e => { if (e.channel.label === 'chat') useChannel(e.channel); };
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  ws = new WebSocket(proto + '//' + location.host + '/rtc/v1/signal/?room=' + encodeURIComponent($('room').value));
+  ws.onmessage = async ev => {
+    const m = JSON.parse(ev.data);
+    note('signal ' + m.type);
+    try {
+      if (m.type === 'joined') state(m.peers ? 'waiting for the offer' : 'waiting for the peer');
+      else if (m.type === 'peer-joined') {
+        useChannel(pc.createDataChannel('chat'));
+        await pc.setLocalDescription(await pc.createOffer());
+        send({type: 'offer', sdp: pc.localDescription.sdp});
+      } else if (m.type === 'offer') {
+        await pc.setRemoteDescription({type: 'offer', sdp: m.sdp});
+        await pc.setLocalDescription(await pc.createAnswer());
+        send({type: 'answer', sdp: pc.localDescription.sdp});
+        await flush();
+      } else if (m.type === 'answer') {
+        await pc.setRemoteDescription({type: 'answer', sdp: m.sdp});
+        await flush();
+      } else if (m.type === 'candidate') {
+        const c = m.candidate !== undefined ? m.candidate : m.sdp;
+        await addCandidate(c ? {candidate: c, sdpMid: m.sdpMid, sdpMLineIndex: m.sdpMLineIndex} : null);
+      } else if (m.type === 'bye' || m.type === 'peer-left') { end(m.type === 'bye' ? 'the peer hung up' : 'the peer left'); }
+      else if (m.type === 'error') note('server error: ' + m.error);
+    } catch (e) { note('error: ' + e); }
+  };
+  ws.onclose = () => note('signaling closed');
+}
+function end(why) {
+  if (ended) return; ended = true;
+  state(why);
+  if (pc) pc.close();
+  if (stream) stream.getTracks().forEach(t => t.stop());
+  if (ws) ws.close();
+  $('connect').disabled = false; $('hangup').disabled = true; $('send').disabled = true;
+}
+function hangUp() { send({type: 'bye'}); end('hung up'); }
+$('connect').onclick = () => connect().catch(e => note('connect: ' + e));
+$('hangup').onclick = hangUp;
+$('send').onclick = () => { const t = $('msg').value; if (window.chat && t) { window.chat.send(t); chatLine('me', t); $('msg').value = ''; } };
+</script></body></html>
+"""

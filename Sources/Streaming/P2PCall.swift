@@ -1,0 +1,217 @@
+import Foundation
+import Media
+import PeerConnection
+import Signaling
+import Synchronization
+
+/// A peer-to-peer call through the signaling server (`swiftrtc signal`, `/rtc/v1/signal/`): the
+/// reference app's P2P variant. Joins the room; whoever was there first offers when the other
+/// arrives (`peer-joined`); candidates trickle both ways; a data channel `chat` carries app
+/// messages. Audio and video go both ways.
+public final class P2PCall: Sendable {
+    public enum Event: Sendable {
+        /// In the room; `peers` others were there (0: we wait, and will offer).
+        case joined(peers: Int)
+        /// We offer now (the other peer arrived), or we answer (an offer came).
+        case negotiating(offerer: Bool)
+        /// The remote tracks exist (media may not have arrived yet).
+        case remoteTracks(video: VideoTrack?, audio: AudioTrack?)
+        case chatOpen(DataChannel)
+        case connectionState(PeerConnectionState)
+        /// The other side said bye or left the room: the call is over.
+        case hungUp(reason: String)
+        case error(String)
+    }
+
+    public let url: String
+    public let peerConnection: PeerConnection
+    public let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let state = Mutex(State())
+
+    private struct State {
+        var signaling: SignalingClient?
+        var chat: DataChannel?
+        var tasks: [Task<Void, Never>] = []
+        var ended = false
+        /// Candidates gathered before our offer/answer went out wait for it (a browser cannot
+        /// add a candidate before it has a remote description). nil once it has gone.
+        var heldCandidates: [IceCandidate]? = []
+    }
+
+    /// `configuration` as for any PeerConnection (ICE servers, transport policy…); remote
+    /// transceivers are created sendrecv so the answerer sends as well.
+    public init(url: String, configuration: PeerConnection.Configuration = .init()) throws {
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
+            throw SignalingError("\(url): a signaling URL is ws:// or wss://HOST:PORT/rtc/v1/signal/?room=NAME")
+        }
+        self.url = url
+        var config = configuration
+        config.remoteTransceiverDirection = .sendrecv
+        peerConnection = try PeerConnection(configuration: config)
+        (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    public var chat: DataChannel? { state.withLock { $0.chat } }
+
+    /// Joins and runs the call in the background; events report how it goes. Throws when the
+    /// signaling server cannot be reached or refuses the room.
+    public func start(video: VideoTrack?, audio: AudioTrack?, insecure: Bool = false) async throws {
+        let signaling = try await SignalingClient.connect(url, insecure: insecure)
+        state.withLock { $0.signaling = signaling }
+        let pc = peerConnection
+        // Our candidates to the peer as they are gathered (trickle), then end-of-candidates.
+        let outgoing = Task { [continuation] in
+            for await event in pc.events {
+                switch event {
+                case .iceCandidate(let c):
+                    self.trickle(c, signaling)
+                case .iceGatheringStateChanged(.complete):
+                    self.trickle(IceCandidate(candidate: ""), signaling)
+                case .connectionStateChanged(let s):
+                    continuation.yield(.connectionState(s))
+                case .dataChannel(let channel) where channel.label == "chat":
+                    self.state.withLock { $0.chat = channel }
+                    continuation.yield(.chatOpen(channel))
+                case .error(let why):
+                    continuation.yield(.error(why))
+                default:
+                    break
+                }
+            }
+        }
+        let incoming = Task { [continuation] in
+            for await event in signaling.events {
+                do {
+                    switch event {
+                    case .joined(let peers):
+                        continuation.yield(.joined(peers: peers))
+                    case .peerJoined:
+                        continuation.yield(.negotiating(offerer: true))
+                        try await self.offer(video: video, audio: audio, signaling: signaling)
+                    case .offer(let sdp):
+                        continuation.yield(.negotiating(offerer: false))
+                        try await self.answer(sdp, video: video, audio: audio, signaling: signaling)
+                    case .answer(let sdp):
+                        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: sdp))
+                        self.announceRemoteTracks()
+                    case .candidate(let candidate, let mid, let index):
+                        try await pc.addIceCandidate(IceCandidate(candidate: candidate, sdpMid: mid, sdpMLineIndex: index))
+                    case .endOfCandidates:
+                        try await pc.addIceCandidate(IceCandidate(candidate: ""))
+                    case .bye:
+                        self.end("the peer hung up")
+                    case .peerLeft:
+                        self.end("the peer left the room")
+                    case .error(let why):
+                        continuation.yield(.error("signaling: \(why)"))
+                    case .closed(let code, let reason):
+                        self.end("the signaling connection closed (\(code)\(reason.isEmpty ? "" : ": \(reason)"))")
+                    }
+                } catch {
+                    continuation.yield(.error("\(error)"))
+                }
+            }
+        }
+        state.withLock { $0.tasks = [outgoing, incoming] }
+    }
+
+    private func addLocalTracks(video: VideoTrack?, audio: AudioTrack?) async throws {
+        let pc = peerConnection
+        var haveAudio = false, haveVideo = false
+        // Transceivers an offer created (answerer) get our tracks; otherwise we add our own.
+        for t in pc.transceivers {
+            if t.kind == .audio, !haveAudio, let audio { t.sender.replaceTrack(audio); haveAudio = true }
+            if t.kind == .video, !haveVideo, let video { t.sender.replaceTrack(video); haveVideo = true }
+        }
+        if !haveAudio, let audio {
+            try await pc.addTransceiver(.audio, TransceiverInit(direction: .sendrecv, streamIds: ["swiftrtc"])).sender.replaceTrack(audio)
+        }
+        if !haveVideo, let video {
+            try await pc.addTransceiver(.video, TransceiverInit(direction: .sendrecv, streamIds: ["swiftrtc"])).sender.replaceTrack(video)
+        }
+    }
+
+    private func offer(video: VideoTrack?, audio: AudioTrack?, signaling: SignalingClient) async throws {
+        let pc = peerConnection
+        try await addLocalTracks(video: video, audio: audio)
+        if !pc.transceivers.contains(where: { $0.kind == .audio }) {
+            _ = try await pc.addTransceiver(.audio, TransceiverInit(direction: .recvonly))
+        }
+        if !pc.transceivers.contains(where: { $0.kind == .video }) {
+            _ = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly))
+        }
+        let chat = try await pc.createDataChannel("chat")
+        state.withLock { $0.chat = chat }
+        let watch = Task { [continuation] in
+            for await event in chat.events {
+                if case .open = event {
+                    continuation.yield(.chatOpen(chat))
+                    return
+                }
+            }
+        }
+        state.withLock { $0.tasks.append(watch) }
+        let offer = try await pc.createOffer()
+        try await pc.setLocalDescription(offer)
+        signaling.sendOffer((pc.localDescription ?? offer).sdp)
+        releaseCandidates(signaling)
+    }
+
+    private func answer(_ sdp: String, video: VideoTrack?, audio: AudioTrack?, signaling: SignalingClient) async throws {
+        let pc = peerConnection
+        try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: sdp))
+        try await addLocalTracks(video: video, audio: audio)
+        let answer = try await pc.createAnswer()
+        try await pc.setLocalDescription(answer)
+        signaling.sendAnswer((pc.localDescription ?? answer).sdp)
+        releaseCandidates(signaling)
+        announceRemoteTracks()
+    }
+
+    private func trickle(_ c: IceCandidate, _ signaling: SignalingClient) {
+        let send = state.withLock { s -> Bool in
+            guard s.heldCandidates != nil else { return true }
+            s.heldCandidates?.append(c)
+            return false
+        }
+        if send { signaling.sendCandidate(c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex) }
+    }
+
+    private func releaseCandidates(_ signaling: SignalingClient) {
+        let held = state.withLock { s -> [IceCandidate] in
+            defer { s.heldCandidates = nil }
+            return s.heldCandidates ?? []
+        }
+        for c in held { signaling.sendCandidate(c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex) }
+    }
+
+    private func announceRemoteTracks() {
+        let receivers = peerConnection.transceivers.filter { $0.currentDirection?.receives == true }
+        continuation.yield(.remoteTracks(video: receivers.first { $0.kind == .video }?.receiver.videoTrack,
+                                         audio: receivers.first { $0.kind == .audio }?.receiver.audioTrack))
+    }
+
+    private func end(_ reason: String) {
+        let first = state.withLock { s -> Bool in
+            defer { s.ended = true }
+            return !s.ended
+        }
+        guard first else { return }
+        continuation.yield(.hungUp(reason: reason))
+    }
+
+    /// Says bye, leaves the room and closes the connection.
+    public func hangUp() async {
+        let (signaling, tasks) = state.withLock { s -> (SignalingClient?, [Task<Void, Never>]) in
+            s.ended = true
+            defer { s.signaling = nil; s.tasks = [] }
+            return (s.signaling, s.tasks)
+        }
+        signaling?.sendBye()
+        signaling?.close()
+        for t in tasks { t.cancel() }
+        await peerConnection.close()
+        continuation.finish()
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import SwiftRTC
+
+/// `swiftrtc p2p URL`: the reference app's peer-to-peer call through a signaling server.
+enum P2PCommand {
+    static let usage = """
+    usage: swiftrtc p2p URL [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--audio tone|none]
+                            [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
+                            [--insecure] [camera flags]
+
+    A direct call with one other peer: URL is a signaling room, ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME
+    (`swiftrtc signal`, or `swiftrtc serve`). Whoever joins first offers when the other arrives;
+    candidates trickle both ways. Sends our video and audio, plays the peer's (status line, and the
+    test-pattern check as in `play`), and opens a data channel "chat": lines typed on stdin are
+    sent, the peer's messages are printed as "chat: TEXT". Ends on --duration, Ctrl-C, or when the
+    peer hangs up. Exit code 0 only if the peer's video was decoded.
+
+      --source S          testsrc (default), file:PATH or camera[:ID] (camera flags as in `publish --help`)
+      --size WxH          capture size (default 640x360)      --fps N   (default 30)
+      --audio A           tone (default, 660 Hz) or none
+      --record PATH       write the peer's video as Y4M        --snapshot PATH   a PNG of it
+      --window            the peer's video full size with our preview (SDL2; needs a display)
+      --duration SEC      stop after SEC seconds (default: until Ctrl-C or hang-up)
+      --stats-json PATH   the final W3C stats and a summary (the keys `play` writes, plus chat counts)
+      --insecure          accept any wss certificate (self-signed included); not verified, warned
+    """
+
+    static func run(_ args: [String]) async throws -> Int32 {
+        var a = Arguments(command: "swiftrtc p2p", args, usage: usage)
+        if a.wantsHelp { say(usage); return 0 }
+        let sourceSpec = try a.option("source") ?? "testsrc"
+        let camera = CameraOptions.isCamera(sourceSpec) ? try CameraOptions.parse(&a, source: sourceSpec) : nil
+        let size = try a.option("size", default: (width: 640, height: 360), parseSize)
+        let fps = try a.number("fps", default: 30.0, in: 1...60)
+        let audioSpec = try a.option("audio") ?? "tone"
+        let record = try a.option("record")
+        let snapshot = try a.option("snapshot")
+        let window = a.flag("window")
+        let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
+        let statsPath = try a.option("stats-json")
+        let insecure = a.flag("insecure")
+        let url = try a.positional("URL")
+        try a.finish()
+        guard ["tone", "none"].contains(audioSpec) else { throw UsageError("swiftrtc p2p: --audio must be tone or none, not \"\(audioSpec)\"") }
+        if insecure { printError("swiftrtc p2p: --insecure: the signaling server's certificate is not verified") }
+
+        let source = VideoSource()
+        let videoTrack = VideoTrack(id: "p2p-video", source: source)
+        let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc p2p", source: source,
+                                            width: size.width, height: size.height, fps: fps)
+        let tone = audioSpec == "tone" ? ToneCapturer(frequency: 660, level: 0.2) : nil
+        let audioTrack = tone.map { AudioTrack(id: "p2p-audio", source: AudioSource(capturer: $0)) }
+        let preview: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc p2p — me", width: 320, height: 180) : nil
+        if let preview { videoTrack.addRenderer(preview) }
+        let playback = try RemotePlayback(record: record, snapshot: snapshot, window: window, title: "swiftrtc p2p — peer")
+
+        let call = try P2PCall(url: url)
+        let started = now()
+        try await capture.start()
+        tone?.start()
+        try await call.start(video: videoTrack, audio: audioTrack, insecure: insecure)
+        say("p2p: joined \(url)")
+        let chat = ChatConsole()
+        let status = StatusLine()
+        let progress = P2PProgress()
+        let stopAt = duration.map { started + $0 }
+        let interrupted = OnceFlag()
+        let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
+        let events = Task { [status] in
+            for await event in call.events {
+                switch event {
+                case .joined(let peers):
+                    status.say(peers == 0 ? "p2p: waiting for the other peer" : "p2p: the other peer is here; waiting for its offer")
+                case .negotiating(let offerer):
+                    status.say(offerer ? "p2p: the peer joined; offering" : "p2p: offer received; answering")
+                case .remoteTracks(let video, let audio):
+                    playback.attach(video: video, audio: audio)
+                case .chatOpen(let channel):
+                    status.say("p2p: chat open (type a line to send it)")
+                    chat.attach(channel, status: status)
+                case .connectionState(let s):
+                    if s == .connected, let ms = progress.connected(at: (now() - started) * 1000) {
+                        status.say("p2p: connected in \(Int(ms)) ms")
+                    }
+                case .hungUp(let reason):
+                    progress.hungUp = reason
+                    status.say("p2p: \(reason)")
+                    _ = interrupted.fire()
+                case .error(let why):
+                    status.say("p2p: \(why)")
+                }
+            }
+        }
+        while !interrupted.isFired {
+            if let stopAt, now() >= stopAt { break }
+            let state = call.peerConnection.peerConnectionState
+            if state == .failed { break }
+            try? await Task.sleep(for: .milliseconds(250))
+            let report = await call.peerConnection.getStats()
+            status.show(playback.status(report, state: state.rawValue, elapsed: now() - started, stopAt: stopAt))
+            try? await Task.sleep(for: .milliseconds(750))
+        }
+        waiter.cancel()
+        status.finish()
+        let report = await call.peerConnection.getStats()
+        let state = call.peerConnection.peerConnectionState.rawValue
+        await call.hangUp()
+        events.cancel()
+        await capture.stop()
+        tone?.stop()
+        preview?.close()
+        playback.finish()
+        let ok = playback.framesDecoded(report) > 0
+        say("p2p: " + playback.resultLine(report) + ", chat \(chat.sent) sent / \(chat.received) received")
+        if let statsPath {
+            var summary = playback.summary(report, connectMs: progress.connectMs ?? 0, started: started, state: state)
+            summary["chatSent"] = chat.sent
+            summary["chatReceived"] = chat.received
+            summary["hungUp"] = progress.hungUp ?? NSNull()
+            try writeJSON(summary, to: statsPath)
+        }
+        return ok ? 0 : 1
+    }
+}
+
+/// What the event task learns that the summary reports.
+final class P2PProgress: @unchecked Sendable {
+    // @unchecked: behind `lock`.
+    private let lock = NSLock()
+    private var connectedMs: Double?
+    private var hangUpReason: String?
+    var connectMs: Double? { lock.withLock { connectedMs } }
+    var hungUp: String? {
+        get { lock.withLock { hangUpReason } }
+        set { lock.withLock { hangUpReason = newValue } }
+    }
+    /// Records the first connection; nil when it was recorded before.
+    func connected(at ms: Double) -> Double? {
+        lock.withLock {
+            guard connectedMs == nil else { return nil }
+            connectedMs = ms
+            return ms
+        }
+    }
+}
+
+/// Lines typed on stdin go out on the chat channel; its messages are printed.
+final class ChatConsole: @unchecked Sendable {
+    // @unchecked: the counters are behind `lock`; the channel is set once.
+    private let lock = NSLock()
+    private var counts = (sent: 0, received: 0)
+    var sent: Int { lock.withLock { counts.sent } }
+    var received: Int { lock.withLock { counts.received } }
+
+    func attach(_ channel: DataChannel, status: StatusLine) {
+        channel.onMessage = { [weak self] message in
+            self?.lock.withLock { self?.counts.received += 1 }
+            status.say("chat: " + (message.text ?? "<\(message.data.count) bytes>"))
+        }
+        let thread = Thread { [weak self] in
+            while let line = readLine() {
+                guard channel.readyState == .open else { break }
+                do {
+                    try channel.send(line)
+                    self?.lock.withLock { self?.counts.sent += 1 }
+                } catch {
+                    status.say("chat: not sent: \(error)")
+                }
+            }
+        }
+        thread.name = "swiftrtc.chat-stdin"
+        thread.start()
+    }
+}

@@ -1,0 +1,123 @@
+"""Interop: peer-to-peer calls through the signaling server (issue 11, parts 2 and 3).
+
+- Chromium on the call page (`/call/?room=NAME`) ↔ `swiftrtc p2p` through `swiftrtc signal`, with
+  either side joining first (so either side offers): each decodes the other's video (the Swift
+  test pattern read back off Chromium's <video>), chat messages both ways on the data channel,
+  and the hang-up seen by the other side.
+- Two `swiftrtc p2p` processes through `swiftrtc serve` (the same endpoint inside the relay).
+Run inside the loopback-only namespace: interop/run.sh -k p2p
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from interop.conftest import ManagedProcess, write_json
+from interop.relay_helpers import PC_STATS_JS, READ_PATTERN_JS, SwiftRun, close_page, poll, summary
+
+
+@pytest.fixture
+def signal_server(swift_bin, artifact_dir, logs):
+    proc = ManagedProcess([str(swift_bin), "signal", "--http", "127.0.0.1:0"], artifact_dir / "signal.log")
+    logs.append(("swiftrtc signal", proc.text))
+    try:
+        m = proc.wait_for_line(r"listening on (ws://(\S+?)/rtc/v1/signal/)\?room=NAME", timeout=20)
+        yield {"ws": m.group(1), "http": "http://" + m.group(2)}
+    finally:
+        proc.close()
+
+
+def p2p(swift_bin, url: str, artifact_dir, name: str, duration: float = 25) -> SwiftRun:
+    return SwiftRun(swift_bin, "p2p", [url, "--source", "testsrc", "--size", "640x360", "--duration", str(duration)],
+                    artifact_dir, name, stdin_pipe=True)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("first", ["chromium", "swift"])
+def test_chromium_call_page_with_swift_p2p(first, signal_server, browser, swift_bin, artifact_dir, logs):
+    room = f"room-{first}"
+    page = browser.new_page(f"{signal_server['http']}/call/?room={room}")
+    logs.append(("call page log", lambda: "\n".join(page.evaluate("window.log", timeout=5) or [])))
+    swift = None
+    try:
+        if first == "swift":
+            swift = p2p(swift_bin, f"{signal_server['ws']}?room={room}", artifact_dir, "p2p")
+            logs.append(("swiftrtc p2p", swift.text))
+            swift.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
+        page.evaluate("document.getElementById('connect').click(); true")
+        if first == "chromium":
+            page.wait_for("window.log.includes('state waiting for the peer')", timeout=15)
+            swift = p2p(swift_bin, f"{signal_server['ws']}?room={room}", artifact_dir, "p2p")
+            logs.append(("swiftrtc p2p", swift.text))
+        t0 = time.monotonic()
+        stats, _ = poll(lambda: page.evaluate(PC_STATS_JS, timeout=10),
+                        lambda s: bool(s and s["inbound"] and s["inbound"]["framesDecoded"] > 30), timeout=25, interval=0.25)
+        connect_s = time.monotonic() - t0
+        assert stats and stats["inbound"] and stats["inbound"]["framesDecoded"] > 30, (
+            f"Chromium decoded nothing: {stats}\n{page.evaluate('window.log', timeout=5)}")
+        reads = []
+        for _ in range(15):
+            reads.append(page.evaluate(READ_PATTERN_JS, timeout=10))
+            time.sleep(0.1)
+        # Chat both ways once the channel is open on both sides.
+        page.wait_for("window.chat && window.chat.readyState === 'open'", timeout=15)
+        swift.process.wait_for_line(r"p2p: chat open", timeout=15)
+        page.evaluate("window.chat.send('hello from chromium'); true")
+        swift.process.wait_for_line(r"chat: hello from chromium", timeout=10)
+        swift.process.send_line("hello from swift")
+        page.wait_for("window.chatLog.includes('peer: hello from swift')", timeout=10)
+        time.sleep(1.5)   # a little more video for Swift's side
+        page.screenshot(str(artifact_dir / "call-page.png"))
+        page.evaluate("document.getElementById('hangup').click(); true")
+        swift.process.wait_for_line(r"p2p: the peer hung up", timeout=10)
+        code = swift.wait(timeout=20)
+        page_log = page.evaluate("window.log", timeout=5)
+    finally:
+        close_page(browser, page)
+        if swift is not None:
+            swift.close()
+    s = summary(swift.stats())
+    valid = [r for r in reads if r and r.get("valid")]
+    write_json(artifact_dir / "p2p.json", {"first": first, "chromiumStats": stats, "patternReads": reads, "swift": s,
+                                            "pageLog": page_log})
+    print(f"{first} first: Chromium decoding after {connect_s:.1f} s, pattern read on {len(valid)}/{len(reads)}; "
+          f"Swift decoded {s.get('framesDecoded')} frames {s.get('frameWidth')}x{s.get('frameHeight')}, "
+          f"chat {s.get('chatSent')} sent / {s.get('chatReceived')} received")
+    assert code == 0, swift.text()[-2000:]
+    assert len(valid) >= 10 and all(r["width"] == 640 and r["height"] == 360 for r in valid), reads
+    frames = [r["frame"] for r in valid]
+    assert all(b >= a for a, b in zip(frames, frames[1:])), frames
+    assert s.get("framesDecoded", 0) >= 30 and s.get("frameWidth") == 640, s
+    assert s.get("audioFramesDecoded", 0) > 50, s
+    assert s.get("chatSent") == 1 and s.get("chatReceived") == 1 and s.get("hungUp") == "the peer hung up", s
+
+
+@pytest.mark.timeout(60)
+def test_two_swift_peers_through_serve(swift_bin, artifact_dir, logs):
+    proc = ManagedProcess([str(swift_bin), "serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0"],
+                          artifact_dir / "serve.log")
+    logs.append(("swiftrtc serve", proc.text))
+    try:
+        url = proc.wait_for_line(r"signaling on (ws://\S+)\?room=NAME", timeout=20).group(1) + "?room=pair"
+        a = p2p(swift_bin, url, artifact_dir, "p2p-a", duration=8)
+        logs.append(("p2p a", a.text))
+        a.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
+        b = p2p(swift_bin, url, artifact_dir, "p2p-b", duration=30)
+        logs.append(("p2p b", b.text))
+        for run, other in ((a, "b"), (b, "a")):
+            run.process.wait_for_line(r"p2p: chat open", timeout=15)
+            run.process.send_line(f"from the other side ({other} reads this)")
+        code_a = a.wait(timeout=30)   # a ends at 8 s and says bye: b must notice and end too
+        b.process.wait_for_line(r"p2p: the peer hung up", timeout=10)
+        code_b = b.wait(timeout=20)
+    finally:
+        proc.close()
+    sa, sb = summary(a.stats()), summary(b.stats())
+    write_json(artifact_dir / "p2p.json", {"a": sa, "b": sb})
+    for s in (sa, sb):
+        assert s.get("patternVerified") is True and s.get("framesDecoded", 0) >= 60, s
+        assert s.get("chatSent") == 1 and s.get("chatReceived") == 1, s
+    assert code_a == 0 and code_b == 0
+    assert sb.get("hungUp") == "the peer hung up", sb
