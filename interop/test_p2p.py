@@ -121,3 +121,52 @@ def test_two_swift_peers_through_serve(swift_bin, artifact_dir, logs):
         assert s.get("chatSent") == 1 and s.get("chatReceived") == 1, s
     assert code_a == 0 and code_b == 0
     assert sb.get("hungUp") == "the peer hung up", sb
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("first", ["aiortc", "swift"])
+def test_aiortc_peer_with_swift_p2p(first, signal_server, swift_bin, artifact_dir, logs):
+    """An aiortc peer speaking the room protocol ↔ swiftrtc p2p: video both ways (each reads the
+    other's test pattern), audio, the data channel both ways, bye seen."""
+    from interop.p2p_peer import AiortcP2PPeer
+    url = f"{signal_server['ws']}?room=aio-{first}"
+    peer = swift = None
+    try:
+        if first == "aiortc":
+            peer = AiortcP2PPeer(url)
+            poll(lambda: peer.log, lambda log: "signal joined" in log, timeout=10)
+            swift = p2p(swift_bin, url, artifact_dir, "p2p")
+        else:
+            swift = p2p(swift_bin, url, artifact_dir, "p2p")
+            swift.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
+            peer = AiortcP2PPeer(url)
+        logs.append(("swiftrtc p2p", swift.text))
+        logs.append(("aiortc peer", lambda: "\n".join(peer.log)))
+        poll(lambda: peer.summary(), lambda s: bool(s["video"] and s["video"]["patternFrames"] >= 30), timeout=30)
+        poll(lambda: peer.chat_open(), lambda ok: ok, timeout=15)
+        swift.process.wait_for_line(r"p2p: chat open", timeout=15)
+        assert peer.send_chat("hello from aiortc")
+        swift.process.wait_for_line(r"chat: hello from aiortc", timeout=10)
+        swift.process.send_line("hello from swift")
+        poll(lambda: peer.chat_received, lambda r: "hello from swift" in r, timeout=10)
+        peer.hang_up()
+        swift.process.wait_for_line(r"p2p: the peer hung up", timeout=10)
+        code = swift.wait(timeout=20)
+        theirs = peer.summary()
+    finally:
+        if peer is not None:
+            peer.close()
+        if swift is not None:
+            swift.close()
+    s = summary(swift.stats())
+    write_json(artifact_dir / "p2p.json", {"first": first, "aiortc": theirs, "swift": s})
+    v = theirs["video"]
+    print(f"{first} first: aiortc read the Swift pattern on {v['patternFrames']} frames {v['sizes']}, audio "
+          f"{theirs['audio'] and theirs['audio']['frames']} frames; Swift decoded {s.get('framesDecoded')} "
+          f"(pattern {s.get('patternVerified')}), chat {s.get('chatSent')}/{s.get('chatReceived')}")
+    assert code == 0, swift.text()[-2000:]
+    assert v["patternFrames"] >= 30 and v["increasing"] and "640x360" in v["sizes"], v
+    assert theirs["audio"] and theirs["audio"]["frames"] > 50, theirs["audio"]
+    assert s.get("patternVerified") is True and s.get("framesDecoded", 0) >= 30, s
+    assert theirs["chatReceived"] == ["hello from swift"], theirs
+    assert s.get("chatSent") == 1 and s.get("chatReceived") == 1 and s.get("hungUp") == "the peer hung up", s
