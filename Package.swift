@@ -38,6 +38,7 @@ let package = Package(
 
         // Sans-I/O protocol state machines.
         .target(name: "ICE", dependencies: ["STUN"]),
+        .target(name: "TURN", dependencies: ["STUN"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "CShim"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
 
@@ -79,6 +80,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
+        .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),
