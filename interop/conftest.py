@@ -278,12 +278,12 @@ def swift_probe_bin() -> Path:
 
 
 def run_probe(binary: Path, url: str, json_path: Path, log_path: Path, duration: float,
-              sample, sample_interval: float = 0.5, timeout: float = 40):
-    """Run `swiftrtc probe`, calling sample() every sample_interval s while it runs.
+              sample, sample_interval: float = 0.5, timeout: float = 40, extra_args: list[str] = ()):
+    """Run `swiftrtc probe` (with extra_args), calling sample() every sample_interval s while it runs.
 
     Returns (exit code, probe output text, [samples]).
     """
-    args = [str(binary), "probe", url, "--duration", str(duration), "--json", str(json_path)]
+    args = [str(binary), "probe", url, "--duration", str(duration), "--json", str(json_path), *extra_args]
     json_path.unlink(missing_ok=True)
     proc = ManagedProcess(args, log_path)
     samples = []

@@ -47,10 +47,11 @@ def patch_loopback() -> None:
     aioice.ice.get_host_addresses = loopback_only
 
 
-def new_peer_connection():
+def new_peer_connection(configuration=None):
+    """`configuration`: an RTCConfiguration (e.g. TURN only); default: no ICE servers at all."""
     from aiortc import RTCConfiguration, RTCPeerConnection
     patch_loopback()
-    return RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    return RTCPeerConnection(configuration or RTCConfiguration(iceServers=[]))
 
 
 def free_port() -> int:
@@ -366,8 +367,9 @@ class AiortcEchoServer:
 class AiortcAnswerer:
     """Answers WHIP-style offers with aiortc synthetic audio+video; records what it receives."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, configuration=None):
         self.lt = LoopThread("answerer-loop")
+        self.configuration = configuration
         self.pc = None
         self.counters: list[TrackCounter] = []
         self.log: list[str] = []
@@ -383,7 +385,7 @@ class AiortcAnswerer:
 
     async def _answer(self, offer: str) -> str:
         from aiortc import RTCSessionDescription
-        pc = new_peer_connection()
+        pc = new_peer_connection(self.configuration)
         self.pc = pc
         loop = asyncio.get_running_loop()
 

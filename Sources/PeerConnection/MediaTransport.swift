@@ -4,6 +4,7 @@ import RTP
 import SRTP
 import STUN
 import Transport
+import TURN
 
 /// One connection's transport stack on its loop thread: ICE picks the path, DTLS makes the
 /// keys, SRTP protects media; RFC 7983 demultiplexes the shared port. Only the owning loop
@@ -19,6 +20,7 @@ final class MediaTransport: @unchecked Sendable {
     private(set) var dtlsRole: DTLSRole?
     private var earlyDTLS: [[UInt8]] = []
     private var lastDTLSSource: SocketAddress?
+    private var lastDTLSLocal: SocketAddress?
     private var timerID: Int?
     private var closed = false
     private let srtpBackend: SRTPBackend
@@ -30,6 +32,15 @@ final class MediaTransport: @unchecked Sendable {
     var onRTP: ((RTPPacket, Int) -> Void)?
     var onRTCP: (([RTCPPacket]) -> Void)?
     var onApplicationData: (([UInt8]) -> Void)?
+    /// A TURN allocation failed; `fatal` when it was the last hope (relay-only, none left).
+    var onTURNError: ((String, _ fatal: Bool) -> Void)?
+
+    /// TURN allocations (see MediaTransport+TURN.swift).
+    var relays: [RelayAllocation] = []
+    /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
+    var gatherHosts = true
+    var gatheringStarted = false
+    var iceGatheringFinished = false
 
     private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
@@ -51,11 +62,16 @@ final class MediaTransport: @unchecked Sendable {
 
     // MARK: set-up
 
-    /// Adds our bases to ICE: host candidates appear as ICE events.
+    /// Adds our bases to ICE (host candidates appear as ICE events) and starts the TURN
+    /// allocations; gathering finishes when every allocation has succeeded or failed.
     func gather() {
         let now = ContinuousClock.now
-        for address in io.localAddresses { ice.addLocalBase(address, now: now) }
-        ice.finishGathering(now: now)
+        gatheringStarted = true
+        if gatherHosts {
+            for address in io.localAddresses { ice.addLocalBase(address, now: now) }
+        }
+        for relay in relays { relay.client.start(now: now) }
+        finishGatheringIfSettled(now: now)
         pump()
     }
 
@@ -74,13 +90,25 @@ final class MediaTransport: @unchecked Sendable {
     // MARK: receive
 
     private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
-        guard !closed, let first = bytes.first else { return }
+        guard !closed else { return }
+        if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }) {
+            relay.client.handleDatagram(Array(bytes), now: .now)
+        } else {
+            demultiplex(bytes, from: from, local: local)
+        }
+        pump()
+    }
+
+    /// RFC 7983 on one datagram, from a socket or unwrapped from a TURN allocation.
+    func demultiplex(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
+        guard let first = bytes.first else { return }
         let now = ContinuousClock.now
         switch first {
         case 0...3:
             ice.handleSTUN(Array(bytes), from: from, local: local, now: now)
         case 20...63:
             lastDTLSSource = from
+            lastDTLSLocal = local
             if let dtls {
                 dtls.handleDatagram(Array(bytes), now: now)
             } else if earlyDTLS.count < 16 {
@@ -91,7 +119,6 @@ final class MediaTransport: @unchecked Sendable {
         default:
             counters.unknownDatagrams += 1
         }
-        pump()
     }
 
     private func receiveMedia(_ bytes: UnsafeRawBufferPointer) {
@@ -147,7 +174,7 @@ final class MediaTransport: @unchecked Sendable {
         }
         do {
             let protected = try srtp.protectRTP(packet)
-            if io.send(protected, from: local, to: remote) {
+            if sendDatagram(protected, from: local, to: remote) {
                 counters.rtpSent += 1
                 return true
             }
@@ -170,7 +197,7 @@ final class MediaTransport: @unchecked Sendable {
         }
         do {
             let protected = try srtp.protectRTCP(packet)
-            if io.send(protected, from: local, to: remote) { counters.rtcpSent += 1 } else { counters.sendErrors += 1 }
+            if sendDatagram(protected, from: local, to: remote) { counters.rtcpSent += 1 } else { counters.sendErrors += 1 }
         } catch {
             counters.srtpErrors += 1
         }
@@ -186,8 +213,9 @@ final class MediaTransport: @unchecked Sendable {
             progressed = false
             while let t = ice.pollTransmit() {
                 progressed = true
-                io.send(t.bytes, from: t.local, to: t.remote)
+                sendDatagram(t.bytes, from: t.local, to: t.remote)
             }
+            if !relays.isEmpty, pumpRelays() { progressed = true }
             while let event = ice.pollEvent() {
                 progressed = true
                 handle(event)
@@ -196,9 +224,9 @@ final class MediaTransport: @unchecked Sendable {
                 while let datagram = dtls.pollTransmit() {
                     progressed = true
                     if let (local, remote) = ice.selectedPair {
-                        io.send(datagram, from: local, to: remote)
-                    } else if let remote = lastDTLSSource, let local = io.localAddresses.first {
-                        io.send(datagram, from: local, to: remote)
+                        sendDatagram(datagram, from: local, to: remote)
+                    } else if let remote = lastDTLSSource, let local = lastDTLSLocal ?? io.localAddresses.first {
+                        sendDatagram(datagram, from: local, to: remote)
                     }
                 }
                 while let event = dtls.pollEvent() {
@@ -243,7 +271,7 @@ final class MediaTransport: @unchecked Sendable {
     private func rearmTimer() {
         if let timerID { loop.cancelTimer(timerID) }
         timerID = nil
-        let deadlines = [ice.pollTimeout(), dtls?.pollTimeout()].compactMap { $0 }
+        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout()] + relays.map { $0.client.pollTimeout() }).compactMap { $0 }
         guard let next = deadlines.min() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
@@ -251,6 +279,7 @@ final class MediaTransport: @unchecked Sendable {
             let now = ContinuousClock.now
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
+            for relay in self.relays { relay.client.handleTimeout(now: now) }
             self.pump()
         }
     }
@@ -259,8 +288,9 @@ final class MediaTransport: @unchecked Sendable {
         guard !closed else { return }
         dtls?.close()
         if let dtls, let (local, remote) = ice.selectedPair {
-            while let datagram = dtls.pollTransmit() { io.send(datagram, from: local, to: remote) }
+            while let datagram = dtls.pollTransmit() { sendDatagram(datagram, from: local, to: remote) }
         }
+        releaseRelays()
         closed = true
         congestion.close()
         ice.close()

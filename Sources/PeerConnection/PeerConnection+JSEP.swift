@@ -198,7 +198,8 @@ extension PeerConnection {
         }
         var iceConfig = ICEConfiguration()
         iceConfig.lite = configuration.iceLite
-        iceConfig.stunServers = stunServerAddresses(configuration.iceServers)
+        let relayOnly = configuration.iceTransportPolicy == .relay
+        iceConfig.stunServers = relayOnly ? [] : iceServers.stun
         let role: ICERole = configuration.iceLite ? .controlled : (controlling ? .controlling : .controlled)
         let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig)
         let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
@@ -212,6 +213,19 @@ extension PeerConnection {
             updateConnectionState()
         }
         t.onDTLSClosed = { [unowned self] in updateConnectionState() }
+        t.onTURNError = { [unowned self] reason, fatal in
+            snapshot.withLock { $0.failure = reason }
+            emit(.error(reason))
+            // Relay-only with every allocation gone: nothing can ever connect.
+            if fatal {
+                relayFailed = true
+                setIce(.failed)
+            }
+            updateConnectionState()
+        }
+        for problem in iceServers.problems { emit(.error(problem)) }
+        t.gatherHosts = !relayOnly
+        t.addRelays(iceServers.turn)
         t.onRTP = { [unowned self] packet, size in route(packet, size: size) }
         t.onRTCP = { [unowned self] packets in route(packets) }
         setGathering(.gathering)

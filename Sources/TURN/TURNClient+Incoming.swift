@@ -15,6 +15,7 @@ extension TURNClient {
                 stats.unknownChannel += 1
                 return
             }
+            stats.channelDataReceived += 1
             events.append(.data(peer: peer, bytes: data))
             return
         }
@@ -29,6 +30,7 @@ extension TURNClient {
                 stats.dataWithoutPeer += 1
                 return
             }
+            stats.indicationsReceived += 1
             events.append(.data(peer: peer, bytes: data))
         case .successResponse, .errorResponse:
             guard let transaction = transactions[message.transactionID] else {
@@ -104,7 +106,7 @@ extension TURNClient {
         permissions[ip] = permission
         for (peer, data) in queued {
             if let channel = channels[peer], channel.bound {
-                transmits.append(ChannelData.encode(channel: channel.number, data: data, transport: configuration.transport))
+                sendChannelData(data, channel: channel.number)
             } else {
                 sendIndication(data, to: peer)
             }

@@ -146,7 +146,7 @@ public final class TURNClient {
             return false
         }
         if let channel = channels[peer], channel.bound {
-            transmits.append(ChannelData.encode(channel: channel.number, data: data, transport: configuration.transport))
+            sendChannelData(data, channel: channel.number)
             return true
         }
         if channels[peer] == nil, nextChannel <= ChannelData.channelRange.upperBound {
@@ -176,7 +176,13 @@ public final class TURNClient {
         request(.createPermission(peer), now: now)
     }
 
+    func sendChannelData(_ data: [UInt8], channel: UInt16) {
+        transmits.append(ChannelData.encode(channel: channel, data: data, transport: configuration.transport))
+        stats.channelDataSent += 1
+    }
+
     func sendIndication(_ data: [UInt8], to peer: SocketAddress) {
+        stats.indicationsSent += 1
         let message = STUNMessage(method: .send, messageClass: .indication, attributes: [.xorPeerAddress(peer), .data(data)])
         transmits.append(message.encode(fingerprint: false))
     }

@@ -81,6 +81,10 @@ public struct TURNStats: Sendable, Equatable {
     public var unknownChannel = 0
     public var dataWithoutPeer = 0
     public var retransmissions = 0
+    public var channelDataSent = 0
+    public var indicationsSent = 0
+    public var channelDataReceived = 0
+    public var indicationsReceived = 0
     public var droppedUnallocated = 0
     public var droppedQueueFull = 0
 }

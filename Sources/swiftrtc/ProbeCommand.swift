@@ -6,7 +6,7 @@ import SwiftRTC
 /// needs no codecs.
 enum ProbeCommand {
     static let usage = """
-    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS]
+    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS] [--ice-server URL …]
 
     Offers one audio (Opus) and one video (VP8, H.264) m-line, sendrecv, to URL (POST,
     Content-Type: application/sdp, expects 201 + answer), connects with ICE and DTLS-SRTP,
@@ -17,6 +17,7 @@ enum ProbeCommand {
       --duration SEC   how long to send after connecting (default 3)
       --json PATH      write the result as JSON
       --rate PPS       packets per second per m-line (default 50)
+    \(IceOptions.usage)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -25,12 +26,15 @@ enum ProbeCommand {
         let duration = try a.number("duration", default: 3.0, in: 0.001...maxSeconds)
         let jsonPath = try a.option("json")
         let rate = try a.number("rate", default: 50, in: 1...1000)
+        let ice = try IceOptions.parse(&a, command: "swiftrtc probe")
         let url = try a.positional("URL")
         try a.finish()
         guard url.hasPrefix("http://") else { throw UsageError("swiftrtc probe: URL must start with http://") }
 
         let started = ContinuousClock.now
-        let pc = try PeerConnection()
+        var configuration = PeerConnection.Configuration()
+        ice.apply(to: &configuration)
+        let pc = try PeerConnection(configuration: configuration)
         _ = try await pc.addTransceiver(.audio)
         _ = try await pc.addTransceiver(.video, codecs: [.vp8, .h264])
         let offer = try await pc.createOffer()
@@ -73,6 +77,7 @@ enum ProbeCommand {
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows
         result["transport"] = await pc.transportStatistics()
+        result["selectedLocalCandidateType"] = await pc.selectedLocalCandidateType() ?? NSNull()
         if let jsonPath {
             let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
             try data.write(to: URL(fileURLWithPath: jsonPath))

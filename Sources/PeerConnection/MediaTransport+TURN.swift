@@ -1,0 +1,103 @@
+import ICE
+import STUN
+import Transport
+import TURN
+
+/// One TURN allocation of a connection: the client core, the host socket it talks from, and
+/// once allocated the relayed address ICE uses as a base.
+final class RelayAllocation {
+    let client: TURNClient
+    let base: SocketAddress
+    var server: SocketAddress { client.configuration.server }
+    var relayed: SocketAddress?
+    var settled = false
+
+    init(client: TURNClient, base: SocketAddress) {
+        self.client = client
+        self.base = base
+    }
+}
+
+/// TURN on the loop thread: what ICE, DTLS and SRTP send from a relayed address goes through
+/// its allocation (ChannelData once bound); what the server relays comes back through
+/// `demultiplex` as if it had arrived on the relayed address.
+extension MediaTransport {
+    /// Before `gather`: one allocation per server, from a host socket of the server's family
+    /// (loopback servers from a loopback socket).
+    func addRelays(_ servers: [TURNServerEntry]) {
+        for server in servers {
+            let sameFamily = io.localAddresses.filter { $0.isIPv4 == server.address.isIPv4 }
+            guard let base = sameFamily.first(where: { $0.isLoopback == server.address.isLoopback }) ?? sameFamily.first else {
+                onTURNError?("TURN server \(server.address): no local socket of its address family", false)
+                continue
+            }
+            var config = TURNConfiguration(server: server.address, username: server.username, password: server.password)
+            config.transport = server.url.transport == .tcp ? .tcp : .udp
+            relays.append(RelayAllocation(client: TURNClient(configuration: config), base: base))
+        }
+    }
+
+    /// Sends from a host socket, or through the allocation whose relayed address is `local`.
+    @discardableResult
+    func sendDatagram(_ bytes: [UInt8], from local: SocketAddress, to remote: SocketAddress) -> Bool {
+        if !relays.isEmpty, let relay = relays.first(where: { $0.relayed == local }) {
+            let ok = relay.client.send(bytes, to: remote, now: .now)
+            flush(relay)
+            return ok
+        }
+        return io.send(bytes, from: local, to: remote)
+    }
+
+    func flush(_ relay: RelayAllocation) {
+        while let datagram = relay.client.pollTransmit() { io.send(datagram, from: relay.base, to: relay.server) }
+    }
+
+    /// Drains every allocation's datagrams and events; true if anything happened.
+    func pumpRelays() -> Bool {
+        var progressed = false
+        let now = ContinuousClock.now
+        for relay in relays {
+            flush(relay)
+            while let event = relay.client.pollEvent() {
+                progressed = true
+                handle(event, relay: relay, now: now)
+            }
+        }
+        return progressed
+    }
+
+    private func handle(_ event: TURNEvent, relay: RelayAllocation, now: ContinuousClock.Instant) {
+        switch event {
+        case .allocated(let relayed, let mapped, _):
+            relay.relayed = relayed
+            relay.settled = true
+            ice.addRelayCandidate(relayed: relayed, mapped: mapped, server: relay.server, now: now)
+            finishGatheringIfSettled(now: now)
+        case .data(let peer, let bytes):
+            guard let relayed = relay.relayed else { return }
+            bytes.withUnsafeBytes { demultiplex($0, from: peer, local: relayed) }
+        case .failed(let error):
+            relay.settled = true
+            let usable = relays.contains { $0.relayed != nil && $0.client.state == .allocated } || !relays.allSatisfy(\.settled)
+            onTURNError?(error.description, !gatherHosts && !usable)
+            finishGatheringIfSettled(now: now)
+        case .peerFailed, .released:
+            break   // the allocation goes on; ICE's checks on that pair fail on their own
+        }
+    }
+
+    func finishGatheringIfSettled(now: ContinuousClock.Instant) {
+        guard gatheringStarted, !iceGatheringFinished, relays.allSatisfy(\.settled) else { return }
+        iceGatheringFinished = true
+        ice.finishGathering(now: now)
+    }
+
+    /// Refresh with lifetime 0 on every allocation (RFC 8656 §7); the answer is not awaited.
+    func releaseRelays() {
+        let now = ContinuousClock.now
+        for relay in relays {
+            relay.client.close(now: now)
+            flush(relay)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+"""TURN (RFC 8656) against coturn: Swift and aiortc connect only through relay candidates.
+
+coturn (Debian `coturn`) is started here on 127.0.0.1 with a static user. The direct path is
+blocked twice: each peer gathers relay candidates only (`--ice-transport-policy relay` on the
+Swift side, RTCIceTransportPolicy "relay" on aiortc's), and, inside the private network
+namespace interop/run.sh makes, an nftables table drops every UDP datagram on loopback that
+is not to or from the TURN server's listening or relay ports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from interop.conftest import CI, ManagedProcess, require, run_probe, write_json
+from interop.peers import AiortcAnswerer, free_port
+from interop.test_transport import check_probe_json, growing, load_probe_json
+
+USER, PASSWORD, REALM = "u", "p", "test"
+# coturn's relay range, below Linux's ephemeral ports (32768–60999) where the peers' host sockets are.
+RELAY_PORTS = (20000, 20999)
+
+
+def udp_port_free(port: int) -> bool:
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+@pytest.fixture
+def turn_server(artifact_dir, logs):
+    binary = shutil.which("turnserver")
+    require(binary is not None, "turnserver not found (apt-get install -y coturn; it is in the Makefile's APT_PACKAGES)")
+    port = free_port()
+    while not udp_port_free(port):
+        port = free_port()
+    args = [binary, "--lt-cred-mech", "--user", f"{USER}:{PASSWORD}", "--realm", REALM,
+            "--no-tls", "--no-dtls", "--listening-ip", "127.0.0.1", "--listening-port", str(port),
+            "--relay-ip", "127.0.0.1", "--min-port", str(RELAY_PORTS[0]), "--max-port", str(RELAY_PORTS[1]),
+            # Both peers' relayed addresses are on 127.0.0.1: coturn refuses loopback peers otherwise.
+            "--allow-loopback-peers", "--no-cli",
+            "--pidfile", str(artifact_dir / "turn.pid")]
+    proc = ManagedProcess(args, artifact_dir / "turnserver.out")
+    logs.append(("turnserver output", proc.text))
+    deadline = time.monotonic() + 10
+    while udp_port_free(port):
+        if proc.proc.poll() is not None or time.monotonic() > deadline:
+            proc.close()
+            pytest.fail(f"turnserver did not start on 127.0.0.1:{port}:\n{proc.text()[-2000:]}")
+        time.sleep(0.05)
+    yield f"127.0.0.1:{port}", port
+    proc.close()
+
+
+def only_loopback_here() -> bool:
+    """True inside interop/run.sh's `unshare --net` (only lo): rules here touch nothing else."""
+    try:
+        out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    names = [line.split(":")[1].strip() for line in out.splitlines() if ":" in line]
+    return names == ["lo"]
+
+
+@pytest.fixture
+def direct_path_blocked(turn_server):
+    """An nftables input-hook drop of UDP not to/from coturn; yields a function reading the drop count."""
+    _, port = turn_server
+    nft = shutil.which("nft")
+    if nft is None or not only_loopback_here():
+        reason = ("nft not found (apt-get install -y nftables)" if nft is None
+                  else "not inside interop/run.sh's private network namespace")
+        if CI:
+            pytest.fail(f"CI=true and the direct path cannot be blocked: {reason}")
+        yield None   # relay-only policies on both sides still keep the peers off the direct path
+        return
+    lo, hi = RELAY_PORTS
+    ruleset = f"""
+table inet swiftrtc_turn {{
+  chain input {{
+    type filter hook input priority 0; policy accept;
+    udp sport {{ {port}, {lo}-{hi} }} accept
+    udp dport {{ {port}, {lo}-{hi} }} accept
+    meta l4proto udp counter drop
+  }}
+}}
+"""
+    subprocess.run([nft, "-f", "-"], input=ruleset, text=True, check=True)
+
+    def dropped() -> int:
+        out = subprocess.run([nft, "list", "table", "inet", "swiftrtc_turn"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if "counter packets" in line:
+                return int(line.split("counter packets")[1].split()[0])
+        return 0
+    try:
+        # The block itself works: a datagram between two ephemeral loopback sockets is dropped.
+        import socket
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as a, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as b:
+            a.bind(("127.0.0.1", 0))
+            b.bind(("127.0.0.1", 0))
+            b.settimeout(0.3)
+            before = dropped()
+            a.sendto(b"direct", b.getsockname())
+            try:
+                b.recv(16)
+                pytest.fail("nftables did not drop direct UDP between two loopback sockets")
+            except socket.timeout:
+                pass
+            assert dropped() == before + 1
+        yield dropped
+    finally:
+        subprocess.run([nft, "delete", "table", "inet", "swiftrtc_turn"], check=False)
+
+
+def relay_answerer(turn_address: str) -> AiortcAnswerer:
+    from aiortc import RTCConfiguration, RTCIceServer
+    from aiortc.rtcconfiguration import RTCIceTransportPolicy
+    config = RTCConfiguration(iceServers=[RTCIceServer(urls=f"turn:{turn_address}", username=USER, credential=PASSWORD)],
+                              iceTransportPolicy=RTCIceTransportPolicy.RELAY)
+    return AiortcAnswerer(configuration=config)
+
+
+def candidate_types(sdp: str) -> set[str]:
+    return {line.split(" typ ")[1].split()[0] for line in sdp.splitlines() if line.startswith("a=candidate:")}
+
+
+def turn_args(turn_address: str, password: str = PASSWORD) -> list[str]:
+    return ["--ice-server", f"turn:{turn_address}?transport=udp", "--ice-username", USER,
+            "--ice-credential", password, "--ice-transport-policy", "relay"]
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(90)
+def test_swift_and_aiortc_connect_through_coturn(swift_probe_bin, need_aiortc, turn_server, direct_path_blocked,
+                                                 artifact_dir, logs):
+    turn_address, _ = turn_server
+    answerer = relay_answerer(turn_address)
+    logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
+    json_path = artifact_dir / "probe.json"
+    try:
+        code, output, samples = run_probe(swift_probe_bin, answerer.url, json_path, artifact_dir / "probe.log",
+                                          duration=3, sample=answerer.stats, extra_args=turn_args(turn_address))
+        logs.append(("swiftrtc probe output", output))
+    finally:
+        answerer.close()
+    write_json(artifact_dir / "aiortc-samples.json", samples)
+    (artifact_dir / "answerer.log").write_text("\n".join(answerer.log))
+    offer = next((l for l in answerer.log if l.startswith("offer:")), "")
+    answer = next((l for l in answerer.log if l.startswith("answer:")), "")
+    # Both sides offered relay candidates only: no host path to fall back on.
+    assert candidate_types(offer) == {"relay"}, f"Swift's offer:\n{offer}"
+    assert candidate_types(answer) == {"relay"}, f"aiortc's answer:\n{answer}"
+    assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
+    report = load_probe_json(json_path, output)
+    assert report["selectedLocalCandidateType"] == "relay", report
+    assert growing(samples, lambda s: s["packetsReceived"].get("audio")), samples
+    assert growing(samples, lambda s: s["packetsReceived"].get("video")), samples
+    check_probe_json(report)
+    # Media went as ChannelData once the channel was bound (Send indications only before).
+    assert report["transport"]["turnChannelDataSent"] > 100, report["transport"]
+    assert report["transport"]["turnChannelDataReceived"] > 100, report["transport"]
+    if direct_path_blocked is not None:
+        write_json(artifact_dir / "nft.json", {"directUDPDropped": direct_path_blocked()})
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(60)
+def test_wrong_turn_password_fails_clearly(swift_probe_bin, need_aiortc, turn_server, artifact_dir, logs):
+    turn_address, _ = turn_server
+    answerer = relay_answerer(turn_address)
+    logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
+    try:
+        started = time.monotonic()
+        code, output, _ = run_probe(swift_probe_bin, answerer.url, artifact_dir / "probe.json", artifact_dir / "probe.log",
+                                    duration=1, sample=lambda: {}, extra_args=turn_args(turn_address, password="wrong"))
+        elapsed = time.monotonic() - started
+        logs.append(("swiftrtc probe output", output))
+    finally:
+        answerer.close()
+    assert code == 1, f"probe with a wrong TURN password exited {code}:\n{output[-3000:]}"
+    expected = f"TURN server {turn_address} rejected the credentials for user {USER} (401 Unauthorized)"
+    assert expected in output, f"no clear error in:\n{output[-3000:]}"
+    assert elapsed < 15, f"the failure took {elapsed:.1f} s to show: it should not wait for ICE timeouts"
