@@ -433,8 +433,9 @@ class AiortcAnswerer:
 class ChromiumAnswerer:
     """Answers WHIP-style offers with answerOffer() in a Chromium page."""
 
-    def __init__(self, page, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, page, host: str = "127.0.0.1", port: int = 0, configuration: dict | None = None):
         self.page = page
+        self.configuration = configuration   # an RTCConfiguration as JSON; None: no ICE servers
         self.log: list[str] = []
         self._lock = threading.Lock()   # one call at a time into the page
         self.http = SdpHttpServer(host, port, "/whip", self._on_offer, lambda _sid: True, self.log.append)
@@ -446,7 +447,8 @@ class ChromiumAnswerer:
         from .cdp import JSError
         with self._lock:
             try:
-                answer = self.page.call("answerOffer", offer, timeout=20)
+                args = (offer,) if self.configuration is None else (offer, self.configuration)
+                answer = self.page.call("answerOffer", *args, timeout=20)
             except JSError as exc:
                 raise BadOffer(f"Chromium rejected the offer: {str(exc).splitlines()[0]}") from exc
         self.log.append(f"answer:\n{answer}")

@@ -1,4 +1,4 @@
-"""TURN (RFC 8656) against coturn: Swift and aiortc connect only through relay candidates.
+"""TURN (RFC 8656) against coturn: Swift connects to aiortc and to Chromium only through relay candidates.
 
 coturn (Debian `coturn`) is started here on 127.0.0.1 with a static user. The direct path is
 blocked twice: each peer gathers relay candidates only (`--ice-transport-policy relay` on the
@@ -191,3 +191,44 @@ def test_wrong_turn_password_fails_clearly(swift_probe_bin, need_aiortc, turn_se
     expected = f"TURN server {turn_address} rejected the credentials for user {USER} (401 Unauthorized)"
     assert expected in output, f"no clear error in:\n{output[-3000:]}"
     assert elapsed < 15, f"the failure took {elapsed:.1f} s to show: it should not wait for ICE timeouts"
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(90)
+def test_swift_and_chromium_connect_through_coturn(swift_probe_bin, page, turn_server, direct_path_blocked,
+                                                   artifact_dir, logs):
+    from interop.peers import ChromiumAnswerer
+    turn_address, _ = turn_server
+    answerer = ChromiumAnswerer(page, configuration={
+        "iceServers": [{"urls": f"turn:{turn_address}?transport=udp", "username": USER, "credential": PASSWORD}],
+        "iceTransportPolicy": "relay"})
+    logs.append(("chromium answerer", lambda: "\n".join(answerer.log)))
+    json_path = artifact_dir / "probe.json"
+    try:
+        code, output, samples = run_probe(swift_probe_bin, answerer.url, json_path, artifact_dir / "probe.log",
+                                          duration=3, sample=answerer.stats, extra_args=turn_args(turn_address))
+        logs.append(("swiftrtc probe output", output))
+    finally:
+        answerer.close()
+    write_json(artifact_dir / "chromium-samples.json", samples)
+    (artifact_dir / "answerer.log").write_text("\n".join(answerer.log))
+    offer = next((l for l in answerer.log if l.startswith("offer:")), "")
+    assert candidate_types(offer) == {"relay"}, f"Swift's offer:\n{offer}"
+    assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
+    report = load_probe_json(json_path, output)
+    assert report["selectedLocalCandidateType"] == "relay", report
+    pairs = [s.get("pair") for s in samples if s and "error" not in s and s.get("pair")]
+    assert pairs, f"Chromium never selected a pair: {samples[-3:]}"
+    assert all(p["local"].startswith("relay ") and p["remote"].startswith("relay ") for p in pairs), pairs
+    answer = next((l for l in answerer.log if l.startswith("answer:")), "")
+    assert candidate_types(answer) == {"relay"}, f"Chromium's answer:\n{answer}"
+
+    def inbound(kind):
+        return lambda s: (s.get(kind) or {}).get("packetsReceived") if s else None
+    assert growing(samples, inbound("audio")), f"Chromium audio packetsReceived not growing: {samples}"
+    assert growing(samples, inbound("video")), f"Chromium video packetsReceived not growing: {samples}"
+    check_probe_json(report)
+    assert report["transport"]["turnChannelDataSent"] > 100, report["transport"]
+    write_json(artifact_dir / "chromium-pair.json", pairs[-1])
+    if direct_path_blocked is not None:
+        write_json(artifact_dir / "nft.json", {"directUDPDropped": direct_path_blocked()})
