@@ -134,22 +134,25 @@ def candidate_types(sdp: str) -> set[str]:
     return {line.split(" typ ")[1].split()[0] for line in sdp.splitlines() if line.startswith("a=candidate:")}
 
 
-def turn_args(turn_address: str, password: str = PASSWORD) -> list[str]:
-    return ["--ice-server", f"turn:{turn_address}?transport=udp", "--ice-username", USER,
+def turn_args(turn_address: str, password: str = PASSWORD, transport: str = "udp") -> list[str]:
+    return ["--ice-server", f"turn:{turn_address}?transport={transport}", "--ice-username", USER,
             "--ice-credential", password, "--ice-transport-policy", "relay"]
 
 
 @pytest.mark.swift_offerer
 @pytest.mark.timeout(90)
-def test_swift_and_aiortc_connect_through_coturn(swift_probe_bin, need_aiortc, turn_server, direct_path_blocked,
-                                                 artifact_dir, logs):
+@pytest.mark.parametrize("transport", ["udp", "tcp"])
+def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, need_aiortc, turn_server,
+                                                 direct_path_blocked, artifact_dir, logs):
+    """`transport`: how Swift reaches coturn (aiortc always uses UDP); relayed traffic is UDP either way."""
     turn_address, _ = turn_server
     answerer = relay_answerer(turn_address)
     logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
     json_path = artifact_dir / "probe.json"
     try:
         code, output, samples = run_probe(swift_probe_bin, answerer.url, json_path, artifact_dir / "probe.log",
-                                          duration=3, sample=answerer.stats, extra_args=turn_args(turn_address))
+                                          duration=3, sample=answerer.stats,
+                                          extra_args=turn_args(turn_address, transport=transport))
         logs.append(("swiftrtc probe output", output))
     finally:
         answerer.close()
@@ -169,6 +172,7 @@ def test_swift_and_aiortc_connect_through_coturn(swift_probe_bin, need_aiortc, t
     # Media went as ChannelData once the channel was bound (Send indications only before).
     assert report["transport"]["turnChannelDataSent"] > 100, report["transport"]
     assert report["transport"]["turnChannelDataReceived"] > 100, report["transport"]
+    assert report["transport"]["turnAllocationsOverTCP"] == (1 if transport == "tcp" else 0), report["transport"]
     if direct_path_blocked is not None:
         write_json(artifact_dir / "nft.json", {"directUDPDropped": direct_path_blocked()})
 

@@ -39,8 +39,8 @@ func resolveIceServers(_ servers: [IceServer],
             if url.scheme.isTURN, server.username?.isEmpty ?? true || server.credential == nil {
                 throw PeerConnectionError("iceServers: \(text) needs a username and a credential")
             }
-            if url.scheme.isSecure || url.transport == .tcp {
-                result.problems.append("iceServers: \(text): only UDP to STUN/TURN servers is implemented (no TCP or TLS yet); skipped")
+            if url.scheme.isSecure {
+                result.problems.append("iceServers: \(text): TLS to STUN/TURN servers (stuns:, turns:) is not implemented yet; skipped")
                 continue
             }
             let address: SocketAddress

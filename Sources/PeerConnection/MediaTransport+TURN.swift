@@ -11,6 +11,9 @@ final class RelayAllocation {
     var server: SocketAddress { client.configuration.server }
     var relayed: SocketAddress?
     var settled = false
+    /// TURN over TCP: the connection and the framing of what it carries.
+    var stream: TCPStream?
+    var framer = TURNStreamFramer()
 
     init(client: TURNClient, base: SocketAddress) {
         self.client = client
@@ -33,7 +36,47 @@ extension MediaTransport {
             }
             var config = TURNConfiguration(server: server.address, username: server.username, password: server.password)
             config.transport = server.url.transport == .tcp ? .tcp : .udp
-            relays.append(RelayAllocation(client: TURNClient(configuration: config), base: base))
+            let relay = RelayAllocation(client: TURNClient(configuration: config), base: base)
+            if config.transport == .tcp {
+                // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
+                do { relay.stream = try TCPStream(connectTo: server.address) } catch {
+                    onTURNError?("TURN server \(server.url): \(error)", false)
+                    continue
+                }
+                watch(relay)
+            }
+            relays.append(relay)
+        }
+    }
+
+    /// Reads the TCP stream on the loop: whole frames go to the client core.
+    private func watch(_ relay: RelayAllocation) {
+        guard let stream = relay.stream else { return }
+        loop.register(fd: stream.fd) { [weak self, weak relay] in
+            guard let self, let relay, let stream = relay.stream else { return }
+            var buffer = [UInt8](repeating: 0, count: 16_384)
+            var closed = false
+            for _ in 0..<64 {   // bounded, like the UDP drain
+                let result = buffer.withUnsafeMutableBytes { stream.receive(into: $0) }
+                guard case .data(let n) = result else {
+                    if case .closed = result { closed = true }
+                    break
+                }
+                do {
+                    for frame in try relay.framer.append(Array(buffer[0..<n])) {
+                        relay.client.handleDatagram(frame, now: .now)
+                    }
+                } catch {
+                    closed = true   // not TURN framing: nothing after it can be trusted
+                    break
+                }
+            }
+            if closed {
+                self.loop.unregister(fd: stream.fd)
+                stream.close()
+                relay.client.connectionClosed()
+            }
+            self.pump()
         }
     }
 
@@ -49,7 +92,13 @@ extension MediaTransport {
     }
 
     func flush(_ relay: RelayAllocation) {
-        while let datagram = relay.client.pollTransmit() { io.send(datagram, from: relay.base, to: relay.server) }
+        while let datagram = relay.client.pollTransmit() {
+            if let stream = relay.stream {
+                stream.send(datagram)
+            } else {
+                io.send(datagram, from: relay.base, to: relay.server)
+            }
+        }
     }
 
     /// Drains every allocation's datagrams and events; true if anything happened.
@@ -98,6 +147,10 @@ extension MediaTransport {
         for relay in relays {
             relay.client.close(now: now)
             flush(relay)
+            if let stream = relay.stream {
+                loop.unregister(fd: stream.fd)
+                stream.close()
+            }
         }
     }
 }

@@ -307,6 +307,7 @@ public final class PeerConnection: @unchecked Sendable {
                 "turnIndicationsSent": turn.reduce(0) { $0 + $1.indicationsSent },
                 "turnIndicationsReceived": turn.reduce(0) { $0 + $1.indicationsReceived },
                 "turnGarbage": turn.reduce(0) { $0 + $1.garbage },
+                "turnAllocationsOverTCP": transport.relays.filter { $0.stream != nil }.count,
                 "rtpReceived": c.rtpReceived, "rtcpReceived": c.rtcpReceived, "rtpSent": c.rtpSent, "rtcpSent": c.rtcpSent,
                 "malformedRTP": c.malformedRTP, "malformedRTCP": c.malformedRTCP, "srtpErrors": c.srtpErrors,
                 "unknownDatagrams": c.unknownDatagrams, "mediaBeforeKeys": c.mediaBeforeKeys, "unroutedRTP": unroutedRTP,

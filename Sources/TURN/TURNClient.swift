@@ -136,6 +136,15 @@ public final class TURNClient {
         }
     }
 
+    /// Over TCP: the connection to the server is gone, and with it the allocation (RFC 8656 §3.1).
+    public func connectionClosed() {
+        switch state {
+        case .releasing: state = .closed
+        case .closed, .failed: break
+        default: enterFailed(TURNError(.connectionLost, "TURN server \(server) closed the TCP connection"))
+        }
+    }
+
     // MARK: - relaying
 
     /// Relays `data` to `peer`. Returns false when there is no allocation to send it through.

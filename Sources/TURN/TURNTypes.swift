@@ -61,6 +61,8 @@ public struct TURNError: Error, Sendable, Equatable, CustomStringConvertible {
         case timeout
         /// A success response without what it must carry.
         case malformedResponse
+        /// The TCP connection to the server closed or broke.
+        case connectionLost
     }
     public var kind: Kind
     public var code: Int?

@@ -145,6 +145,13 @@ import Testing
         #expect(ChannelData.encode(channel: 0x4000, data: [1, 2, 3, 4, 5], transport: .udp) == [0x40, 0, 0, 5, 1, 2, 3, 4, 5])
     }
 
+    @Test func lostTCPConnectionFailsTheAllocation() throws {
+        let c = try allocatedClient()
+        c.connectionClosed()
+        #expect(c.drainEvents() == [.failed(TURNError(.connectionLost, "TURN server 127.0.0.1:3478 closed the TCP connection"))])
+        #expect(!c.send([1], to: peer, now: t0))
+    }
+
     @Test func permissionThenIndicationsThenChannelData() throws {
         let server = FakeTURNServer()
         let c = try allocatedClient(server)
