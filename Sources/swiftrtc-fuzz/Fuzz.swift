@@ -4,10 +4,11 @@ import Render
 import RTP
 import SDP
 import STUN
+import TURN
 import WebSocket
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, turn). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
@@ -19,8 +20,9 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "http": return fuzzHTTPRequest
     case "jpeg": return fuzzJPEG
     case "websocket": return fuzzWebSocket
+    case "turn": return fuzzTURN
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg or websocket\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg, websocket or turn\n".utf8))
         exit(2)
     }
 }()

@@ -272,6 +272,13 @@ import Testing
         }
     }
 
+    @Test func fuzzEntryRunsOnSeeds() {
+        var rng = SplitMix64(state: 5)
+        fuzzTURN([0x40, 0x00, 0x00, 0x02, 1, 2])
+        fuzzTURN([])
+        for _ in 0..<200 { fuzzTURN((0..<Int.random(in: 0...80, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+    }
+
     @Test func streamFramerSplitsMessagesAndChannelData() throws {
         let server = FakeTURNServer()
         let request = STUNMessage(method: .allocate, messageClass: .request)
