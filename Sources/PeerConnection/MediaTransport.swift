@@ -71,6 +71,9 @@ final class MediaTransport: @unchecked Sendable {
             for address in io.localAddresses { ice.addLocalBase(address, now: now) }
         }
         for relay in relays { relay.client.start(now: now) }
+        if !gatherHosts, relays.isEmpty {
+            onTURNError?("iceTransportPolicy relay, but no usable turn: server: there is nothing to gather", true)
+        }
         finishGatheringIfSettled(now: now)
         pump()
     }

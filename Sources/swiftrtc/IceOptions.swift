@@ -7,7 +7,7 @@ struct IceOptions {
     var policy: IceTransportPolicy = .all
 
     static let usage = """
-      --ice-server URL    stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp] (repeatable; names resolved)
+      --ice-server URL    stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp|tcp] (repeatable)
       --ice-username U    TURN username        --ice-credential P   TURN password
       --ice-transport-policy all|relay   relay: only TURN relay candidates (default all)
     """

@@ -58,6 +58,19 @@ import Transport
         #expect(server.counters.withLock { $0.released } == 2)
     }
 
+    @Test("relay policy without a TURN server fails and says why")
+    func relayPolicyWithoutTURNFails() async throws {
+        let a = try loopbackPeer { $0.iceTransportPolicy = .relay }
+        _ = try await a.addTransceiver(.audio)
+        try await a.setLocalDescription(try await a.createOffer())
+        await a.waitForGatheringComplete(timeout: .seconds(2))
+        #expect(a.peerConnectionState == .failed)
+        await #expect(throws: PeerConnectionError("connection failed: iceTransportPolicy relay, but no usable turn: server: there is nothing to gather")) {
+            try await a.waitConnected(timeout: .seconds(2))
+        }
+        await a.close()
+    }
+
     @Test("a wrong TURN password fails the relay-only connection at once with the server's 401")
     func wrongPasswordFailsClearly() async throws {
         let server = try MiniTURNServer()
