@@ -94,7 +94,9 @@ final class MediaTransport: @unchecked Sendable {
 
     private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
         guard !closed else { return }
-        if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }) {
+        // Binding responses from a server that is both STUN and TURN are ICE's (srflx gathering).
+        if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }),
+           !STUNMessage.isBinding(bytes) {
             relay.client.handleDatagram(Array(bytes), now: .now)
         } else {
             demultiplex(bytes, from: from, local: local)

@@ -67,6 +67,14 @@ public struct STUNMessage: Sendable, Equatable {
             && bytes[4] == 0x21 && bytes[5] == 0x12 && bytes[6] == 0xA4 && bytes[7] == 0x42
     }
 
+    /// Whether a STUN-looking buffer is a Binding message (any class): the method bits of the
+    /// type field. A TURN server that is also the STUN server answers both on one socket.
+    public static func isBinding(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard isSTUN(bytes) else { return false }
+        let type = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        return type & 0x3EEF == STUNMethod.binding.rawValue
+    }
+
     // MARK: parsing
 
     /// Parses and validates a whole datagram. Attributes after MESSAGE-INTEGRITY other than

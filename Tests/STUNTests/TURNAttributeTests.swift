@@ -32,6 +32,16 @@ import Testing
         #expect(key.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() == "5c8157fd8ef5f6b56629b7399d83ce25")
     }
 
+    @Test func bindingIsToldApartFromTURNMethods() {
+        for (method, binding) in [(STUNMethod.binding, true), (.allocate, false), (.refresh, false), (.data, false), (.channelBind, false)] {
+            for cls in [STUNClass.request, .successResponse, .errorResponse, .indication] {
+                let bytes = STUNMessage(method: method, messageClass: cls).encode(fingerprint: false)
+                #expect(bytes.withUnsafeBytes { STUNMessage.isBinding($0) } == binding, "\(method) \(cls)")
+            }
+        }
+        #expect([UInt8]([0x40, 0, 0, 0]).withUnsafeBytes { STUNMessage.isBinding($0) } == false)
+    }
+
     @Test func malformedTURNAttributesAreErrors() {
         // LIFETIME with 3 bytes.
         var bytes: [UInt8] = [0x00, 0x03, 0x00, 0x08, 0x21, 0x12, 0xA4, 0x42] + [UInt8](repeating: 7, count: 12)
