@@ -22,6 +22,7 @@ from interop.peers import AiortcAnswerer, free_port
 from interop.test_transport import check_probe_json, growing, load_probe_json
 
 USER, PASSWORD, REALM = "u", "p", "test"
+PEER_USER = "peer"   # the other peer's own user, so coturn's log tells the two clients apart
 # coturn's relay range, below Linux's ephemeral ports (32768–60999) where the peers' host sockets are.
 RELAY_PORTS = (20000, 20999)
 
@@ -43,11 +44,15 @@ def turn_server(artifact_dir, logs):
     port = free_port()
     while not udp_port_free(port):
         port = free_port()
-    args = [binary, "--lt-cred-mech", "--user", f"{USER}:{PASSWORD}", "--realm", REALM,
+    # -n: not Debian's /etc/turnserver.conf (it logs to syslog); the log goes to turnserver.out.
+    # stdbuf: line-buffered, so the session lines are there when the test reads them.
+    stdbuf = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
+    args = [*stdbuf, binary, "-n", "-v", "--lt-cred-mech", "--user", f"{USER}:{PASSWORD}",
+            "--user", f"{PEER_USER}:{PASSWORD}", "--realm", REALM,
             "--no-tls", "--no-dtls", "--listening-ip", "127.0.0.1", "--listening-port", str(port),
             "--relay-ip", "127.0.0.1", "--min-port", str(RELAY_PORTS[0]), "--max-port", str(RELAY_PORTS[1]),
             # Both peers' relayed addresses are on 127.0.0.1: coturn refuses loopback peers otherwise.
-            "--allow-loopback-peers", "--no-cli",
+            "--allow-loopback-peers", "--no-cli", "--log-file", "stdout",
             "--pidfile", str(artifact_dir / "turn.pid")]
     proc = ManagedProcess(args, artifact_dir / "turnserver.out")
     logs.append(("turnserver output", proc.text))
@@ -57,8 +62,19 @@ def turn_server(artifact_dir, logs):
             proc.close()
             pytest.fail(f"turnserver did not start on 127.0.0.1:{port}:\n{proc.text()[-2000:]}")
         time.sleep(0.05)
-    yield f"127.0.0.1:{port}", port
+    yield f"127.0.0.1:{port}", port, proc
     proc.close()
+
+
+def swift_session_log(proc, want: str, timeout: float = 3.0) -> str:
+    """coturn's verbose lines about our user, once `want` is among them (the release comes last)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [l for l in proc.text().splitlines() if f"username=<{USER}>" in l or f"user <{USER}>" in l]
+        text = "\n".join(lines)
+        if want in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
 
 
 def only_loopback_here() -> bool:
@@ -74,7 +90,7 @@ def only_loopback_here() -> bool:
 @pytest.fixture
 def direct_path_blocked(turn_server):
     """An nftables input-hook drop of UDP not to/from coturn; yields a function reading the drop count."""
-    _, port = turn_server
+    _, port, _ = turn_server
     nft = shutil.which("nft")
     if nft is None or not only_loopback_here():
         reason = ("nft not found (apt-get install -y nftables)" if nft is None
@@ -125,7 +141,7 @@ table inet swiftrtc_turn {{
 def relay_answerer(turn_address: str) -> AiortcAnswerer:
     from aiortc import RTCConfiguration, RTCIceServer
     from aiortc.rtcconfiguration import RTCIceTransportPolicy
-    config = RTCConfiguration(iceServers=[RTCIceServer(urls=f"turn:{turn_address}", username=USER, credential=PASSWORD)],
+    config = RTCConfiguration(iceServers=[RTCIceServer(urls=f"turn:{turn_address}", username=PEER_USER, credential=PASSWORD)],
                               iceTransportPolicy=RTCIceTransportPolicy.RELAY)
     return AiortcAnswerer(configuration=config)
 
@@ -145,7 +161,7 @@ def turn_args(turn_address: str, password: str = PASSWORD, transport: str = "udp
 def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, need_aiortc, turn_server,
                                                  direct_path_blocked, artifact_dir, logs):
     """`transport`: how Swift reaches coturn (aiortc always uses UDP); relayed traffic is UDP either way."""
-    turn_address, _ = turn_server
+    turn_address, _, turn_proc = turn_server
     answerer = relay_answerer(turn_address)
     logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
     json_path = artifact_dir / "probe.json"
@@ -173,6 +189,12 @@ def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, nee
     assert report["transport"]["turnChannelDataSent"] > 100, report["transport"]
     assert report["transport"]["turnChannelDataReceived"] > 100, report["transport"]
     assert report["transport"]["turnAllocationsOverTCP"] == (1 if transport == "tcp" else 0), report["transport"]
+    # coturn's side of our allocation: challenged, allocated, permission and channel, released on close.
+    released = f"refreshed, realm=<{REALM}>, username=<{USER}>, lifetime=0"
+    session = swift_session_log(turn_proc, released)
+    for line in ["incoming packet ALLOCATE processed, success", "incoming packet CREATE_PERMISSION processed, success",
+                 "incoming packet CHANNEL_BIND processed, success", released]:
+        assert line in session, f"coturn did not log {line!r} for our user:\n{session}"
     if direct_path_blocked is not None:
         write_json(artifact_dir / "nft.json", {"directUDPDropped": direct_path_blocked()})
 
@@ -180,7 +202,7 @@ def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, nee
 @pytest.mark.swift_offerer
 @pytest.mark.timeout(60)
 def test_wrong_turn_password_fails_clearly(swift_probe_bin, need_aiortc, turn_server, artifact_dir, logs):
-    turn_address, _ = turn_server
+    turn_address, _, _ = turn_server
     answerer = relay_answerer(turn_address)
     logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
     try:
@@ -202,9 +224,9 @@ def test_wrong_turn_password_fails_clearly(swift_probe_bin, need_aiortc, turn_se
 def test_swift_and_chromium_connect_through_coturn(swift_probe_bin, page, turn_server, direct_path_blocked,
                                                    artifact_dir, logs):
     from interop.peers import ChromiumAnswerer
-    turn_address, _ = turn_server
+    turn_address, _, _ = turn_server
     answerer = ChromiumAnswerer(page, configuration={
-        "iceServers": [{"urls": f"turn:{turn_address}?transport=udp", "username": USER, "credential": PASSWORD}],
+        "iceServers": [{"urls": f"turn:{turn_address}?transport=udp", "username": PEER_USER, "credential": PASSWORD}],
         "iceTransportPolicy": "relay"})
     logs.append(("chromium answerer", lambda: "\n".join(answerer.log)))
     json_path = artifact_dir / "probe.json"
