@@ -48,7 +48,8 @@ enum ProbeCommand {
         do {
             try await pc.waitConnected(timeout: .seconds(15))
             connectMs = msSince(started)
-            say("probe: connected in \(Int(connectMs ?? 0)) ms via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
+            let type = await pc.selectedLocalCandidateType() ?? "?"
+            say("probe: connected in \(Int(connectMs ?? 0)) ms via \(type) \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
             try await sendRTP(pc, seconds: duration, rate: rate)
         } catch {
             printError("swiftrtc probe: \(error)")
