@@ -38,7 +38,9 @@ def udp_port_free(port: int) -> bool:
 
 
 @pytest.fixture
-def turn_server(artifact_dir, logs):
+def turn_server(request, artifact_dir, logs):
+    """coturn on a free port; indirect parametrization adds command-line options."""
+    extra = list(getattr(request, "param", []))
     binary = shutil.which("turnserver")
     require(binary is not None, "turnserver not found (apt-get install -y coturn; it is in the Makefile's APT_PACKAGES)")
     port = free_port()
@@ -53,7 +55,7 @@ def turn_server(artifact_dir, logs):
             "--relay-ip", "127.0.0.1", "--min-port", str(RELAY_PORTS[0]), "--max-port", str(RELAY_PORTS[1]),
             # Both peers' relayed addresses are on 127.0.0.1: coturn refuses loopback peers otherwise.
             "--allow-loopback-peers", "--no-cli", "--log-file", "stdout",
-            "--pidfile", str(artifact_dir / "turn.pid")]
+            "--pidfile", str(artifact_dir / "turn.pid"), *extra]
     proc = ManagedProcess(args, artifact_dir / "turnserver.out")
     logs.append(("turnserver output", proc.text))
     deadline = time.monotonic() + 10
@@ -155,6 +157,22 @@ def turn_args(turn_address: str, password: str = PASSWORD, transport: str = "udp
             "--ice-credential", password, "--ice-transport-policy", "relay"]
 
 
+def probe_through_turn(binary, answerer, name: str, turn_address: str, artifact_dir, logs, duration: float = 3,
+                       sample=None, **turn) -> tuple[int, str, list]:
+    """`swiftrtc probe` relay-only to `answerer` (its log and samples saved as `name`); closes the answerer."""
+    logs.append((f"{name} answerer", lambda: "\n".join(answerer.log)))
+    try:
+        code, output, samples = run_probe(binary, answerer.url, artifact_dir / "probe.json", artifact_dir / "probe.log",
+                                          duration=duration, sample=sample or answerer.stats,
+                                          extra_args=turn_args(turn_address, **turn))
+        logs.append(("swiftrtc probe output", output))
+    finally:
+        answerer.close()
+    write_json(artifact_dir / f"{name}-samples.json", samples)
+    (artifact_dir / "answerer.log").write_text("\n".join(answerer.log))
+    return code, output, samples
+
+
 @pytest.mark.swift_offerer
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("transport", ["udp", "tcp"])
@@ -163,24 +181,15 @@ def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, nee
     """`transport`: how Swift reaches coturn (aiortc always uses UDP); relayed traffic is UDP either way."""
     turn_address, _, turn_proc = turn_server
     answerer = relay_answerer(turn_address)
-    logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
-    json_path = artifact_dir / "probe.json"
-    try:
-        code, output, samples = run_probe(swift_probe_bin, answerer.url, json_path, artifact_dir / "probe.log",
-                                          duration=3, sample=answerer.stats,
-                                          extra_args=turn_args(turn_address, transport=transport))
-        logs.append(("swiftrtc probe output", output))
-    finally:
-        answerer.close()
-    write_json(artifact_dir / "aiortc-samples.json", samples)
-    (artifact_dir / "answerer.log").write_text("\n".join(answerer.log))
+    code, output, samples = probe_through_turn(swift_probe_bin, answerer, "aiortc", turn_address, artifact_dir, logs,
+                                               transport=transport)
     offer = next((l for l in answerer.log if l.startswith("offer:")), "")
     answer = next((l for l in answerer.log if l.startswith("answer:")), "")
     # Both sides offered relay candidates only: no host path to fall back on.
     assert candidate_types(offer) == {"relay"}, f"Swift's offer:\n{offer}"
     assert candidate_types(answer) == {"relay"}, f"aiortc's answer:\n{answer}"
     assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
-    report = load_probe_json(json_path, output)
+    report = load_probe_json(artifact_dir / "probe.json", output)
     assert report["selectedLocalCandidateType"] == "relay", report
     assert growing(samples, lambda s: s["packetsReceived"].get("audio")), samples
     assert growing(samples, lambda s: s["packetsReceived"].get("video")), samples
@@ -203,16 +212,10 @@ def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, nee
 @pytest.mark.timeout(60)
 def test_wrong_turn_password_fails_clearly(swift_probe_bin, need_aiortc, turn_server, artifact_dir, logs):
     turn_address, _, _ = turn_server
-    answerer = relay_answerer(turn_address)
-    logs.append(("aiortc answerer", lambda: "\n".join(answerer.log)))
-    try:
-        started = time.monotonic()
-        code, output, _ = run_probe(swift_probe_bin, answerer.url, artifact_dir / "probe.json", artifact_dir / "probe.log",
-                                    duration=1, sample=lambda: {}, extra_args=turn_args(turn_address, password="wrong"))
-        elapsed = time.monotonic() - started
-        logs.append(("swiftrtc probe output", output))
-    finally:
-        answerer.close()
+    started = time.monotonic()
+    code, output, _ = probe_through_turn(swift_probe_bin, relay_answerer(turn_address), "aiortc", turn_address,
+                                         artifact_dir, logs, duration=1, sample=lambda: {}, password="wrong")
+    elapsed = time.monotonic() - started
     assert code == 1, f"probe with a wrong TURN password exited {code}:\n{output[-3000:]}"
     expected = f"TURN server {turn_address} rejected the credentials for user {USER} (401 Unauthorized)"
     assert expected in output, f"no clear error in:\n{output[-3000:]}"
@@ -228,20 +231,11 @@ def test_swift_and_chromium_connect_through_coturn(swift_probe_bin, page, turn_s
     answerer = ChromiumAnswerer(page, configuration={
         "iceServers": [{"urls": f"turn:{turn_address}?transport=udp", "username": PEER_USER, "credential": PASSWORD}],
         "iceTransportPolicy": "relay"})
-    logs.append(("chromium answerer", lambda: "\n".join(answerer.log)))
-    json_path = artifact_dir / "probe.json"
-    try:
-        code, output, samples = run_probe(swift_probe_bin, answerer.url, json_path, artifact_dir / "probe.log",
-                                          duration=3, sample=answerer.stats, extra_args=turn_args(turn_address))
-        logs.append(("swiftrtc probe output", output))
-    finally:
-        answerer.close()
-    write_json(artifact_dir / "chromium-samples.json", samples)
-    (artifact_dir / "answerer.log").write_text("\n".join(answerer.log))
+    code, output, samples = probe_through_turn(swift_probe_bin, answerer, "chromium", turn_address, artifact_dir, logs)
     offer = next((l for l in answerer.log if l.startswith("offer:")), "")
     assert candidate_types(offer) == {"relay"}, f"Swift's offer:\n{offer}"
     assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
-    report = load_probe_json(json_path, output)
+    report = load_probe_json(artifact_dir / "probe.json", output)
     assert report["selectedLocalCandidateType"] == "relay", report
     pairs = [s.get("pair") for s in samples if s and "error" not in s and s.get("pair")]
     assert pairs, f"Chromium never selected a pair: {samples[-3:]}"
@@ -258,3 +252,25 @@ def test_swift_and_chromium_connect_through_coturn(swift_probe_bin, page, turn_s
     write_json(artifact_dir / "chromium-pair.json", pairs[-1])
     if direct_path_blocked is not None:
         write_json(artifact_dir / "nft.json", {"directUDPDropped": direct_path_blocked()})
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("turn_server", [["--max-allocate-lifetime=6", "--stale-nonce=2"]], indirect=True)
+def test_refresh_and_stale_nonce_against_coturn(swift_probe_bin, need_aiortc, turn_server, artifact_dir, logs):
+    """coturn grants 6 s and lets nonces go stale after 2 s: our Refresh (due at 3 s) meets 438
+    Stale Nonce, is retried with the new nonce, the call goes on, and close releases it."""
+    turn_address, _, turn_proc = turn_server
+    code, output, _ = probe_through_turn(swift_probe_bin, relay_answerer(turn_address), "aiortc", turn_address,
+                                         artifact_dir, logs, duration=5)
+    assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
+    report = load_probe_json(artifact_dir / "probe.json", output)
+    check_probe_json(report)
+    refreshed = f"refreshed, realm=<{REALM}>, username=<{USER}>, lifetime=6"
+    released = f"refreshed, realm=<{REALM}>, username=<{USER}>, lifetime=0"
+    session = swift_session_log(turn_proc, released)
+    # coturn logs a 438 without the method; the Refresh due at 3 s is the only request then.
+    stale = session.find("error 438: Stale nonce")
+    assert stale >= 0, f"coturn never answered 438 Stale Nonce:\n{session}"
+    assert session.find(refreshed, stale) > stale, f"the retried Refresh did not succeed:\n{session}"
+    assert released in session, f"the allocation was not released on close:\n{session}"

@@ -76,7 +76,12 @@ extension MediaTransport {
                 stream.close()
                 relay.client.connectionClosed()
             }
-            self.pump()
+            if self.lingerTimer != nil {
+                self.flush(relay)
+                self.closeIfReleased()
+            } else {
+                self.pump()
+            }
         }
     }
 
@@ -141,16 +146,48 @@ extension MediaTransport {
         ice.finishGathering(now: now)
     }
 
-    /// Refresh with lifetime 0 on every allocation (RFC 8656 §7); the answer is not awaited.
+    /// Refresh with lifetime 0 on every allocation (RFC 8656 §7).
     func releaseRelays() {
         let now = ContinuousClock.now
         for relay in relays {
             relay.client.close(now: now)
             flush(relay)
-            if let stream = relay.stream {
-                loop.unregister(fd: stream.fd)
-                stream.close()
-            }
+        }
+    }
+
+    /// Keeps the sockets open up to a second after `close` so the servers' answers to the
+    /// releases arrive (a stale nonce needs a retry, or the allocation outlives us by its lifetime).
+    func lingerForRelease() {
+        guard relays.contains(where: { $0.client.state == .releasing }) else {
+            closeSockets()
+            return
+        }
+        lingerTimer = loop.schedule(at: .now + .seconds(1)) { [self] in
+            lingerTimer = nil
+            closeSockets()
+        }
+    }
+
+    /// After `close`: only the TURN servers' answers still matter.
+    func lingeringReceive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
+        guard lingerTimer != nil, let relay = relays.first(where: { $0.server == from && $0.base == local }) else { return }
+        relay.client.handleDatagram(Array(bytes), now: .now)
+        flush(relay)
+        closeIfReleased()
+    }
+
+    func closeIfReleased() {
+        guard let timer = lingerTimer, !relays.contains(where: { $0.client.state == .releasing }) else { return }
+        loop.cancelTimer(timer)
+        lingerTimer = nil
+        closeSockets()
+    }
+
+    func closeRelayStreams() {
+        for relay in relays {
+            guard let stream = relay.stream else { continue }
+            loop.unregister(fd: stream.fd)
+            stream.close()
         }
     }
 }

@@ -41,6 +41,10 @@ final class MediaTransport: @unchecked Sendable {
     var gatherHosts = true
     var gatheringStarted = false
     var iceGatheringFinished = false
+    /// After `close`: waiting for the servers to answer Refresh(0) (a 438 needs one retry).
+    var lingerTimer: Int?
+    private(set) var socketsClosed = false
+    private var socketsClosedWaiters: [() -> Void] = []
 
     private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
@@ -93,7 +97,10 @@ final class MediaTransport: @unchecked Sendable {
     // MARK: receive
 
     private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
-        guard !closed else { return }
+        guard !closed else {
+            lingeringReceive(bytes, from: from, local: local)
+            return
+        }
         // Binding responses from a server that is both STUN and TURN are ICE's (srflx gathering).
         if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }),
            !STUNMessage.isBinding(bytes) {
@@ -300,7 +307,23 @@ final class MediaTransport: @unchecked Sendable {
         congestion.close()
         ice.close()
         if let timerID { loop.cancelTimer(timerID) }
+        lingerForRelease()
+    }
+
+    /// The end of `close`, once the TURN releases are answered or given up.
+    func closeSockets() {
+        guard !socketsClosed else { return }
+        socketsClosed = true
+        closeRelayStreams()
         io.close()
+        let waiting = socketsClosedWaiters
+        socketsClosedWaiters = []
+        for resume in waiting { resume() }
+    }
+
+    /// Calls `body` (on the loop) once `closeSockets` has run; at once if it has.
+    func whenSocketsClosed(_ body: @escaping () -> Void) {
+        if socketsClosed || !closed { body() } else { socketsClosedWaiters.append(body) }
     }
 }
 

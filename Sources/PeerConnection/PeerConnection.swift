@@ -189,8 +189,15 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     /// W3C `close()`: stops ICE, sends DTLS close_notify, closes sockets.
+    /// Returns once the sockets are closed: with TURN allocations, after the servers answered
+    /// their release (at most a second), so nothing is left running when a process exits.
     public func close() async {
-        _ = try? await loop.submit { [self] in shutDown() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                shutDown()
+                if let transport { transport.whenSocketsClosed { done.resume() } } else { done.resume() }
+            }
+        }
     }
 
     func shutDown() {

@@ -8,7 +8,7 @@ import Transport
 final class MiniTURNServer: @unchecked Sendable {
     // @unchecked: sockets and allocations are touched only on `loop`'s thread; counters behind a Mutex.
     struct Counters: Sendable {
-        var allocations = 0, released = 0, unauthorized = 0
+        var allocations = 0, released = 0, unauthorized = 0, staleNonces = 0
         var channelDataFromClients = 0, indicationsFromClients = 0, relayedToClients = 0
     }
 
@@ -26,13 +26,17 @@ final class MiniTURNServer: @unchecked Sendable {
     let loop: EventLoop
     let socket: UDPSocket
     var address: SocketAddress { socket.localAddress }
-    let realm = "test", nonce = "abc123"
+    let realm = "test"
+    private var nonce = "abc123"
+    /// Answer the first Refresh(0) with 438 Stale Nonce, as a server rotating nonces would.
+    let staleNonceOnRelease: Bool
     let key: [UInt8]
     private var allocations: [SocketAddress: Allocation] = [:]
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
     let counters = Mutex(Counters())
 
-    init(username: String = "u", password: String = "p") throws {
+    init(username: String = "u", password: String = "p", staleNonceOnRelease: Bool = false) throws {
+        self.staleNonceOnRelease = staleNonceOnRelease
         loop = try EventLoop(name: "mini-turn")
         socket = try UDPSocket(bind: SocketAddress(ip: .v4(0x7f00_0001), port: 0))
         key = LongTermCredentials.key(username: username, realm: realm, password: password)
@@ -98,6 +102,13 @@ final class MiniTURNServer: @unchecked Sendable {
             reply(message, to: client, .successResponse,
                   [.xorRelayedAddress(relay.localAddress), .xorMappedAddress(client), .lifetime(600)])
         case .refresh:
+            if message.lifetime == 0, staleNonceOnRelease, nonce == "abc123" {
+                nonce = "rotated"
+                counters.withLock { $0.staleNonces += 1 }
+                reply(message, to: client, .errorResponse,
+                      [.errorCode(code: 438, reason: "Stale Nonce"), .realm(realm), .nonce(nonce)], signed: false)
+                return
+            }
             if message.lifetime == 0, let allocation {
                 loop.unregister(fd: allocation.relay.fd)
                 allocation.relay.close()

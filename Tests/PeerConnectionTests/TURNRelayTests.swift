@@ -58,6 +58,24 @@ import Transport
         #expect(server.counters.withLock { $0.released } == 2)
     }
 
+    @Test("a release that meets a stale nonce is retried before the sockets close")
+    func releaseRetriesAStaleNonce() async throws {
+        let server = try MiniTURNServer(staleNonceOnRelease: true)
+        defer { server.stop() }
+        let a = try relayPeer(server)
+        _ = try await a.addTransceiver(.audio)
+        try await a.setLocalDescription(try await a.createOffer())
+        await a.waitForGatheringComplete(timeout: .seconds(2))
+        try #require(server.counters.withLock { $0.allocations } == 1)
+        await a.close()
+        let end = ContinuousClock.now + .seconds(2)
+        while server.counters.withLock({ $0.released }) < 1, ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(server.counters.withLock { $0 }.staleNonces == 1)
+        #expect(server.counters.withLock { $0 }.released == 1)
+    }
+
     @Test("relay policy without a TURN server fails and says why")
     func relayPolicyWithoutTURNFails() async throws {
         let a = try loopbackPeer { $0.iceTransportPolicy = .relay }
