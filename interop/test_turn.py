@@ -9,7 +9,6 @@ is not to or from the TURN server's listening or relay ports.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
