@@ -42,6 +42,7 @@ let package = Package(
 
         // Sans-I/O protocol state machines.
         .target(name: "ICE", dependencies: ["STUN"]),
+        .target(name: "TURN", dependencies: ["STUN"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "CShim"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
         // Data channels: DCEP and the usrsctp association glue.
@@ -70,14 +71,14 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "RTP", "DTLS", "SRTP", "Transport",
+        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
-        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render", "WebSocket", "SCTP"]),
+        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "TURN", "RTP", "HTTP", "Render", "WebSocket", "SCTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg"], path: "Sources/bench"),
 
@@ -85,6 +86,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
+        .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),

@@ -47,10 +47,11 @@ def patch_loopback() -> None:
     aioice.ice.get_host_addresses = loopback_only
 
 
-def new_peer_connection():
+def new_peer_connection(configuration=None):
+    """`configuration`: an RTCConfiguration (e.g. TURN only); default: no ICE servers at all."""
     from aiortc import RTCConfiguration, RTCPeerConnection
     patch_loopback()
-    return RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    return RTCPeerConnection(configuration or RTCConfiguration(iceServers=[]))
 
 
 def free_port() -> int:
@@ -371,8 +372,9 @@ class AiortcEchoServer:
 class AiortcAnswerer:
     """Answers WHIP-style offers with aiortc synthetic audio+video; records what it receives."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, configuration=None):
         self.lt = LoopThread("answerer-loop")
+        self.configuration = configuration
         self.pc = None
         self.counters: list[TrackCounter] = []
         self.log: list[str] = []
@@ -388,7 +390,7 @@ class AiortcAnswerer:
 
     async def _answer(self, offer: str) -> str:
         from aiortc import RTCSessionDescription
-        pc = new_peer_connection()
+        pc = new_peer_connection(self.configuration)
         self.pc = pc
         loop = asyncio.get_running_loop()
 
@@ -440,8 +442,9 @@ class AiortcAnswerer:
 class ChromiumAnswerer:
     """Answers WHIP-style offers with answerOffer() in a Chromium page."""
 
-    def __init__(self, page, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, page, host: str = "127.0.0.1", port: int = 0, configuration: dict | None = None):
         self.page = page
+        self.configuration = configuration   # an RTCConfiguration as JSON; None: no ICE servers
         self.log: list[str] = []
         self._lock = threading.Lock()   # one call at a time into the page
         self.http = SdpHttpServer(host, port, "/whip", self._on_offer, lambda _sid: True, self.log.append)
@@ -453,7 +456,8 @@ class ChromiumAnswerer:
         from .cdp import JSError
         with self._lock:
             try:
-                answer = self.page.call("answerOffer", offer, timeout=20)
+                args = (offer,) if self.configuration is None else (offer, self.configuration)
+                answer = self.page.call("answerOffer", *args, timeout=20)
             except JSError as exc:
                 raise BadOffer(f"Chromium rejected the offer: {str(exc).splitlines()[0]}") from exc
         self.log.append(f"answer:\n{answer}")

@@ -241,7 +241,7 @@ extension ICEAgent {
 
     /// Priority of the local candidate the peer saw; learns a local prflx candidate if it is new.
     private func localPriority(mapped: SocketAddress?, base: Base) -> UInt32 {
-        guard let mapped else { return base.host.priority }
+        guard let mapped else { return base.candidate.priority }
         if let known = localCandidates.first(where: { $0.socketAddress == mapped }) { return known.priority }
         let candidate = Candidate(foundation: foundation(type: .prflx, base: base.address, server: nil),
                                   priority: Candidate.priority(type: .prflx, localPreference: base.localPreference),

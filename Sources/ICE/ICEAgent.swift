@@ -25,10 +25,13 @@ public final class ICEAgent {
     // Jitter source; tests replace it with a fixed seed.
     var random: SplitMix64
 
+    /// Where checks are sent from: a host socket, or a TURN allocation's relayed address (the
+    /// driver relays what is sent from it).
     struct Base {
         var address: SocketAddress
         var localPreference: UInt16
-        var host: Candidate
+        /// The base's own candidate: host, or relay.
+        var candidate: Candidate
     }
 
     struct Remote {
@@ -90,7 +93,7 @@ public final class ICEAgent {
         let host = Candidate(foundation: foundation(type: .host, base: address, server: nil),
                              priority: Candidate.priority(type: .host, localPreference: preference),
                              address: address.host, port: address.port, type: .host)
-        bases.append(Base(address: address, localPreference: preference, host: host))
+        bases.append(Base(address: address, localPreference: preference, candidate: host))
         localCandidates.append(host)
         events.append(.localCandidate(host))
         for remote in remotes { addPair(base: bases[bases.count - 1], remote: remote) }
@@ -100,6 +103,30 @@ public final class ICEAgent {
             }
         }
         pump(now)
+    }
+
+    /// Adds a TURN allocation's relayed address as a base with its relay candidate (RFC 8445
+    /// §5.1.1.2; raddr/rport = the server-reflexive address the TURN server saw). The driver
+    /// sends what ICE sends from `relayed` through the allocation, and feeds back what arrives
+    /// through it with `local: relayed`.
+    public func addRelayCandidate(relayed: SocketAddress, mapped: SocketAddress?, server: SocketAddress,
+                                  now: ContinuousClock.Instant) {
+        guard !isTerminal, !bases.contains(where: { $0.address == relayed }) else { return }
+        let preference = UInt16(clamping: 65535 - bases.count)
+        let relay = Candidate(foundation: foundation(type: .relay, base: relayed, server: server),
+                              priority: Candidate.priority(type: .relay, localPreference: preference),
+                              address: relayed.host, port: relayed.port, type: .relay,
+                              relatedAddress: mapped?.host, relatedPort: mapped?.port)
+        bases.append(Base(address: relayed, localPreference: preference, candidate: relay))
+        localCandidates.append(relay)
+        events.append(.localCandidate(relay))
+        for remote in remotes { addPair(base: bases[bases.count - 1], remote: remote) }
+        pump(now)
+    }
+
+    /// The type of the local candidate a pair sends from (`relay` for a TURN allocation).
+    public func localCandidateType(_ local: SocketAddress) -> CandidateType? {
+        base(for: local)?.candidate.type
     }
 
     /// The driver has added every base; `gatheringComplete` follows once srflx queries are done.
@@ -270,8 +297,8 @@ public final class ICEAgent {
         guard base.address.isIPv4 == remote.address.isIPv4 else { return nil }
         let key = PairKey(local: base.address, remote: remote.address)
         if pairIndex(key) != nil { return key }
-        var pair = CandidatePair(key: key, localPriority: base.host.priority, remotePriority: remote.candidate.priority,
-                                 foundation: base.host.foundation + ":" + remote.candidate.foundation)
+        var pair = CandidatePair(key: key, localPriority: base.candidate.priority, remotePriority: remote.candidate.priority,
+                                 foundation: base.candidate.foundation + ":" + remote.candidate.foundation)
         pair.updatePriority(role: role)
         // The first pair of a foundation waits; others stay frozen until it succeeds (§6.1.2.6).
         let foundationBusy = pairs.contains {

@@ -7,7 +7,10 @@ import Transport
 extension PeerConnection {
     /// W3C `RTCConfiguration`, plus what a server-side endpoint needs.
     public struct Configuration: Sendable {
+        /// `stun:`, `turn:` URLs (host names resolved when the PeerConnection is made).
         public var iceServers: [IceServer] = []
+        /// `relay`: only TURN relay candidates are gathered and used.
+        public var iceTransportPolicy: IceTransportPolicy = .all
         /// Only max-bundle is implemented: every m-line shares one transport.
         public var bundlePolicy: BundlePolicy = .maxBundle
         /// Act as an ICE-lite endpoint (servers: the echo endpoint, the relay).
@@ -54,24 +57,5 @@ func defaultPacketIO(addresses: [SocketAddress]?) -> PacketIOFactory {
     { loop, _ in
         let bases = addresses ?? localInterfaceAddresses()
         return try SocketSet(loop: loop, addresses: bases.map { SocketAddress(ip: $0.ip, port: 0) })
-    }
-}
-
-/// `stun:host:port` URLs that name an IP address (no DNS lookups on the hot path of set-up).
-func stunServerAddresses(_ servers: [IceServer]) -> [SocketAddress] {
-    servers.flatMap(\.urls).compactMap { url -> SocketAddress? in
-        guard url.hasPrefix("stun:") else { return nil }
-        var rest = Substring(url.dropFirst(5))
-        if let q = rest.firstIndex(of: "?") { rest = rest[..<q] }
-        var host = rest, port: UInt16 = 3478
-        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-            host = rest[rest.index(after: rest.startIndex)..<close]
-            let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":"), let p = UInt16(after.dropFirst()) { port = p }
-        } else if let colon = rest.lastIndex(of: ":"), let p = UInt16(rest[rest.index(after: colon)...]) {
-            host = rest[..<colon]
-            port = p
-        }
-        return SocketAddress(host: String(host), port: port)
     }
 }

@@ -5,6 +5,7 @@ import SCTP
 import SRTP
 import STUN
 import Transport
+import TURN
 
 /// One connection's transport stack on its loop thread: ICE picks the path, DTLS makes the
 /// keys, SRTP protects media; RFC 7983 demultiplexes the shared port. Only the owning loop
@@ -20,6 +21,7 @@ final class MediaTransport: @unchecked Sendable {
     private(set) var dtlsRole: DTLSRole?
     private var earlyDTLS: [[UInt8]] = []
     private var lastDTLSSource: SocketAddress?
+    private var lastDTLSLocal: SocketAddress?
     private var timerID: Int?
     private var closed = false
     private let srtpBackend: SRTPBackend
@@ -36,6 +38,19 @@ final class MediaTransport: @unchecked Sendable {
     var dataChannels: DataChannelTransport?
     var onDataChannelEvent: ((DataChannelTransportEvent) -> Void)?
     private var pumping = false, pumpAgain = false
+    /// A TURN allocation failed; `fatal` when it was the last hope (relay-only, none left).
+    var onTURNError: ((String, _ fatal: Bool) -> Void)?
+
+    /// TURN allocations (see MediaTransport+TURN.swift).
+    var relays: [RelayAllocation] = []
+    /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
+    var gatherHosts = true
+    var gatheringStarted = false
+    var iceGatheringFinished = false
+    /// After `close`: waiting for the servers to answer Refresh(0) (a 438 needs one retry).
+    var lingerTimer: Int?
+    private(set) var socketsClosed = false
+    private var socketsClosedWaiters: [() -> Void] = []
 
     private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
@@ -58,11 +73,19 @@ final class MediaTransport: @unchecked Sendable {
 
     // MARK: set-up
 
-    /// Adds our bases to ICE: host candidates appear as ICE events.
+    /// Adds our bases to ICE (host candidates appear as ICE events) and starts the TURN
+    /// allocations; gathering finishes when every allocation has succeeded or failed.
     func gather() {
         let now = ContinuousClock.now
-        for address in io.localAddresses { ice.addLocalBase(address, now: now) }
-        ice.finishGathering(now: now)
+        gatheringStarted = true
+        if gatherHosts {
+            for address in io.localAddresses { ice.addLocalBase(address, now: now) }
+        }
+        for relay in relays { relay.client.start(now: now) }
+        if !gatherHosts, relays.isEmpty {
+            onTURNError?("iceTransportPolicy relay, but no usable turn: server: there is nothing to gather", true)
+        }
+        finishGatheringIfSettled(now: now)
         pump()
     }
 
@@ -81,13 +104,30 @@ final class MediaTransport: @unchecked Sendable {
     // MARK: receive
 
     private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
-        guard !closed, let first = bytes.first else { return }
+        guard !closed else {
+            lingeringReceive(bytes, from: from, local: local)
+            return
+        }
+        // Binding responses from a server that is both STUN and TURN are ICE's (srflx gathering).
+        if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }),
+           !STUNMessage.isBinding(bytes) {
+            relay.client.handleDatagram(Array(bytes), now: .now)
+        } else {
+            demultiplex(bytes, from: from, local: local)
+        }
+        pump()
+    }
+
+    /// RFC 7983 on one datagram, from a socket or unwrapped from a TURN allocation.
+    func demultiplex(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
+        guard let first = bytes.first else { return }
         let now = ContinuousClock.now
         switch first {
         case 0...3:
             ice.handleSTUN(Array(bytes), from: from, local: local, now: now)
         case 20...63:
             lastDTLSSource = from
+            lastDTLSLocal = local
             if let dtls {
                 dtls.handleDatagram(Array(bytes), now: now)
             } else if earlyDTLS.count < 16 {
@@ -98,7 +138,6 @@ final class MediaTransport: @unchecked Sendable {
         default:
             counters.unknownDatagrams += 1
         }
-        pump()
     }
 
     private func receiveMedia(_ bytes: UnsafeRawBufferPointer) {
@@ -154,7 +193,7 @@ final class MediaTransport: @unchecked Sendable {
         }
         do {
             let protected = try srtp.protectRTP(packet)
-            if io.send(protected, from: local, to: remote) {
+            if sendDatagram(protected, from: local, to: remote) {
                 counters.rtpSent += 1
                 return true
             }
@@ -177,7 +216,7 @@ final class MediaTransport: @unchecked Sendable {
         }
         do {
             let protected = try srtp.protectRTCP(packet)
-            if io.send(protected, from: local, to: remote) { counters.rtcpSent += 1 } else { counters.sendErrors += 1 }
+            if sendDatagram(protected, from: local, to: remote) { counters.rtcpSent += 1 } else { counters.sendErrors += 1 }
         } catch {
             counters.srtpErrors += 1
         }
@@ -201,8 +240,9 @@ final class MediaTransport: @unchecked Sendable {
             pumpAgain = false
             while let t = ice.pollTransmit() {
                 progressed = true
-                io.send(t.bytes, from: t.local, to: t.remote)
+                sendDatagram(t.bytes, from: t.local, to: t.remote)
             }
+            if !relays.isEmpty, pumpRelays() { progressed = true }
             while let event = ice.pollEvent() {
                 progressed = true
                 handle(event)
@@ -221,9 +261,9 @@ final class MediaTransport: @unchecked Sendable {
                 while let datagram = dtls.pollTransmit() {
                     progressed = true
                     if let (local, remote) = ice.selectedPair {
-                        io.send(datagram, from: local, to: remote)
-                    } else if let remote = lastDTLSSource, let local = io.localAddresses.first {
-                        io.send(datagram, from: local, to: remote)
+                        sendDatagram(datagram, from: local, to: remote)
+                    } else if let remote = lastDTLSSource, let local = lastDTLSLocal ?? io.localAddresses.first {
+                        sendDatagram(datagram, from: local, to: remote)
                     }
                 }
                 while let event = dtls.pollEvent() {
@@ -272,7 +312,7 @@ final class MediaTransport: @unchecked Sendable {
     private func rearmTimer() {
         if let timerID { loop.cancelTimer(timerID) }
         timerID = nil
-        let deadlines = [ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()].compactMap { $0 }
+        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()] + relays.map { $0.client.pollTimeout() }).compactMap { $0 }
         guard let next = deadlines.min() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
@@ -281,6 +321,7 @@ final class MediaTransport: @unchecked Sendable {
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
             self.dataChannels?.handleTimeout(now: now)
+            for relay in self.relays { relay.client.handleTimeout(now: now) }
             self.pump()
         }
     }
@@ -295,13 +336,30 @@ final class MediaTransport: @unchecked Sendable {
         dataChannels = nil
         dtls?.close()
         if let dtls, let (local, remote) = ice.selectedPair {
-            while let datagram = dtls.pollTransmit() { io.send(datagram, from: local, to: remote) }
+            while let datagram = dtls.pollTransmit() { sendDatagram(datagram, from: local, to: remote) }
         }
+        releaseRelays()
         closed = true
         congestion.close()
         ice.close()
         if let timerID { loop.cancelTimer(timerID) }
+        lingerForRelease()
+    }
+
+    /// The end of `close`, once the TURN releases are answered or given up.
+    func closeSockets() {
+        guard !socketsClosed else { return }
+        socketsClosed = true
+        closeRelayStreams()
         io.close()
+        let waiting = socketsClosedWaiters
+        socketsClosedWaiters = []
+        for resume in waiting { resume() }
+    }
+
+    /// Calls `body` (on the loop) once `closeSockets` has run; at once if it has.
+    func whenSocketsClosed(_ body: @escaping () -> Void) {
+        if socketsClosed || !closed { body() } else { socketsClosedWaiters.append(body) }
     }
 }
 

@@ -200,7 +200,8 @@ extension PeerConnection {
         }
         var iceConfig = ICEConfiguration()
         iceConfig.lite = configuration.iceLite
-        iceConfig.stunServers = stunServerAddresses(configuration.iceServers)
+        let relayOnly = configuration.iceTransportPolicy == .relay
+        iceConfig.stunServers = relayOnly ? [] : iceServers.stun
         let role: ICERole = configuration.iceLite ? .controlled : (controlling ? .controlling : .controlled)
         let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig)
         let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
@@ -221,6 +222,20 @@ extension PeerConnection {
             updateConnectionState()
         }
         t.onDTLSClosed = { [weak self] in self?.updateConnectionState() }
+        t.onTURNError = { [weak self] reason, fatal in
+            guard let self else { return }
+            snapshot.withLock { $0.failure = reason }
+            emit(.error(reason))
+            // Relay-only with every allocation gone: nothing can ever connect.
+            if fatal {
+                relayFailed = true
+                setIce(.failed)
+            }
+            updateConnectionState()
+        }
+        for problem in iceServers.problems { emit(.error(problem)) }
+        t.gatherHosts = !relayOnly
+        t.addRelays(iceServers.turn)
         t.onRTP = { [weak self] packet, size in self?.route(packet, size: size) }
         t.onRTCP = { [weak self] packets in self?.route(packets) }
         setGathering(.gathering)

@@ -21,7 +21,7 @@ extension PeerConnection {
             setGathering(.complete)
             publishLocalDescription()
         case .stateChanged(let s):
-            setIce(IceConnectionState(rawValue: s.rawValue) ?? .new)
+            if !relayFailed { setIce(IceConnectionState(rawValue: s.rawValue) ?? .new) }
             updateConnectionState()
         case .selectedPairChanged(let local, let remote):
             snapshot.withLock { $0.selectedPair = (local.description, remote.description) }

@@ -1,4 +1,5 @@
 import ICE
+import STUN
 
 extension PeerConnection {
     /// W3C `getStats()`: transport, candidate pair, codecs and per-m-line RTP statistics.
@@ -30,8 +31,23 @@ extension PeerConnection {
             report.add(t)
             return
         }
+        var candidateIDs: [SocketAddress: String] = [:]
         for (index, pair) in ice.stats.pairs.enumerated() {
             var p = RTCStats(id: "CP\(index)", type: "candidate-pair")
+            // W3C local-candidate: `candidateType` says whether the pair sends through TURN.
+            if candidateIDs[pair.local] == nil {
+                let id = "LC\(candidateIDs.count)"
+                candidateIDs[pair.local] = id
+                var c = RTCStats(id: id, type: "local-candidate")
+                c["address"] = .string(pair.local.host)
+                c["port"] = .int(Int(pair.local.port))
+                c["protocol"] = .string("udp")
+                let type = ice.localCandidateType(pair.local) ?? .prflx
+                c["candidateType"] = .string(type.rawValue)
+                if type == .relay { c["relayProtocol"] = .string("udp") }
+                report.add(c)
+            }
+            p["localCandidateId"] = .string(candidateIDs[pair.local] ?? "")
             p["localAddress"] = .string(pair.local.description)
             p["remoteAddress"] = .string(pair.remote.description)
             p["state"] = .string(pair.state.rawValue)
@@ -102,5 +118,18 @@ extension PeerConnection {
             mediaStats(for: t, mid: mid, into: &report)
         }
         return report
+    }
+}
+
+extension PeerConnection {
+    /// `candidateType` of the selected pair's local candidate ("host", "srflx", "prflx",
+    /// "relay"), or nil before a pair is selected.
+    public func selectedLocalCandidateType() async -> String? {
+        let report = await getStats()
+        guard let transport = report.ofType("transport").first,
+              case .string(let pairID)? = transport["selectedCandidatePairId"],
+              case .string(let localID)? = report.stats[pairID]?["localCandidateId"],
+              case .string(let type)? = report.stats[localID]?["candidateType"] else { return nil }
+        return type
     }
 }

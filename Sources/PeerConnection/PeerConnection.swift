@@ -23,6 +23,7 @@ public final class PeerConnection: @unchecked Sendable {
     let continuation: AsyncStream<PeerConnectionEvent>.Continuation
     let snapshot = Mutex(Snapshot())
     let ioFactory: PacketIOFactory
+    let iceServers: ResolvedIceServers
 
     // loop state
     let certificate: DTLSCertificate
@@ -42,6 +43,8 @@ public final class PeerConnection: @unchecked Sendable {
     var pendingRemoteCandidates: [Candidate] = []
     var remoteCredentialsSet = false
     var iceState: IceConnectionState = .new
+    /// Relay-only and no TURN allocation left: failed for good, whatever ICE says next.
+    var relayFailed = false
     var connectionState: PeerConnectionState = .new
     var bySSRC: [UInt32: RtpTransceiver] = [:]
     var byMid: [String: RtpTransceiver] = [:]
@@ -73,6 +76,7 @@ public final class PeerConnection: @unchecked Sendable {
         self.loop = loop
         self.certificate = try configuration.certificate ?? DTLSCertificate.generate()
         self.ioFactory = packetIO ?? defaultPacketIO(addresses: configuration.interfaceAddresses)
+        self.iceServers = try resolveIceServers(configuration.iceServers)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
@@ -186,8 +190,15 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     /// W3C `close()`: stops ICE, sends DTLS close_notify, closes sockets.
+    /// Returns once the sockets are closed: with TURN allocations, after the servers answered
+    /// their release (at most a second), so nothing is left running when a process exits.
     public func close() async {
-        _ = try? await loop.submit { [self] in shutDown() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                shutDown()
+                if let transport { transport.whenSocketsClosed { done.resume() } } else { done.resume() }
+            }
+        }
     }
 
     func shutDown() {
@@ -239,7 +250,7 @@ public final class PeerConnection: @unchecked Sendable {
         let dtls = transport.dtlsState
         snapshot.withLock { $0.dtlsState = "\(dtls)" }
         let next: PeerConnectionState
-        if iceState == .failed || dtls == .failed {
+        if iceState == .failed || dtls == .failed || relayFailed {
             next = .failed
         } else if iceState == .disconnected {
             next = .disconnected
@@ -298,7 +309,14 @@ public final class PeerConnection: @unchecked Sendable {
         (try? await loop.submit { [self] () -> [String: Int] in
             guard let transport else { return [:] }
             let c = transport.counters, ice = transport.ice.stats, dtls = transport.dtls?.stats
+            let turn = transport.relays.map(\.client.stats)
             return [
+                "turnChannelDataSent": turn.reduce(0) { $0 + $1.channelDataSent },
+                "turnChannelDataReceived": turn.reduce(0) { $0 + $1.channelDataReceived },
+                "turnIndicationsSent": turn.reduce(0) { $0 + $1.indicationsSent },
+                "turnIndicationsReceived": turn.reduce(0) { $0 + $1.indicationsReceived },
+                "turnGarbage": turn.reduce(0) { $0 + $1.garbage },
+                "turnAllocationsOverTCP": transport.relays.filter { $0.stream != nil }.count,
                 "rtpReceived": c.rtpReceived, "rtcpReceived": c.rtcpReceived, "rtpSent": c.rtpSent, "rtcpSent": c.rtcpSent,
                 "malformedRTP": c.malformedRTP, "malformedRTCP": c.malformedRTCP, "srtpErrors": c.srtpErrors,
                 "unknownDatagrams": c.unknownDatagrams, "mediaBeforeKeys": c.mediaBeforeKeys, "unroutedRTP": unroutedRTP,

@@ -80,7 +80,7 @@ public enum BundlePolicy: String, Sendable {
     case balanced, maxCompat = "max-compat", maxBundle = "max-bundle"
 }
 
-/// W3C `RTCIceServer`: only `stun:` URLs are used by this stack for now.
+/// W3C `RTCIceServer`: `stun:` and `turn:` URLs over UDP (RFC 7064/7065); `turn:` needs `username` and `credential`.
 public struct IceServer: Sendable, Equatable {
     public var urls: [String]
     public var username: String?

@@ -1,4 +1,4 @@
-/// The attributes of RFC 8489 and RFC 8445 this stack understands; all others stay `.unknown`.
+/// The attributes of RFC 8489, RFC 8445 and RFC 8656 (TURN) this stack understands; all others stay `.unknown`.
 public enum STUNAttribute: Sendable, Equatable {
     case xorMappedAddress(SocketAddress)
     case mappedAddress(SocketAddress)
@@ -13,6 +13,18 @@ public enum STUNAttribute: Sendable, Equatable {
     case iceControlling(UInt64)
     case iceControlled(UInt64)
     case software(String)
+    // TURN (RFC 8656 §18).
+    case realm(String)
+    case nonce(String)
+    /// Seconds.
+    case lifetime(UInt32)
+    /// An IP protocol number: 17 is UDP.
+    case requestedTransport(UInt8)
+    case xorPeerAddress(SocketAddress)
+    case xorRelayedAddress(SocketAddress)
+    /// 0x4000–0x7FFF.
+    case channelNumber(UInt16)
+    case data([UInt8])
     case unknown(type: UInt16, value: [UInt8])
 
     /// Attribute type codes from the IANA STUN registry.
@@ -26,6 +38,14 @@ public enum STUNAttribute: Sendable, Equatable {
         public static let priority: UInt16 = 0x0024
         public static let useCandidate: UInt16 = 0x0025
         public static let software: UInt16 = 0x8022
+        public static let channelNumber: UInt16 = 0x000C
+        public static let lifetime: UInt16 = 0x000D
+        public static let xorPeerAddress: UInt16 = 0x0012
+        public static let data: UInt16 = 0x0013
+        public static let realm: UInt16 = 0x0014
+        public static let nonce: UInt16 = 0x0015
+        public static let xorRelayedAddress: UInt16 = 0x0016
+        public static let requestedTransport: UInt16 = 0x0019
         public static let fingerprint: UInt16 = 0x8028
         public static let iceControlled: UInt16 = 0x8029
         public static let iceControlling: UInt16 = 0x802A
@@ -44,6 +64,14 @@ public enum STUNAttribute: Sendable, Equatable {
         case .iceControlling: return TypeCode.iceControlling
         case .iceControlled: return TypeCode.iceControlled
         case .software: return TypeCode.software
+        case .realm: return TypeCode.realm
+        case .nonce: return TypeCode.nonce
+        case .lifetime: return TypeCode.lifetime
+        case .requestedTransport: return TypeCode.requestedTransport
+        case .xorPeerAddress: return TypeCode.xorPeerAddress
+        case .xorRelayedAddress: return TypeCode.xorRelayedAddress
+        case .channelNumber: return TypeCode.channelNumber
+        case .data: return TypeCode.data
         case .unknown(let type, _): return type
         }
     }
@@ -51,12 +79,20 @@ public enum STUNAttribute: Sendable, Equatable {
     /// The value bytes (without header or padding). XOR-MAPPED-ADDRESS needs the transaction ID.
     func encodeValue(transactionID: [UInt8]) -> [UInt8] {
         switch self {
-        case .xorMappedAddress(let address):
+        case .xorMappedAddress(let address), .xorPeerAddress(let address), .xorRelayedAddress(let address):
             return Self.encodeAddress(address, xorWith: transactionID)
         case .mappedAddress(let address):
             return Self.encodeAddress(address, xorWith: nil)
-        case .username(let text), .software(let text):
+        case .username(let text), .software(let text), .realm(let text), .nonce(let text):
             return Array(text.utf8)
+        case .lifetime(let seconds):
+            return seconds.bigEndianBytes
+        case .requestedTransport(let proto):
+            return [proto, 0, 0, 0]
+        case .channelNumber(let number):
+            return number.bigEndianBytes + [0, 0]
+        case .data(let bytes):
+            return bytes
         case .messageIntegrity(let mac):
             return mac
         case .fingerprint(let value), .priority(let value):
@@ -92,6 +128,28 @@ public enum STUNAttribute: Sendable, Equatable {
             return .username(String(decoding: value, as: UTF8.self))
         case TypeCode.software:
             return .software(String(decoding: value, as: UTF8.self))
+        case TypeCode.realm, TypeCode.nonce:
+            // RFC 8656 §18.6/18.7 and RFC 8489 §14.9/14.10: fewer than 128 characters (≤ 763 bytes).
+            guard value.count <= 763 else {
+                throw STUNError(.malformedAttribute, offset: offset, "\(type == TypeCode.realm ? "REALM" : "NONCE") longer than 763 bytes (\(value.count))")
+            }
+            let text = String(decoding: value, as: UTF8.self)
+            return type == TypeCode.realm ? .realm(text) : .nonce(text)
+        case TypeCode.lifetime:
+            try requireLength(4, "LIFETIME")
+            return .lifetime(UInt32(bigEndianBytes: value))
+        case TypeCode.requestedTransport:
+            try requireLength(4, "REQUESTED-TRANSPORT")
+            return .requestedTransport(value[value.startIndex])
+        case TypeCode.channelNumber:
+            try requireLength(4, "CHANNEL-NUMBER")
+            return .channelNumber(UInt16(bigEndianBytes: value))
+        case TypeCode.xorPeerAddress:
+            return .xorPeerAddress(try decodeAddress(value, offset: offset, xorWith: transactionID, name: "XOR-PEER-ADDRESS"))
+        case TypeCode.xorRelayedAddress:
+            return .xorRelayedAddress(try decodeAddress(value, offset: offset, xorWith: transactionID, name: "XOR-RELAYED-ADDRESS"))
+        case TypeCode.data:
+            return .data(Array(value))
         case TypeCode.messageIntegrity:
             try requireLength(20, "MESSAGE-INTEGRITY")
             return .messageIntegrity(Array(value))

@@ -1,9 +1,27 @@
-/// A STUN method (12 bits). Only Binding is used by ICE; others are kept as raw values.
+/// A STUN method (12 bits): Binding for ICE, the TURN methods of RFC 8656; others are kept as raw values.
 public struct STUNMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue & 0x0FFF }
     public static let binding = STUNMethod(rawValue: 0x001)
-    public var description: String { self == .binding ? "Binding" : "method 0x\(String(rawValue, radix: 16))" }
+    public static let allocate = STUNMethod(rawValue: 0x003)
+    public static let refresh = STUNMethod(rawValue: 0x004)
+    public static let send = STUNMethod(rawValue: 0x006)
+    public static let data = STUNMethod(rawValue: 0x007)
+    public static let createPermission = STUNMethod(rawValue: 0x008)
+    public static let channelBind = STUNMethod(rawValue: 0x009)
+
+    public var description: String {
+        switch rawValue {
+        case 0x001: return "Binding"
+        case 0x003: return "Allocate"
+        case 0x004: return "Refresh"
+        case 0x006: return "Send"
+        case 0x007: return "Data"
+        case 0x008: return "CreatePermission"
+        case 0x009: return "ChannelBind"
+        default: return "method 0x\(String(rawValue, radix: 16))"
+        }
+    }
 }
 
 public enum STUNClass: UInt8, Sendable, Hashable {
@@ -47,6 +65,14 @@ public struct STUNMessage: Sendable, Equatable {
     public static func isSTUN(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= headerSize && bytes[0] & 0xC0 == 0
             && bytes[4] == 0x21 && bytes[5] == 0x12 && bytes[6] == 0xA4 && bytes[7] == 0x42
+    }
+
+    /// Whether a STUN-looking buffer is a Binding message (any class): the method bits of the
+    /// type field. A TURN server that is also the STUN server answers both on one socket.
+    public static func isBinding(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard isSTUN(bytes) else { return false }
+        let type = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        return type & 0x3EEF == STUNMethod.binding.rawValue
     }
 
     // MARK: parsing
@@ -255,6 +281,34 @@ extension STUNMessage {
     }
     public var fingerprint: UInt32? {
         for case .fingerprint(let v) in attributes { return v }
+        return nil
+    }
+    public var realm: String? {
+        for case .realm(let v) in attributes { return v }
+        return nil
+    }
+    public var nonce: String? {
+        for case .nonce(let v) in attributes { return v }
+        return nil
+    }
+    public var lifetime: UInt32? {
+        for case .lifetime(let v) in attributes { return v }
+        return nil
+    }
+    public var xorPeerAddress: SocketAddress? {
+        for case .xorPeerAddress(let v) in attributes { return v }
+        return nil
+    }
+    public var xorRelayedAddress: SocketAddress? {
+        for case .xorRelayedAddress(let v) in attributes { return v }
+        return nil
+    }
+    public var channelNumber: UInt16? {
+        for case .channelNumber(let v) in attributes { return v }
+        return nil
+    }
+    public var data: [UInt8]? {
+        for case .data(let v) in attributes { return v }
         return nil
     }
     /// Comprehension-required attribute types (< 0x8000) this parser does not know (for a 420 reply).

@@ -5,10 +5,11 @@ import RTP
 import SCTP
 import SDP
 import STUN
+import TURN
 import WebSocket
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, dcep — data channel open/ack). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, dcep — data channel open/ack, turn). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
@@ -21,8 +22,9 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "jpeg": return fuzzJPEG
     case "websocket": return fuzzWebSocket
     case "dcep": return fuzzDCEP
+    case "turn": return fuzzTURN
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg, websocket or dcep\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg, websocket, dcep or turn\n".utf8))
         exit(2)
     }
 }()

@@ -19,6 +19,7 @@ enum CallCommand {
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary
       --insecure       accept any https certificate (self-signed included); not verified, warned
+    \(IceOptions.usage)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -34,9 +35,11 @@ enum CallCommand {
         let selfURL = try a.positional("URL_SELF")
         let peerURL = try a.positional("URL_PEER")
         let insecure = a.flag("insecure")
+        let ice = try IceOptions.parse(&a, command: "swiftrtc call")
         try a.finish()
         var options = StreamingSession.Options()
         options.insecure = insecure
+        ice.apply(to: &options.configuration)
         warnIfInsecure(options)
 
         let source = VideoSource()

@@ -20,6 +20,7 @@ enum PlayCommand {
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token
       --insecure         accept any https certificate (self-signed included); not verified, warned
+    \(IceOptions.usage)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {

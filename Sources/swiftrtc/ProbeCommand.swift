@@ -6,7 +6,7 @@ import SwiftRTC
 /// needs no codecs; with `--datachannel N` also a data channel the peer is to echo.
 enum ProbeCommand {
     static let usage = """
-    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS] [--datachannel N]
+    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS] [--datachannel N] [--ice-server URL …]
 
     Offers one audio (Opus) and one video (VP8, H.264) m-line, sendrecv, to URL (POST,
     Content-Type: application/sdp, expects 201 + answer), connects with ICE and DTLS-SRTP,
@@ -20,6 +20,7 @@ enum ProbeCommand {
       --datachannel N  also open a data channel (ordered, reliable), send N messages of
                        0 B up to the peer's max-message-size (at most 256 KiB) and require
                        every one back intact and in order (the peer echoes them)
+    \(IceOptions.usage)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -29,12 +30,15 @@ enum ProbeCommand {
         let jsonPath = try a.option("json")
         let rate = try a.number("rate", default: 50, in: 1...1000)
         let echoCount = try a.number("datachannel", default: 0, in: 0...100_000)
+        let ice = try IceOptions.parse(&a, command: "swiftrtc probe")
         let url = try a.positional("URL")
         try a.finish()
         guard url.hasPrefix("http://") else { throw UsageError("swiftrtc probe: URL must start with http://") }
 
         let started = ContinuousClock.now
-        let pc = try PeerConnection()
+        var configuration = PeerConnection.Configuration()
+        ice.apply(to: &configuration)
+        let pc = try PeerConnection(configuration: configuration)
         _ = try await pc.addTransceiver(.audio)
         _ = try await pc.addTransceiver(.video, codecs: [.vp8, .h264])
         let channel = echoCount > 0 ? try await pc.createDataChannel("probe") : nil
@@ -51,6 +55,8 @@ enum ProbeCommand {
             connectMs = msSince(started)
             say("probe: connected in \(Int(connectMs ?? 0)) ms via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
             let echoes = channel.map { c in Task { try await DataChannelProbe.run(c, count: echoCount) } }
+            let type = await pc.selectedLocalCandidateType() ?? "?"
+            say("probe: connected in \(Int(connectMs ?? 0)) ms via \(type) \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
             try await sendRTP(pc, seconds: duration, rate: rate)
             if let report = try await echoes?.value {
                 result["dataChannel"] = report.json
@@ -84,6 +90,7 @@ enum ProbeCommand {
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows
         result["transport"] = await pc.transportStatistics()
+        result["selectedLocalCandidateType"] = await pc.selectedLocalCandidateType() ?? NSNull()
         if let jsonPath {
             let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
             try data.write(to: URL(fileURLWithPath: jsonPath))

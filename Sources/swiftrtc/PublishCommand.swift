@@ -31,6 +31,7 @@ enum PublishCommand {
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T           WHIP bearer token
       --insecure          accept any https certificate (self-signed included); not verified, warned
+    \(IceOptions.usage)
     camera flags (with --source camera):
     \(CameraOptions.usage)
     """

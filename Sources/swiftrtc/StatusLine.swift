@@ -119,6 +119,7 @@ func parseSessionOptions(_ a: inout Arguments) throws(UsageError) -> StreamingSe
     options.token = try a.option("token")
     options.api = try a.option("api")
     options.insecure = a.flag("insecure")
+    try IceOptions.parse(&a, command: a.command).apply(to: &options.configuration)
     return options
 }
 

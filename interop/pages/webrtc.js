@@ -1,6 +1,7 @@
 // Page side of the SwiftRTC interop tests. Driven over CDP with Runtime.evaluate:
 //   echoCall(url, codec)  -> offer audio+video to a WHIP-style echo endpoint, show the echo
-//   answerOffer(offerSdp) -> answer someone else's offer with the fake camera/microphone
+//   answerOffer(offerSdp[, config]) -> answer someone else's offer with the fake camera/microphone
+//                         (config: an RTCConfiguration, e.g. TURN only; default no ICE servers)
 //   stats()               -> compact getStats() summary of the current connection
 'use strict';
 
@@ -90,10 +91,10 @@ window.hangup = async function hangup() {
   return true;
 };
 
-window.answerOffer = async function answerOffer(offerSdp) {
+window.answerOffer = async function answerOffer(offerSdp, config) {
   const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } });
   document.getElementById('local').srcObject = stream;
-  const pc = new RTCPeerConnection({ iceServers: [] });
+  const pc = new RTCPeerConnection(config || { iceServers: [] });
   window.pc = pc;
   watch(pc);
   window.lastOffer = offerSdp;

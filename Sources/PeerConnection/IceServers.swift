@@ -1,0 +1,63 @@
+import ICE
+import STUN
+import Transport
+import TURN
+
+/// W3C `RTCIceTransportPolicy`: `relay` gathers and uses only TURN relay candidates.
+public enum IceTransportPolicy: String, Sendable, CaseIterable {
+    case all, relay
+}
+
+/// A TURN server ready for an allocation: its URL, resolved address and credentials.
+struct TURNServerEntry: Sendable {
+    var url: ICEServerURL
+    var address: SocketAddress
+    var username: String
+    var password: String
+}
+
+/// `Configuration.iceServers` parsed and resolved once, when the PeerConnection is made.
+struct ResolvedIceServers: Sendable {
+    var stun: [SocketAddress] = []
+    var turn: [TURNServerEntry] = []
+    /// Servers that cannot be used, each with why; reported as `error` events when gathering starts.
+    var problems: [String] = []
+}
+
+/// Bad URLs and TURN servers without credentials throw (as W3C's constructor does); a name that
+/// does not resolve or a transport not implemented yet is skipped and reported.
+func resolveIceServers(_ servers: [IceServer],
+                       resolve: (String, UInt16) throws(TransportError) -> [SocketAddress] = Resolver.resolve)
+    throws(PeerConnectionError) -> ResolvedIceServers {
+    var result = ResolvedIceServers()
+    for server in servers {
+        for text in server.urls {
+            let url: ICEServerURL
+            do { url = try ICEServerURL(parsing: text) } catch {
+                throw PeerConnectionError("iceServers: \(error.message)")
+            }
+            if url.scheme.isTURN, server.username?.isEmpty ?? true || server.credential == nil {
+                throw PeerConnectionError("iceServers: \(text) needs a username and a credential")
+            }
+            if url.scheme.isSecure {
+                result.problems.append("iceServers: \(text): TLS to STUN/TURN servers (stuns:, turns:) is not implemented yet; skipped")
+                continue
+            }
+            let address: SocketAddress
+            do {
+                guard let first = try resolve(url.host, url.port).first else { continue }
+                address = first
+            } catch {
+                result.problems.append("iceServers: \(text): \(error); skipped")
+                continue
+            }
+            if url.scheme.isTURN {
+                result.turn.append(TURNServerEntry(url: url, address: address, username: server.username ?? "",
+                                                   password: server.credential ?? ""))
+            } else if !result.stun.contains(address) {
+                result.stun.append(address)
+            }
+        }
+    }
+    return result
+}
