@@ -6,7 +6,8 @@ enum P2PCommand {
     static let usage = """
     usage: swiftrtc p2p URL [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--audio tone|none]
                             [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
-                            [--insecure] [camera flags]
+                            [--ice-server URL]... [--ice-username U] [--ice-credential P]
+                            [--ice-transport-policy all|relay] [--insecure] [camera flags]
 
     A direct call with one other peer: URL is a signaling room, ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME
     (`swiftrtc signal`, or `swiftrtc serve`). Whoever joins first offers when the other arrives;
@@ -23,6 +24,7 @@ enum P2PCommand {
       --duration SEC      stop after SEC seconds (default: until Ctrl-C or hang-up)
       --stats-json PATH   the final W3C stats and a summary (the keys `play` writes, plus chat counts)
       --insecure          accept any wss certificate (self-signed included); not verified, warned
+    \(IceOptions.usage)
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -39,6 +41,7 @@ enum P2PCommand {
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
         let insecure = a.flag("insecure")
+        let ice = try IceOptions.parse(&a, command: "swiftrtc p2p")
         let url = try a.positional("URL")
         try a.finish()
         guard ["tone", "none"].contains(audioSpec) else { throw UsageError("swiftrtc p2p: --audio must be tone or none, not \"\(audioSpec)\"") }
@@ -54,7 +57,9 @@ enum P2PCommand {
         if let preview { videoTrack.addRenderer(preview) }
         let playback = try RemotePlayback(record: record, snapshot: snapshot, window: window, title: "swiftrtc p2p — peer")
 
-        let call = try P2PCall(url: url)
+        var configuration = PeerConnection.Configuration()
+        ice.apply(to: &configuration)
+        let call = try P2PCall(url: url, configuration: configuration)
         let started = now()
         try await capture.start()
         tone?.start()
