@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat"),
         .systemLibrary(name: "CSDL", pkgConfig: "sdl2"),
         .systemLibrary(name: "CZlib"),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
@@ -56,6 +57,8 @@ let package = Package(
         // Congestion control, sans-I/O: send-side bandwidth estimation (GCC) and the pacer.
         .target(name: "BandwidthEstimation", dependencies: ["RTP"]),
         .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
+        // Microphones and speakers (libpulse on Linux), the playout mixer and the echo path.
+        .target(name: "AudioDevice", dependencies: ["Media", "AudioProcessing", "CPulse"]),
         .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG"]),
         // Optimized in debug builds too: the synthetic camera paints every pixel in Swift, and
         // unoptimized a 720p frame took 36 ms, more than a frame's time at 30 fps, in the debug
@@ -69,7 +72,8 @@ let package = Package(
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
-        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera"]),
+        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
+                                                 "AudioDevice", "AudioProcessing"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render", "WebSocket"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
@@ -88,6 +92,7 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
         .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
+        .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media"]),
         .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP"]),
         .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
