@@ -6,7 +6,7 @@ import Synchronization
 enum PlayCommand {
     static let usage = """
     usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
-                             [--stats-json PATH] [--token T] [--api URL] [--insecure]
+                             [--speaker ID|none] [--stats-json PATH] [--token T] [--api URL] [--insecure]
 
     Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
@@ -16,6 +16,8 @@ enum PlayCommand {
       --snapshot PATH    write a PNG of a decoded frame (the first, replaced by one near the end)
       --window           show the video in a window (SDL2; needs a display)
       --duration SEC     stop after SEC seconds (default: until Ctrl-C)
+      --speaker ID|none  play the audio to output ID (`swiftrtc devices` lists them); default: the
+                         default output when there is one; stdin `volume 0..1` while playing
       --stats-json PATH  write the final W3C stats and a summary
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token
@@ -30,6 +32,7 @@ enum PlayCommand {
         let window = a.flag("window")
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
+        let speakerSpec = try a.option("speaker")
         let options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
         try a.finish()
@@ -56,6 +59,15 @@ enum PlayCommand {
         let renderers: [any VideoRenderer] = [stats, checker] + [y4m as (any VideoRenderer)?, png, sdl].compactMap { $0 }
         for r in renderers { tracks.video?.addRenderer(r) }
         tracks.audio?.addSink(audioMeter)
+        let speaker: AudioPlayout?
+        do {
+            speaker = try AudioOptions.startSpeaker(speakerSpec, echo: nil, command: "play")
+        } catch {
+            await session.close()
+            throw error
+        }
+        if let speaker, let audio = tracks.audio { speaker.add(audio) }
+        AudioOptions.startConsole(microphone: nil, speaker: speaker, command: "play")
 
         let status = StatusLine()
         var meter = RateMeter()
@@ -81,6 +93,7 @@ enum PlayCommand {
         status.finish()
         for r in renderers { tracks.video?.removeRenderer(r) }
         tracks.audio?.removeSink(audioMeter)
+        speaker?.stop()
         y4m?.close()
         png?.waitUntilIdle()
         sdl?.close()
@@ -106,6 +119,7 @@ enum PlayCommand {
             ]
             summary.merge(checker.quality) { current, _ in current }
             if let inbound { summary["inbound"] = StatsReport.json(inbound) }
+            if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
             try writeJSON(summary, to: statsPath)
         }
         await session.close()

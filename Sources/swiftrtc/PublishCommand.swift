@@ -6,7 +6,8 @@ enum PublishCommand {
     static let usage = """
     usage: swiftrtc publish URL [--source testsrc|file:PATH|camera[:ID]] [--codec h264|vp8] [--size WxH] [--fps N]
                                 [--bitrate KBPS] [--min-bitrate KBPS] [--max-fps N] [--degradation PREF]
-                                [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
+                                [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
+                                [--audio-processing all|none|aec,agc,ns,hpf]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
                                 [--insecure]
 
@@ -23,7 +24,10 @@ enum PublishCommand {
       --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
                           maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
-      --audio A           tone (default), file:PATH (WAV) or none
+      --audio A           tone (default), file:PATH (WAV), mic[:ID] (a microphone; `swiftrtc devices`
+                          lists them; stdin `mute` / `unmute` while streaming) or none
+      --audio-processing P  for mic: all (default: echo cancellation, gain control, noise
+                          suppression, high-pass), none, or a list of aec,agc,ns,hpf
       --beauty S          beauty filter strength 0…1 (default off)
       --disable-after SEC disable the video track after SEC seconds (black frames from then on)
       --duration SEC      stop after SEC seconds (default: until Ctrl-C)
@@ -56,6 +60,7 @@ enum PublishCommand {
             return (size.width, size.height, f)
         }
         let audioSpec = try a.option("audio") ?? "tone"
+        let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
         let beauty = try a.number("beauty", default: 0.0, in: 0...1)
         let disableAfter: Double? = try a.number("disable-after", in: 0...maxSeconds)
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
@@ -80,6 +85,7 @@ enum PublishCommand {
                                             width: size.width, height: size.height, fps: fps)
         var audioTrack: AudioTrack?
         var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
+        var microphone: MicrophoneCapturer?
         switch audioSpec {
         case "none": break
         case "tone":
@@ -93,8 +99,18 @@ enum PublishCommand {
             audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: wav))
             audioStart = { try wav.start() }
             audioStop = { wav.stop() }
+        case let spec where spec == "mic" || spec.hasPrefix("mic:"):
+            let echo = processing == .none ? nil : try EchoPath(options: processing)
+            let mic = try AudioOptions.makeMicrophone(spec, processing: processing, echo: echo, command: "swiftrtc publish")
+            microphone = mic
+            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: mic))
+            audioStart = {
+                try mic.start()
+                AudioOptions.startConsole(microphone: mic, speaker: nil, command: "swiftrtc publish")
+            }
+            audioStop = { mic.stop() }
         default:
-            throw UsageError("swiftrtc publish: --audio must be tone, file:PATH or none, not \"\(audioSpec)\"")
+            throw UsageError("swiftrtc publish: --audio must be tone, file:PATH, mic[:ID] or none, not \"\(audioSpec)\"")
         }
 
         options.videoCodecs = [codec]
@@ -167,6 +183,10 @@ enum PublishCommand {
             summary["availableOutgoingBitrate"] = report.ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.first ?? NSNull()
             summary["qualityLimitationResolutionChanges"] = out?.int("qualityLimitationResolutionChanges") ?? 0
             summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
+            if let mic = microphone?.stats {
+                summary["microphone"] = ["framesCaptured": mic.framesCaptured, "deviceDelayMs": mic.deviceDelayMs,
+                                         "deviceLost": mic.deviceLost, "level": mic.level]
+            }
             try writeJSON(summary, to: statsPath)
         }
         await session.close()

@@ -1,0 +1,100 @@
+import Foundation
+import SwiftRTC
+
+/// Microphone and speaker flags: `--audio mic[:ID]`, `--audio-processing`, `--speaker ID|none`,
+/// and the stdin commands `mute`, `unmute`, `volume V`.
+enum AudioOptions {
+    static let module: any AudioDeviceModule = PulseAudioDeviceModule()
+
+    static let processingHelp = "all (default), none, or a list of aec,agc,ns,hpf"
+
+    /// `--audio-processing all|none|aec,agc,ns,hpf` (echo cancellation, gain, noise, high-pass).
+    static func parseProcessing(_ text: String) -> AudioProcessingOptions? {
+        switch text {
+        case "all": return .all
+        case "none": return AudioProcessingOptions.none
+        default:
+            var o = AudioProcessingOptions.none
+            for part in text.split(separator: ",") {
+                switch part {
+                case "aec": o.echoCancellation = true
+                case "agc": o.autoGainControl = true
+                case "ns": o.noiseSuppression = true
+                case "hpf": o.highPassFilter = true
+                default: return nil
+                }
+            }
+            return o
+        }
+    }
+
+    /// `mic` or `mic:ID` as a started-later capturer; processing `none` skips the processor.
+    static func makeMicrophone(_ spec: String, processing: AudioProcessingOptions, echo: EchoPath?,
+                               command: String) throws -> MicrophoneCapturer {
+        let device = spec == "mic" ? nil : String(spec.dropFirst(4))
+        return MicrophoneCapturer(module: module, device: device, echo: processing == .none ? nil : echo) { event in
+            printError("\(command): microphone \(describe(event))")
+        }
+    }
+
+    /// The speaker for `--speaker`: nil spec is the default output when there is one (else it
+    /// says so once and plays nothing); "none" plays nothing; an ID must open.
+    static func startSpeaker(_ spec: String?, echo: EchoPath?, command: String) throws -> AudioPlayout? {
+        if spec == "none" { return nil }
+        if spec == nil {
+            do {
+                guard try module.outputDevices().contains(where: \.isDefault) else {
+                    say("\(command): no default audio output; not playing audio (--speaker ID picks one)")
+                    return nil
+                }
+            } catch {
+                say("\(command): no audio output (\(error)); not playing audio")
+                return nil
+            }
+        }
+        let playout = AudioPlayout(module: module, device: spec, echo: echo) { event in
+            printError("\(command): speaker \(describe(event))")
+        }
+        try playout.start()
+        say("\(command): playing audio to \(spec ?? "the default output")")
+        return playout
+    }
+
+    /// stdin `mute`, `unmute`, `volume 0..1`.
+    static func startConsole(microphone: MicrophoneCapturer?, speaker: AudioPlayout?, command: String) {
+        guard microphone != nil || speaker != nil else { return }
+        StdinCommands.add(first: true) { words, _ in
+            switch (words[0], microphone, speaker) {
+            case ("mute", let mic?, _), ("unmute", let mic?, _):
+                mic.isMuted = words[0] == "mute"
+                say("\(command): microphone \(mic.isMuted ? "muted" : "unmuted")")
+            case ("volume", _, let speaker?):
+                guard words.count == 2, let v = Double(words[1]), (0...1).contains(v) else {
+                    printError("\(command): volume needs a number 0…1")
+                    return true
+                }
+                speaker.volume = v
+                say("\(command): speaker volume \(fmtNumber(v))")
+            default:
+                return false
+            }
+            return true
+        }
+    }
+
+    static func describe(_ event: AudioDeviceEvent) -> String {
+        switch event {
+        case .lost(let device, let reason): return "\(device) lost: \(reason); retrying"
+        case .recovered(let device): return "\(device) recovered"
+        }
+    }
+
+    /// Playout figures for --stats-json.
+    static func json(_ s: AudioPlayout.Stats, device: String?) -> [String: Any] {
+        let inputs = s.inputs.values
+        return ["device": device ?? "default", "framesPlayed": s.framesPlayed, "deviceDelayMs": s.deviceDelayMs,
+                "deviceLost": s.deviceLost, "underruns": inputs.reduce(0) { $0 + $1.underruns },
+                "samplesDropped": inputs.reduce(0) { $0 + $1.samplesDropped },
+                "targetMs": inputs.map(\.targetMs).max() ?? 0, "tracks": inputs.count]
+    }
+}
