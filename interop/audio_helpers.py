@@ -1,0 +1,123 @@
+"""Audio helpers for test_audio.py: a private PulseAudio with null sinks, recording a monitor,
+and measuring what was recorded (level, FFT peak, gaps)."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from interop.conftest import ManagedProcess
+
+RATE = 48000
+
+
+class Pulse:
+    """`pulseaudio` as root (it warns, harmlessly) on a socket of its own in a temp directory, so
+    it works inside the test's network namespace and touches no other sound server. Sinks are
+    null sinks at 48 kHz; `<name>.monitor` records what each plays."""
+
+    def __init__(self, log_path: Path, sinks: tuple[str, ...] = ("spk",)):
+        self.dir = Path(tempfile.mkdtemp(prefix="swiftrtc-pulse-"))
+        runtime = self.dir / "run"
+        runtime.mkdir()
+        self.socket = runtime / "native"
+        self.env = {**os.environ, "HOME": str(self.dir), "PULSE_RUNTIME_PATH": str(runtime),
+                    "PULSE_STATE_PATH": str(self.dir / "state"), "PULSE_SERVER": f"unix:{self.socket}"}
+        args = [shutil.which("pulseaudio") or "pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n",
+                "--use-pid-file=no", "--log-target=stderr",
+                f"--load=module-native-protocol-unix socket={self.socket} auth-anonymous=1"]
+        args += [f"--load=module-null-sink sink_name={s} rate={RATE}" for s in sinks]
+        self.process = ManagedProcess(args, log_path, env=self.env)
+        deadline = time.monotonic() + 15
+        while subprocess.run(["pactl", "info"], env=self.env, capture_output=True).returncode != 0:
+            if self.process.proc.poll() is not None or time.monotonic() > deadline:
+                text = self.process.text()
+                self.process.close()
+                raise RuntimeError(f"pulseaudio did not come up on {self.socket}:\n{text[-3000:]}")
+            time.sleep(0.1)
+
+    def record(self, source: str, path: Path) -> subprocess.Popen:
+        """parec of `source` as raw s16le mono 48 kHz; small latency so nothing is lost at stop."""
+        out = open(path, "wb")
+        return subprocess.Popen(["parec", "--latency-msec=20", "-d", source, "--format=s16le", f"--rate={RATE}",
+                                 "--channels=1", "--raw"], stdout=out, stderr=subprocess.DEVNULL, env=self.env)
+
+    def play(self, sink: str, wav: Path) -> subprocess.Popen:
+        return subprocess.Popen(["paplay", "-d", sink, str(wav)], stderr=subprocess.DEVNULL, env=self.env)
+
+    def close(self) -> None:
+        self.process.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def write_tone(path: Path, frequency: float, peak: float, seconds: float) -> None:
+    n = int(RATE * seconds)
+    t = np.arange(n) / RATE
+    pcm = (peak * 32767 * np.sin(2 * math.pi * frequency * t)).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(pcm.tobytes())
+
+
+def load_raw(path: Path) -> np.ndarray:
+    return np.frombuffer(path.read_bytes(), dtype="<i2").astype(np.float64) / 32768
+
+
+def window_db(x: np.ndarray, window: int) -> np.ndarray:
+    n = len(x) // window
+    if n == 0:
+        return np.array([])
+    rms = np.sqrt(np.mean(x[: n * window].reshape(n, window) ** 2, axis=1))
+    return 20 * np.log10(rms + 1e-12)
+
+
+def tone_segments(x: np.ndarray, threshold_db: float, window_ms: float = 2.5) -> list[tuple[int, int]]:
+    """[start, end) sample ranges where 2.5 ms windows are above threshold_db."""
+    w = int(RATE * window_ms / 1000)
+    loud = window_db(x, w) > threshold_db
+    segments, start = [], None
+    for i, on in enumerate(loud):
+        if on and start is None:
+            start = i
+        if not on and start is not None:
+            segments.append((start * w, i * w))
+            start = None
+    if start is not None:
+        segments.append((start * w, len(loud) * w))
+    return segments
+
+
+def gaps_ms(x: np.ndarray, threshold_db: float) -> list[float]:
+    """Lengths of the quiet stretches between the first and the last loud window."""
+    seg = tone_segments(x, threshold_db)
+    return [(b[0] - a[1]) * 1000 / RATE for a, b in zip(seg, seg[1:])]
+
+
+def analyse(x: np.ndarray) -> dict:
+    """RMS level (dBFS), FFT peak frequency and the fraction of energy within ±20 Hz of it."""
+    rms_db = 20 * math.log10(math.sqrt(float(np.mean(x ** 2))) + 1e-12)
+    spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x)))) ** 2
+    freqs = np.fft.rfftfreq(len(x), 1 / RATE)
+    peak = float(freqs[int(np.argmax(spectrum))])
+    near = spectrum[np.abs(freqs - peak) <= 20].sum() / max(spectrum.sum(), 1e-30)
+    return {"levelDb": rms_db, "peakHz": peak, "energyNearPeak": float(near)}
