@@ -79,6 +79,41 @@ def write_tone(path: Path, frequency: float, peak: float, seconds: float) -> Non
         w.writeframes(pcm.tobytes())
 
 
+def write_voice(path: Path, f0: float, band: tuple[float, float], peak: float, seconds: float,
+                syllable_s: float = 0.25, seed: int = 1) -> None:
+    """A speech-like stand-in: harmonics of a gliding f0 kept inside `band`, in syllable-length
+    bursts with short pauses (what an echo canceller meets in a call, but in a known band)."""
+    rng = np.random.default_rng(seed)
+    n = int(RATE * seconds)
+    t = np.arange(n) / RATE
+    pitch = f0 * (1 + 0.08 * np.sin(2 * math.pi * 0.7 * t) + 0.03 * np.sin(2 * math.pi * 3.1 * t))
+    phase = 2 * math.pi * np.cumsum(pitch) / RATE
+    x = np.zeros(n)
+    for k in range(1, int(band[1] / f0) + 2):
+        if band[0] <= k * f0 <= band[1]:
+            x += np.sin(k * phase + rng.uniform(0, 2 * math.pi)) / math.sqrt(k)
+    seg = int(RATE * syllable_s)
+    env = np.zeros(n)
+    for start in range(0, n, seg):
+        length = min(seg, n - start)
+        env[start:start + length] = np.hanning(length) * rng.uniform(0.5, 1.0) * (rng.uniform() > 0.15)
+    x *= env
+    x *= peak / max(np.max(np.abs(x)), 1e-9)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+
+
+def band_db(x: np.ndarray, low: float, high: float) -> float:
+    """Mean power in [low, high] Hz, dB re full scale."""
+    spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x)))) ** 2 / (len(x) * np.mean(np.hanning(len(x)) ** 2))
+    freqs = np.fft.rfftfreq(len(x), 1 / RATE)
+    power = spectrum[(freqs >= low) & (freqs <= high)].sum() * 2 / len(x)
+    return 10 * math.log10(power + 1e-15)
+
+
 def load_raw(path: Path) -> np.ndarray:
     return np.frombuffer(path.read_bytes(), dtype="<i2").astype(np.float64) / 32768
 

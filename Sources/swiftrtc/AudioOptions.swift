@@ -1,6 +1,45 @@
 import Foundation
 import SwiftRTC
 
+/// `--audio tone|file:PATH|mic[:ID]|none` as a track and how to start and stop its capturer.
+/// A microphone goes through an `EchoPath` unless processing is `none`; a speaker given the same
+/// path (`call`) feeds it the echo canceller's reference.
+struct AudioCapture {
+    let track: AudioTrack?
+    let start: () throws -> Void
+    let stop: () -> Void
+    let microphone: MicrophoneCapturer?
+    let echo: EchoPath?
+
+    init(_ spec: String, processing: AudioProcessingOptions, tone: (frequency: Double, level: Double),
+         command: String) throws {
+        switch spec {
+        case "none":
+            (track, start, stop, microphone, echo) = (nil, {}, {}, nil, nil)
+        case "tone":
+            let capturer = ToneCapturer(frequency: tone.frequency, level: tone.level)
+            track = AudioTrack(id: "audio0", source: AudioSource(capturer: capturer))
+            (start, stop, microphone, echo) = ({ capturer.start() }, { capturer.stop() }, nil, nil)
+        case let spec where spec.hasPrefix("file:"):
+            let wav = WAVFileCapturer(path: String(spec.dropFirst(5)), loop: true)
+            _ = try wav.fileFormat()
+            track = AudioTrack(id: "audio0", source: AudioSource(capturer: wav))
+            (start, stop, microphone, echo) = ({ try wav.start() }, { wav.stop() }, nil, nil)
+        case let spec where spec == "mic" || spec.hasPrefix("mic:"):
+            let echo = processing == .none ? nil : try EchoPath(options: processing)
+            let device = spec == "mic" ? nil : String(spec.dropFirst(4))
+            let mic = MicrophoneCapturer(module: AudioOptions.module, device: device, echo: echo) { event in
+                printError("\(command): microphone \(AudioOptions.describe(event))")
+            }
+            (self.echo, microphone) = (echo, mic)
+            track = AudioTrack(id: "audio0", source: AudioSource(capturer: mic))
+            (start, stop) = ({ try mic.start() }, { mic.stop() })
+        default:
+            throw UsageError("\(command): --audio must be tone, file:PATH, mic[:ID] or none, not \"\(spec)\"")
+        }
+    }
+}
+
 /// Microphone and speaker flags: `--audio mic[:ID]`, `--audio-processing`, `--speaker ID|none`,
 /// and the stdin commands `mute`, `unmute`, `volume V`.
 enum AudioOptions {
@@ -25,15 +64,6 @@ enum AudioOptions {
                 }
             }
             return o
-        }
-    }
-
-    /// `mic` or `mic:ID` as a started-later capturer; processing `none` skips the processor.
-    static func makeMicrophone(_ spec: String, processing: AudioProcessingOptions, echo: EchoPath?,
-                               command: String) throws -> MicrophoneCapturer {
-        let device = spec == "mic" ? nil : String(spec.dropFirst(4))
-        return MicrophoneCapturer(module: module, device: device, echo: processing == .none ? nil : echo) { event in
-            printError("\(command): microphone \(describe(event))")
         }
     }
 
@@ -87,6 +117,10 @@ enum AudioOptions {
         case .lost(let device, let reason): return "\(device) lost: \(reason); retrying"
         case .recovered(let device): return "\(device) recovered"
         }
+    }
+
+    static func json(_ s: MicrophoneCapturer.Stats) -> [String: Any] {
+        ["framesCaptured": s.framesCaptured, "deviceDelayMs": s.deviceDelayMs, "deviceLost": s.deviceLost, "level": s.level]
     }
 
     /// Playout figures for --stats-json.

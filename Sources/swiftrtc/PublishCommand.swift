@@ -83,36 +83,8 @@ enum PublishCommand {
         let videoTrack = VideoTrack(id: "video0", source: source)
         let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc publish", source: source,
                                             width: size.width, height: size.height, fps: fps)
-        var audioTrack: AudioTrack?
-        var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
-        var microphone: MicrophoneCapturer?
-        switch audioSpec {
-        case "none": break
-        case "tone":
-            let tone = ToneCapturer(frequency: 440, level: 0.25)
-            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: tone))
-            audioStart = { tone.start() }
-            audioStop = { tone.stop() }
-        case let spec where spec.hasPrefix("file:"):
-            let wav = WAVFileCapturer(path: String(spec.dropFirst(5)), loop: true)
-            _ = try wav.fileFormat()
-            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: wav))
-            audioStart = { try wav.start() }
-            audioStop = { wav.stop() }
-        case let spec where spec == "mic" || spec.hasPrefix("mic:"):
-            let echo = processing == .none ? nil : try EchoPath(options: processing)
-            let mic = try AudioOptions.makeMicrophone(spec, processing: processing, echo: echo, command: "swiftrtc publish")
-            microphone = mic
-            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: mic))
-            audioStart = {
-                try mic.start()
-                AudioOptions.startConsole(microphone: mic, speaker: nil, command: "swiftrtc publish")
-            }
-            audioStop = { mic.stop() }
-        default:
-            throw UsageError("swiftrtc publish: --audio must be tone, file:PATH, mic[:ID] or none, not \"\(audioSpec)\"")
-        }
-
+        let audio = try AudioCapture(audioSpec, processing: processing, tone: (440, 0.25), command: "swiftrtc publish")
+        let audioTrack = audio.track
         options.videoCodecs = [codec]
         let session = try StreamingSession(role: .publish, url: url, options: options)
         let started = now()
@@ -133,7 +105,8 @@ enum PublishCommand {
             try video.sender.setParameters(p)
         }
         try await capture.start()
-        try audioStart()
+        try audio.start()
+        AudioOptions.startConsole(microphone: audio.microphone, speaker: nil, command: "publish")
         say("publish: connected in \(Int(connectMs)) ms")
 
         let status = StatusLine()
@@ -163,7 +136,7 @@ enum PublishCommand {
         waiter.cancel()
         status.finish()
         await capture.stop()
-        audioStop()
+        audio.stop()
         let report = await session.stats()
         let state = session.peerConnection.peerConnectionState
         let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
@@ -183,10 +156,7 @@ enum PublishCommand {
             summary["availableOutgoingBitrate"] = report.ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.first ?? NSNull()
             summary["qualityLimitationResolutionChanges"] = out?.int("qualityLimitationResolutionChanges") ?? 0
             summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
-            if let mic = microphone?.stats {
-                summary["microphone"] = ["framesCaptured": mic.framesCaptured, "deviceDelayMs": mic.deviceDelayMs,
-                                         "deviceLost": mic.deviceLost, "level": mic.level]
-            }
+            if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             try writeJSON(summary, to: statsPath)
         }
         await session.close()
