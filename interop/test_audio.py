@@ -161,6 +161,15 @@ def test_microphone_capture_reaches_the_far_side_and_mutes(relay, pulse, swift_b
     assert result["longestGapInsideMs"] <= 20, result
     mic = pub_stats["microphone"]
     assert mic["deviceLost"] == 0 and mic["framesCaptured"] >= 1000, mic   # one device, never reopened
+    # W3C audio stats: the sender's media-source and the receiver's inbound-rtp (level = RMS).
+    source = next(v for v in pub_stats["stats"].values() if v.get("type") == "media-source" and v.get("kind") == "audio")
+    inbound = next(v for v in stats["stats"].values() if v.get("type") == "inbound-rtp" and v.get("kind") == "audio")
+    tone_rms = MIC_TONE_PEAK / 2 ** 0.5
+    assert abs(source["audioLevel"] - tone_rms) < 0.03, source
+    assert abs(inbound["audioLevel"] - tone_rms) < 0.03, inbound
+    # Energy ≈ level² × the unmuted time; the muted stretch adds none.
+    for s, total in ((source, source["totalSamplesDuration"]), (inbound, inbound["totalSamplesDuration"])):
+        assert 0 < s["totalAudioEnergy"] < tone_rms ** 2 * (total - 1.5), s
 
 
 FAR_BAND, NEAR_BAND = (200.0, 1400.0), (2000.0, 3400.0)
