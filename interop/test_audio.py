@@ -23,6 +23,7 @@ import json
 import shutil
 import time
 
+import numpy as np
 import pytest
 
 from interop.audio_helpers import (RATE, Pulse, analyse, band_db, gaps_ms, load_raw, stop, tone_segments, write_tone,
@@ -102,6 +103,47 @@ def test_playout_tone_reaches_the_speaker(relay, pulse, swift_bin, runs, artifac
     assert result["energyNearPeak"] >= 0.9, result
     assert result["longestGapMs"] <= 20, result
     assert stats["playout"]["framesPlayed"] >= 500 and stats["playout"]["deviceDelayMs"] > 0, stats["playout"]
+
+
+@pytest.mark.timeout(90)
+def test_speaker_route_and_volume_on_stdin(relay, pulse, swift_bin, runs, artifact_dir):
+    """`speaker far` moves playout from spk to far without a restart; `volume 0.5` is −6 dB."""
+    url = relay.webrtc_url("live", "route")
+    publisher = runs(SwiftRun(swift_bin, "publish", [url, "--size", "160x120", "--fps", "10", "--duration", "14",
+                                                     "--audio", "tone"], artifact_dir, "publish"))
+    relay.wait_event(r"publisher \S+ connected \(live/route\)", timeout=15)
+    spk_raw, far_raw = artifact_dir / "spk.raw", artifact_dir / "far.raw"
+    recorders = [pulse.record("spk.monitor", spk_raw), pulse.record("far.monitor", far_raw)]
+    try:
+        player = runs(SwiftRun(swift_bin, "play", [url, "--duration", "9", "--speaker", "spk"], artifact_dir, "play",
+                               stdin_pipe=True))
+        player.process.wait_for_line(r"playing audio to spk", timeout=20)
+        time.sleep(3.5)
+        player.process.send_line("speaker far")
+        player.process.wait_for_line(r"playing audio to far", timeout=5)
+        time.sleep(2.5)
+        player.process.send_line("volume 0.5")
+        player.process.wait_for_line(r"speaker volume 0.5", timeout=5)
+        assert player.wait(timeout=30) == 0, player.text()[-3000:]
+    finally:
+        for r in recorders:
+            stop(r)
+    publisher.wait(timeout=30)
+    spk, far = load_raw(spk_raw), load_raw(far_raw)
+    spk_seg = tone_segments(spk, TONE_DB - 20)
+    far_seg = [s for s in tone_segments(far, TONE_DB - 30) if s[1] - s[0] >= RATE // 2]
+    result = {"spkSegments": [(a / RATE, b / RATE) for a, b in spk_seg],
+              "farSegments": [(a / RATE, b / RATE) for a, b in far_seg], "playout": player.stats().get("playout")}
+    assert spk_seg and far_seg, result
+    assert far_seg[0][0] >= spk_seg[-1][1] - RATE // 10, f"far played before spk stopped: {result}"
+    far_tone = far[far_seg[0][0]: far_seg[-1][1]]
+    db = [d for d in (20 * np.log10(np.sqrt(np.mean(far_tone[i:i + RATE // 10] ** 2)) + 1e-12)
+                      for i in range(0, len(far_tone) - RATE // 10, RATE // 10))]
+    result.update(farFirstDb=db[:3], farLastDb=db[-3:])
+    write_json(artifact_dir / "route.json", result)
+    print(f"route: {result}")
+    assert all(abs(d - TONE_DB) <= 1 for d in db[1:3]), f"full volume on far: {result}"
+    assert all(abs(d - (TONE_DB - 6.02)) <= 1 for d in db[-3:-1]), f"volume 0.5 should be −6 dB: {result}"
 
 
 @pytest.mark.timeout(120)

@@ -13,7 +13,9 @@ public final class AudioPlayout: Sendable {
         public var deviceLost = 0
     }
 
-    public let device: String?
+    /// The output in use (nil: the default).
+    public var device: String? { deviceID.value }
+    private let deviceID: LockedBox<String?>
     public let format: AudioStreamFormat
     public let mixer: AudioMixer
     private let module: any AudioDeviceModule
@@ -27,7 +29,7 @@ public final class AudioPlayout: Sendable {
     public init(module: any AudioDeviceModule, device: String?, format: AudioStreamFormat = .mono48k,
                 echo: EchoPath? = nil, onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) {
         self.module = module
-        self.device = device
+        deviceID = LockedBox(device)
         self.format = format
         self.echo = echo
         self.onEvent = onEvent
@@ -59,7 +61,7 @@ public final class AudioPlayout: Sendable {
     public func start() throws(AudioDeviceError) {
         guard format.sampleRate == 48000 else { throw .unsupportedFormat("playout runs at 48000 Hz, not \(format.sampleRate)") }
         stop()
-        let (module, device, format, echo, mixer, counters, onEvent) = (self.module, self.device, self.format, self.echo, self.mixer, self.counters, self.onEvent)
+        let (module, device, format, echo, mixer, counters, onEvent) = (self.module, self.deviceID.value, self.format, self.echo, self.mixer, self.counters, self.onEvent)
         let open: @Sendable () throws(AudioDeviceError) -> AudioPlayoutBox = {
             AudioPlayoutBox(try module.openPlayout(device: device, format: format))
         }
@@ -88,6 +90,22 @@ public final class AudioPlayout: Sendable {
 
     public func stop() {
         thread.stop()
+    }
+
+    /// Moves playout to another output (the reference app's speaker / earpiece route); the
+    /// tracks and their buffers stay. If `id` cannot be opened the previous output resumes.
+    public func switchDevice(to id: String?) throws(AudioDeviceError) {
+        let previous = deviceID.withLock { d -> String? in
+            defer { d = id }
+            return d
+        }
+        do {
+            try start()
+        } catch {
+            deviceID.withLock { $0 = previous }
+            try? start()
+            throw error
+        }
     }
 
     public var stats: Stats {

@@ -41,7 +41,7 @@ struct AudioCapture {
 }
 
 /// Microphone and speaker flags: `--audio mic[:ID]`, `--audio-processing`, `--speaker ID|none`,
-/// and the stdin commands `mute`, `unmute`, `volume V`.
+/// and the stdin commands `mute`, `unmute`, `speaker ID|default`, `volume V`.
 enum AudioOptions {
     static let module: any AudioDeviceModule = PulseAudioDeviceModule()
 
@@ -90,7 +90,7 @@ enum AudioOptions {
         return playout
     }
 
-    /// stdin `mute`, `unmute`, `volume 0..1`.
+    /// stdin `mute`, `unmute`, `speaker ID|default`, `volume 0..1`.
     static func startConsole(microphone: MicrophoneCapturer?, speaker: AudioPlayout?, command: String) {
         guard microphone != nil || speaker != nil else { return }
         StdinCommands.add(first: true) { words, _ in
@@ -98,6 +98,17 @@ enum AudioOptions {
             case ("mute", let mic?, _), ("unmute", let mic?, _):
                 mic.isMuted = words[0] == "mute"
                 say("\(command): microphone \(mic.isMuted ? "muted" : "unmuted")")
+            case ("speaker", _, let speaker?):
+                guard words.count == 2 else {
+                    printError("\(command): speaker needs an output ID or default")
+                    return true
+                }
+                do {
+                    try speaker.switchDevice(to: words[1] == "default" ? nil : words[1])
+                    say("\(command): playing audio to \(words[1])")
+                } catch {
+                    printError("\(command): speaker \(words[1]): \(error); still on \(speaker.device ?? "default")")
+                }
             case ("volume", _, let speaker?):
                 guard words.count == 2, let v = Double(words[1]), (0...1).contains(v) else {
                     printError("\(command): volume needs a number 0…1")

@@ -19,7 +19,8 @@ enum CallCommand {
       --audio A        tone (default), file:PATH, mic[:ID] or none; stdin `mute` / `unmute`
       --audio-processing P  for mic: all (default), none, or aec,agc,ns,hpf; the echo canceller's
                        reference is what the speaker plays
-      --speaker ID|none  where the peer's audio plays (default: the default output if any)
+      --speaker ID|none  where the peer's audio plays (default: the default output if any); stdin
+                       `speaker ID|default`, `volume 0..1`
       --window         show local preview and remote video in windows (SDL2)
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary

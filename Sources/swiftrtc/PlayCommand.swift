@@ -17,7 +17,8 @@ enum PlayCommand {
       --window           show the video in a window (SDL2; needs a display)
       --duration SEC     stop after SEC seconds (default: until Ctrl-C)
       --speaker ID|none  play the audio to output ID (`swiftrtc devices` lists them); default: the
-                         default output when there is one; stdin `volume 0..1` while playing
+                         default output when there is one; stdin `speaker ID|default` and
+                         `volume 0..1` while playing
       --stats-json PATH  write the final W3C stats and a summary
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token

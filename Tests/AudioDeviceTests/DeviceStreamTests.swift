@@ -11,6 +11,8 @@ final class MemoryAudioDevice: AudioDeviceModule, AudioCaptureStream, AudioPlayo
     struct State {
         var value: Int16 = 1000
         var failing = false
+        /// Outputs that fail to open (the others work).
+        var missing: Set<String> = []
         var opens = 0
         var written: [Int16] = []
     }
@@ -29,7 +31,7 @@ final class MemoryAudioDevice: AudioDeviceModule, AudioCaptureStream, AudioPlayo
     private func open(_ device: String?) throws(AudioDeviceError) -> MemoryAudioDevice {
         let ok = state.withLock { s -> Bool in
             s.opens += 1
-            return !s.failing
+            return !s.failing && !s.missing.contains(device ?? "default")
         }
         guard ok else { throw .openFailed(device: device ?? "default", reason: "unplugged") }
         return self
@@ -119,6 +121,25 @@ struct DeviceStreamTests {
         #expect(playout.stats.framesPlayed > 0)
         #expect(echo.streamDelayMs == 25)                   // the device's delay reached the canceller
         #expect(playout.mixer.inputIDs.count == 1)
+    }
+
+    /// The speaker route: another output, same tracks; an output that fails to open leaves the
+    /// old one playing.
+    @Test func switchingTheOutputKeepsPlaying() throws {
+        let device = MemoryAudioDevice()
+        let playout = AudioPlayout(module: device, device: "mem.out")
+        try playout.start()
+        try playout.switchDevice(to: nil)
+        #expect(playout.device == nil)
+        device.state.withLock { $0.missing = ["earpiece"] }
+        #expect(throws: AudioDeviceError.openFailed(device: "earpiece", reason: "unplugged")) {
+            try playout.switchDevice(to: "earpiece")
+        }
+        #expect(playout.device == nil)
+        let before = playout.stats.framesPlayed
+        Collector().waitUntil { playout.stats.framesPlayed > before + 3 }   // the old output resumed
+        playout.stop()
+        #expect(playout.stats.framesPlayed > before + 3)
     }
 
     @Test func badFormatsAreTypedErrors() {
