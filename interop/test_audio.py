@@ -54,6 +54,16 @@ def pulse_env(pulse, monkeypatch):
         monkeypatch.setenv(key, pulse.env[key])
 
 
+def publish(runs, relay, swift_bin, artifact_dir, stream: str, audio: list[str], duration: float,
+            name: str = "publish", stdin_pipe: bool = False) -> SwiftRun:
+    """A small-video publisher of `audio` (the --audio flags) to live/<stream>, once connected."""
+    run = runs(SwiftRun(swift_bin, "publish", [relay.webrtc_url("live", stream), "--size", "160x120", "--fps", "10",
+                                               "--duration", str(duration), *audio], artifact_dir, name,
+                        stdin_pipe=stdin_pipe))
+    relay.wait_event(rf"publisher \S+ connected \(live/{stream}\)", timeout=15)
+    return run
+
+
 def test_devices_lists_the_null_sinks(swift_bin, runs, artifact_dir):
     r = runs(SwiftRun(swift_bin, "devices", ["--json"], artifact_dir, "devices", stats=False))
     assert r.wait(timeout=30) == 0, r.text()
@@ -70,9 +80,7 @@ def test_devices_lists_the_null_sinks(swift_bin, runs, artifact_dir):
 @pytest.mark.timeout(90)
 def test_playout_tone_reaches_the_speaker(relay, pulse, swift_bin, runs, artifact_dir):
     url = relay.webrtc_url("live", "tone")
-    publisher = runs(SwiftRun(swift_bin, "publish", [url, "--size", "320x240", "--fps", "15", "--duration", "12",
-                                                     "--audio", "tone"], artifact_dir, "publish"))
-    relay.wait_event(r"publisher \S+ connected \(live/tone\)", timeout=15)
+    publisher = publish(runs, relay, swift_bin, artifact_dir, "tone", ["--audio", "tone"], 12)
     recording = artifact_dir / "spk.raw"
     parec = pulse.record("spk.monitor", recording)
     try:
@@ -109,9 +117,7 @@ def test_playout_tone_reaches_the_speaker(relay, pulse, swift_bin, runs, artifac
 def test_speaker_route_and_volume_on_stdin(relay, pulse, swift_bin, runs, artifact_dir):
     """`speaker far` moves playout from spk to far without a restart; `volume 0.5` is −6 dB."""
     url = relay.webrtc_url("live", "route")
-    publisher = runs(SwiftRun(swift_bin, "publish", [url, "--size", "160x120", "--fps", "10", "--duration", "14",
-                                                     "--audio", "tone"], artifact_dir, "publish"))
-    relay.wait_event(r"publisher \S+ connected \(live/route\)", timeout=15)
+    publisher = publish(runs, relay, swift_bin, artifact_dir, "route", ["--audio", "tone"], 14)
     spk_raw, far_raw = artifact_dir / "spk.raw", artifact_dir / "far.raw"
     recorders = [pulse.record("spk.monitor", spk_raw), pulse.record("far.monitor", far_raw)]
     try:
@@ -153,10 +159,8 @@ def test_microphone_capture_reaches_the_far_side_and_mutes(relay, pulse, swift_b
     source = pulse.play("spk", wav)
     url = relay.webrtc_url("live", "mic")
     try:
-        publisher = runs(SwiftRun(swift_bin, "publish", [url, "--size", "320x240", "--fps", "15", "--duration", "16",
-                                                         "--audio", "mic:spk.monitor", "--audio-processing", "none"],
-                                  artifact_dir, "publish", stdin_pipe=True))
-        relay.wait_event(r"publisher \S+ connected \(live/mic\)", timeout=15)
+        publisher = publish(runs, relay, swift_bin, artifact_dir, "mic",
+                            ["--audio", "mic:spk.monitor", "--audio-processing", "none"], 16, stdin_pipe=True)
         recording = artifact_dir / "far.raw"
         parec = pulse.record("far.monitor", recording)
         try:
@@ -225,9 +229,8 @@ def echo_run(relay, pulse, swift_bin, runs, artifact_dir, processing: str, strea
     write_voice(far_wav, 130, FAR_BAND, 0.3, 30, seed=1)
     write_voice(near_wav, 250, NEAR_BAND, 0.2, 40, syllable_s=0.3, seed=2)
     far_url, near_url = relay.webrtc_url("live", f"far-{stream}"), relay.webrtc_url("live", f"near-{stream}")
-    far = runs(SwiftRun(swift_bin, "publish", [far_url, "--size", "160x120", "--fps", "10", "--duration", "22",
-                                               "--audio", f"file:{far_wav}"], artifact_dir, f"far-{stream}"))
-    relay.wait_event(rf"publisher \S+ connected \(live/far-{stream}\)", timeout=15)
+    far = publish(runs, relay, swift_bin, artifact_dir, f"far-{stream}", ["--audio", f"file:{far_wav}"], 22,
+                  name=f"far-{stream}")
     near_source = pulse.play("spk", near_wav)
     recording = artifact_dir / f"sent-{stream}.raw"
     parec = None
