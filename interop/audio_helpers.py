@@ -31,11 +31,15 @@ class Pulse:
         self.socket = runtime / "native"
         self.env = {**os.environ, "HOME": str(self.dir), "PULSE_RUNTIME_PATH": str(runtime),
                     "PULSE_STATE_PATH": str(self.dir / "state"), "PULSE_SERVER": f"unix:{self.socket}"}
-        args = [shutil.which("pulseaudio") or "pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n",
-                "--use-pid-file=no", "--log-target=stderr",
-                f"--load=module-native-protocol-unix socket={self.socket} auth-anonymous=1"]
-        args += [f"--load=module-null-sink sink_name={s} rate={RATE}" for s in sinks]
-        self.process = ManagedProcess(args, log_path, env=self.env)
+        self.args = [shutil.which("pulseaudio") or "pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n",
+                     "--use-pid-file=no", "--log-target=stderr",
+                     f"--load=module-native-protocol-unix socket={self.socket} auth-anonymous=1"]
+        self.args += [f"--load=module-null-sink sink_name={s} rate={RATE}" for s in sinks]
+        self.log_path = log_path
+        self.start()
+
+    def start(self) -> None:
+        self.process = ManagedProcess(self.args, self.log_path, env=self.env)
         deadline = time.monotonic() + 15
         while subprocess.run(["pactl", "info"], env=self.env, capture_output=True).returncode != 0:
             if self.process.proc.poll() is not None or time.monotonic() > deadline:
@@ -43,6 +47,21 @@ class Pulse:
                 self.process.close()
                 raise RuntimeError(f"pulseaudio did not come up on {self.socket}:\n{text[-3000:]}")
             time.sleep(0.1)
+
+    def restart(self) -> None:
+        """The sound server goes away (every stream with it) and comes back on the same socket."""
+        self.process.close()
+        self.log_path = self.log_path.with_name(self.log_path.stem + "-restarted.log")
+        self.start()
+
+    def load_sink(self, name: str) -> int:
+        """A null sink plugged in at run time; returns its module index (for unload_module)."""
+        r = subprocess.run(["pactl", "load-module", "module-null-sink", f"sink_name={name}", f"rate={RATE}"],
+                           env=self.env, capture_output=True, text=True, check=True)
+        return int(r.stdout.strip())
+
+    def unload_module(self, index: int) -> None:
+        subprocess.run(["pactl", "unload-module", str(index)], env=self.env, check=True)
 
     def record(self, source: str, path: Path) -> subprocess.Popen:
         """parec of `source` as raw s16le mono 48 kHz; small latency so nothing is lost at stop."""

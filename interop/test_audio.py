@@ -9,6 +9,9 @@ monitor records what was played into it, and serves as a microphone.
   (spk), spk.monitor is its microphone, near-end speech (another band) is played into spk too;
   what the call sends, as a third peer plays it: ERLE (far band, AEC off − on) ≥ 20 dB; the
   near end's change is measured and reported (see the test).
+- Hot-plug: the speaker's sink unloaded mid-stream — PulseAudio moves the stream to the default
+  output, where it plays on; the sound server killed — reported lost, retried, recovered once the
+  server and the sink are back, playing again.
 - Capture + mute: a 1 kHz tone played into spk with `paplay`; `swiftrtc publish --audio
   mic:spk.monitor` sends it; `swiftrtc play --speaker far` on the far side plays what it decodes;
   `parec` of far.monitor has the same spectrum and level. `mute` on the publisher's stdin
@@ -150,6 +153,50 @@ def test_speaker_route_and_volume_on_stdin(relay, pulse, swift_bin, runs, artifa
     print(f"route: {result}")
     assert all(abs(d - TONE_DB) <= 1 for d in db[1:3]), f"full volume on far: {result}"
     assert all(abs(d - (TONE_DB - 6.02)) <= 1 for d in db[-3:-1]), f"volume 0.5 should be −6 dB: {result}"
+
+
+@pytest.mark.timeout(90)
+def test_speaker_unplugged_and_sound_server_restarted(relay, pulse, swift_bin, runs, artifact_dir):
+    """The speaker's sink unloaded mid-stream: PulseAudio moves the stream to the default output
+    (spk) and it plays on there. The sound server killed: reported lost, retried; the server and
+    the sink back: recovered and playing again, without restarting the player."""
+    index = pulse.load_sink("hot")
+    publisher = publish(runs, relay, swift_bin, artifact_dir, "hot", ["--audio", "tone"], 20)
+    url = relay.webrtc_url("live", "hot")
+    player = runs(SwiftRun(swift_bin, "play", [url, "--duration", "15", "--speaker", "hot"], artifact_dir, "play"))
+    player.process.wait_for_line(r"playing audio to hot", timeout=20)
+    time.sleep(1.5)
+    moved = artifact_dir / "spk.raw"
+    parec = pulse.record("spk.monitor", moved)
+    pulse.unload_module(index)
+    time.sleep(3)
+    stop(parec)
+    pulse.restart()
+    player.process.wait_for_line(r"speaker hot lost: .*; retrying", timeout=5)
+    time.sleep(1)
+    pulse.load_sink("hot")
+    player.process.wait_for_line(r"speaker hot recovered", timeout=5)
+    back = artifact_dir / "hot.raw"
+    parec = pulse.record("hot.monitor", back)
+    try:
+        assert player.wait(timeout=30) == 0, player.text()[-3000:]
+    finally:
+        stop(parec)
+    publisher.wait(timeout=30)
+    playout = player.stats()["playout"]
+    result = {"playout": playout}
+    for name, path in (("movedToDefault", moved), ("afterRestart", back)):
+        x = load_raw(path)
+        seg = tone_segments(x, TONE_DB - 20)
+        result[name] = {"toneSeconds": sum(b - a for a, b in seg) / RATE,
+                        **(analyse(x[seg[0][0]: seg[-1][1]]) if seg else {})}
+    write_json(artifact_dir / "hotplug.json", result)
+    print(f"hotplug: {result}")
+    assert playout["deviceLost"] == 1, result
+    for name in ("movedToDefault", "afterRestart"):
+        r = result[name]
+        assert r["toneSeconds"] >= 1, result
+        assert abs(r["peakHz"] - 440) <= 3 and abs(r["levelDb"] - TONE_DB) <= 1, result
 
 
 @pytest.mark.timeout(120)
