@@ -133,6 +133,22 @@ def band_db(x: np.ndarray, low: float, high: float) -> float:
     return 10 * math.log10(power + 1e-15)
 
 
+def write_clicks(path: Path, count: int, period_s: float, peak: float, lead_s: float = 0.5) -> np.ndarray:
+    """Short 1 kHz bursts (20 ms, Hann) every period_s; returns the burst (the correlation template)."""
+    n = int(RATE * 0.02)
+    burst = peak * np.hanning(n) * np.sin(2 * math.pi * 1000 * np.arange(n) / RATE)
+    x = np.zeros(int(RATE * (lead_s + count * period_s)))
+    for i in range(count):
+        start = int(RATE * (lead_s + i * period_s))
+        x[start:start + n] = burst
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+    return burst
+
+
 def load_raw(path: Path) -> np.ndarray:
     return np.frombuffer(path.read_bytes(), dtype="<i2").astype(np.float64) / 32768
 

@@ -12,6 +12,10 @@ monitor records what was played into it, and serves as a microphone.
 - Hot-plug: the speaker's sink unloaded mid-stream — PulseAudio moves the stream to the default
   output, where it plays on; the sound server killed — reported lost, retried, recovered once the
   server and the sink are back, playing again.
+- Mouth-to-ear latency, measured: clicks played into spk; `publish --audio mic:spk.monitor` →
+  relay → `play --speaker spk` at volume 0.5 closes the loop, so spk.monitor holds each click and
+  its −6 dB copy one trip later; the lag is capture → Opus → network → relay → jitter buffers →
+  playout → device (p50/p95 reported).
 - Capture + mute: a 1 kHz tone played into spk with `paplay`; `swiftrtc publish --audio
   mic:spk.monitor` sends it; `swiftrtc play --speaker far` on the far side plays what it decodes;
   `parec` of far.monitor has the same spectrum and level. `mute` on the publisher's stdin
@@ -29,8 +33,8 @@ import time
 import numpy as np
 import pytest
 
-from interop.audio_helpers import (RATE, Pulse, analyse, band_db, gaps_ms, load_raw, stop, tone_segments, write_tone,
-                                   write_voice)
+from interop.audio_helpers import (RATE, Pulse, analyse, band_db, gaps_ms, load_raw, stop, tone_segments, write_clicks,
+                                   write_tone, write_voice)
 from interop.conftest import require, write_json
 from interop.relay_helpers import SwiftRun, summary
 from interop.test_relay import relay, runs  # noqa: F401 — the relay suite's fixtures
@@ -319,3 +323,57 @@ def test_echo_cancellation_in_the_loop(relay, pulse, swift_bin, runs, artifact_d
     # suppression (ERLE 32–33 dB); low suppression gave −6.0 dB at ERLE 19.6 dB. The issue's
     # ±3 dB is still open.
     assert near_change > -30, f"near-end speech vanished ({near_change:+.1f} dB): {result}"
+
+
+@pytest.mark.timeout(90)
+def test_mouth_to_ear_latency(relay, pulse, swift_bin, runs, artifact_dir):
+    clicks = artifact_dir / "clicks.wav"
+    burst = write_clicks(clicks, count=10, period_s=1.2, peak=0.5)
+    publisher = publish(runs, relay, swift_bin, artifact_dir, "lat",
+                        ["--audio", "mic:spk.monitor", "--audio-processing", "none"], 24)
+    url = relay.webrtc_url("live", "lat")
+    player = runs(SwiftRun(swift_bin, "play", [url, "--duration", "18", "--speaker", "spk"], artifact_dir, "play",
+                           stdin_pipe=True))
+    player.process.wait_for_line(r"playing audio to spk", timeout=20)
+    player.process.send_line("volume 0.5")
+    player.process.wait_for_line(r"speaker volume 0.5", timeout=5)
+    time.sleep(2.5)   # past the sink's start-up stall and the playout buffer settling
+    recording = artifact_dir / "loop.raw"
+    parec = pulse.record("spk.monitor", recording)
+    source = pulse.play("spk", clicks)
+    try:
+        source.wait(timeout=30)
+        time.sleep(1)
+    finally:
+        stop(parec)
+        stop(source)
+    assert player.wait(timeout=30) == 0, player.text()[-3000:]
+    publisher.wait(timeout=30)
+    x = load_raw(recording)
+    corr = np.abs(np.correlate(x, burst, mode="same")) / np.sum(burst ** 2)   # ≈ the burst's gain at each lag
+    latencies, gains = [], []
+    # Each click: the strongest correlation peak is the click itself (gain 1); its copy one loop
+    # later is the strongest peak 30–800 ms after it that is not the click's own sidelobe.
+    pos = 0
+    while True:
+        ahead = corr[pos:]
+        above = np.nonzero(ahead > 0.7)[0]
+        if len(above) == 0:
+            break
+        start = pos + int(above[0])
+        peak = start + int(np.argmax(corr[start:start + RATE // 50]))
+        window = corr[peak + int(0.03 * RATE): peak + int(0.8 * RATE)]
+        if len(window) < int(0.5 * RATE):
+            break
+        echo = int(np.argmax(window))
+        latencies.append((echo + int(0.03 * RATE)) * 1000 / RATE)
+        gains.append(float(window[echo]))
+        pos = peak + int(1.0 * RATE)
+    result = {"latenciesMs": latencies, "loopGains": gains, "playout": player.stats().get("playout")}
+    if latencies:
+        result.update(p50Ms=float(np.percentile(latencies, 50)), p95Ms=float(np.percentile(latencies, 95)))
+    write_json(artifact_dir / "latency.json", result)
+    print(f"latency: {result}")
+    assert len(latencies) >= 6, f"too few clicks found: {result}"
+    assert all(0.3 <= g <= 0.7 for g in gains), f"each copy should come back at about half: {result}"
+    assert result["p95Ms"] < 400, result
