@@ -77,7 +77,8 @@ let package = Package(
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "RTP", "HTTP", "Render", "WebSocket"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
-                                                         "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg"], path: "Sources/bench"),
+                                                         "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg",
+                                                         "AudioCodecs", "AudioProcessing", "AudioDevice"], path: "Sources/bench"),
 
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),

@@ -41,7 +41,7 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --fanout-window S    seconds measured per player count (default 4)
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
   --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
-                       camera
+                       camera, audio
 """
 
 struct Options {
@@ -61,7 +61,7 @@ struct Options {
     func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
 
-let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera"]
+let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "audio"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -212,6 +212,12 @@ extra.merge(media.extra) { _, new in new }
 if options.runs("camera") {
     progress("camera: synthetic scene, capturer frame path, MJPEG decode at 720p (median of 60 frames each)")
     rows += await cameraBenchmarks()
+}
+
+// 9. Audio
+if options.runs("audio") {
+    progress("audio: echo path (AEC+AGC+NS+HPF) + Opus per 10 ms frame, 3 CPU-s")
+    rows += audioBenchmarks()
 }
 
 let elapsed = millisecondsSince(benchStarted) / 1000
