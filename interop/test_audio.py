@@ -12,6 +12,8 @@ monitor records what was played into it, and serves as a microphone.
 - Hot-plug: the speaker's sink unloaded mid-stream — PulseAudio moves the stream to the default
   output, where it plays on; the sound server killed — reported lost, retried, recovered once the
   server and the sink are back, playing again.
+- Capture to aiortc: the same microphone published over WHIP straight to aiortc, whose decoded
+  audio has the tone's spectrum and level.
 - Mouth-to-ear latency, measured: clicks played into spk; `publish --audio mic:spk.monitor` →
   relay → `play --speaker spk` at volume 0.5 closes the loop, so spk.monitor holds each click and
   its −6 dB copy one trip later; the lag is capture → Opus → network → relay → jitter buffers →
@@ -36,6 +38,7 @@ import pytest
 from interop.audio_helpers import (RATE, Pulse, analyse, band_db, gaps_ms, load_raw, stop, tone_segments, write_clicks,
                                    write_tone, write_voice)
 from interop.conftest import require, write_json
+from interop.media_peers import AiortcWhipReceiver
 from interop.relay_helpers import SwiftRun, summary
 from interop.test_relay import relay, runs  # noqa: F401 — the relay suite's fixtures
 
@@ -377,3 +380,34 @@ def test_mouth_to_ear_latency(relay, pulse, swift_bin, runs, artifact_dir):
     assert len(latencies) >= 6, f"too few clicks found: {result}"
     assert all(0.3 <= g <= 0.7 for g in gains), f"each copy should come back at about half: {result}"
     assert result["p95Ms"] < 400, result
+
+
+@pytest.mark.timeout(90)
+def test_microphone_capture_decoded_by_aiortc(need_aiortc, pulse, swift_bin, runs, artifact_dir, logs):
+    wav = artifact_dir / "tone1k.wav"
+    write_tone(wav, MIC_TONE_HZ, MIC_TONE_PEAK, 20)
+    source = pulse.play("spk", wav)
+    receiver = AiortcWhipReceiver(keep_audio=True)
+    logs.append(("aiortc whip receiver", lambda: "\n".join(receiver.log)))
+    try:
+        publisher = runs(SwiftRun(swift_bin, "publish", [receiver.url, "--size", "160x120", "--fps", "10", "--duration", "6",
+                                                         "--audio", "mic:spk.monitor", "--audio-processing", "none"],
+                                  artifact_dir, "publish"))
+        assert publisher.wait(timeout=40) == 0, publisher.text()[-3000:]
+        sink = receiver.audio[-1] if receiver.audio else None
+        kept = list(sink.kept) if sink and sink.kept else []
+    finally:
+        receiver.close()
+        stop(source)
+    assert kept, "aiortc decoded no audio"
+    x = np.concatenate(kept)
+    seg = tone_segments(x, MIC_TONE_DB - 20)
+    assert seg, f"no tone in what aiortc decoded ({len(x) / RATE:.1f} s)"
+    steady = x[seg[0][0] + RATE // 2: seg[-1][1] - RATE // 4]
+    result = {**analyse(steady), "decodedSeconds": len(x) / RATE, "toneSeconds": len(steady) / RATE}
+    write_json(artifact_dir / "aiortc-capture.json", result)
+    print(f"aiortc capture: {result}")
+    assert result["toneSeconds"] >= 3, result
+    assert abs(result["peakHz"] - MIC_TONE_HZ) <= 3, result
+    assert abs(result["levelDb"] - MIC_TONE_DB) <= 1, result
+    assert result["energyNearPeak"] >= 0.9, result
