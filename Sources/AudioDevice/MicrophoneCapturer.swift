@@ -13,6 +13,8 @@ public final class MicrophoneCapturer: AudioCapturer, Sendable {
         /// RMS of the last frame before muting, 0…1 (full scale).
         public var level = 0.0
         public var deviceLost = 0
+        /// Frames the voice activity detector found speech in (0 without an echo path).
+        public var framesWithVoice = 0
     }
 
     public let device: String?
@@ -65,7 +67,11 @@ public final class MicrophoneCapturer: AudioCapturer, Sendable {
             box.frames += 1
             var frame = AudioFrame(samples: .int16(box.buffer), sampleRate: format.sampleRate, channels: format.channels,
                                    timestampNs: readAt - Int64(box.delayMs) * 1_000_000)
-            if let echo { frame = echo.capture(frame, captureDelayMs: box.delayMs) }
+            var voice = false
+            if let echo {
+                frame = echo.capture(frame, captureDelayMs: box.delayMs)
+                voice = echo.processor.streamHasVoice
+            }
             let pcm = frame.int16Samples
             let power = pcm.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(pcm.count, 1))
             let delay = box.delayMs
@@ -73,6 +79,7 @@ public final class MicrophoneCapturer: AudioCapturer, Sendable {
                 $0.framesCaptured += 1
                 $0.level = power.squareRoot() / 32768
                 $0.deviceDelayMs = delay
+                if voice { $0.framesWithVoice += 1 }
             }
             if muted.value {
                 if box.silence.count != pcm.count { box.silence = [Int16](repeating: 0, count: pcm.count) }

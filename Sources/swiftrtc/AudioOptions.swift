@@ -131,7 +131,8 @@ enum AudioOptions {
     }
 
     static func json(_ s: MicrophoneCapturer.Stats) -> [String: Any] {
-        ["framesCaptured": s.framesCaptured, "deviceDelayMs": s.deviceDelayMs, "deviceLost": s.deviceLost, "level": s.level]
+        ["framesCaptured": s.framesCaptured, "deviceDelayMs": s.deviceDelayMs, "deviceLost": s.deviceLost, "level": s.level,
+         "framesWithVoice": s.framesWithVoice]
     }
 
     /// Playout figures for --stats-json.
