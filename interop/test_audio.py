@@ -85,6 +85,12 @@ def test_devices_lists_the_null_sinks(swift_bin, runs, artifact_dir):
     assert by_id["spk.monitor"]["kind"] == "audioinput" and by_id["spk.monitor"]["isMonitor"] is True
     assert by_id["spk"]["sampleRate"] == RATE
     assert by_id["synthetic:front"]["kind"] == "videoinput"
+    # A device that is not there fails at once, saying what there is, before anything connects.
+    for command, args, message in (("publish", ["--audio", "mic:nope"], 'no audio input "nope" (there are: '),
+                                   ("play", ["--speaker", "nope"], 'no audio output "nope" (there are: ')):
+        bad = runs(SwiftRun(swift_bin, command, ["http://127.0.0.1:9/x", *args], artifact_dir, f"bad-{command}", stats=False))
+        assert bad.wait(timeout=20) != 0, bad.text()
+        assert message in bad.text() and "spk" in bad.text() and "connection refused" not in bad.text(), bad.text()
 
 
 @pytest.mark.timeout(90)

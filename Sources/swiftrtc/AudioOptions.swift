@@ -28,6 +28,7 @@ struct AudioCapture {
         case let spec where spec == "mic" || spec.hasPrefix("mic:"):
             let echo = processing == .none ? nil : try EchoPath(options: processing)
             let device = spec == "mic" ? nil : String(spec.dropFirst(4))
+            try AudioOptions.requireDevice(device, .input, command: command)   // before anything connects
             let mic = MicrophoneCapturer(module: AudioOptions.module, device: device, echo: echo) { event in
                 printError("\(command): microphone \(AudioOptions.describe(event))")
             }
@@ -88,6 +89,22 @@ enum AudioOptions {
         try playout.start()
         say("\(command): playing audio to \(spec ?? "the default output")")
         return playout
+    }
+
+    /// Fails (with what there is) unless the sound server answers and has input/output `id`
+    /// (nil: a default one).
+    static func requireDevice(_ id: String?, _ kind: AudioDeviceInfo.Kind, command: String) throws {
+        let list: [AudioDeviceInfo]
+        do {
+            list = kind == .input ? try module.inputDevices() : try module.outputDevices()
+        } catch {
+            throw UsageError("\(command): \(error)")
+        }
+        let what = kind == .input ? "audio input" : "audio output"
+        guard list.contains(where: { id == nil ? $0.isDefault : $0.id == id }) else {
+            let known = list.map(\.id).joined(separator: ", ")
+            throw UsageError("\(command): no \(what) \(id.map { "\"\($0)\"" } ?? "by default") (there are: \(known.isEmpty ? "none" : known))")
+        }
     }
 
     /// stdin `mute`, `unmute`, `speaker ID|default`, `volume 0..1`.

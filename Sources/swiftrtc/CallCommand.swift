@@ -44,6 +44,7 @@ enum CallCommand {
         let peerURL = try a.positional("URL_PEER")
         let insecure = a.flag("insecure")
         try a.finish()
+        if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc call") }
         var options = StreamingSession.Options()
         options.insecure = insecure
         warnIfInsecure(options)

@@ -37,6 +37,7 @@ enum PlayCommand {
         let options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
         try a.finish()
+        if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc play") }
         warnIfInsecure(options)
 
         let session = try StreamingSession(role: .play, url: url, options: options)
