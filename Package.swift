@@ -25,6 +25,7 @@ let package = Package(
         // No pkgConfig: usrsctp.pc only adds -DINET/-DINET6, which SwiftPM refuses (a warning
         // on every build) and the header does not use.
         .systemLibrary(name: "CUsrSCTP"),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
@@ -63,6 +64,8 @@ let package = Package(
         // Congestion control, sans-I/O: send-side bandwidth estimation (GCC) and the pacer.
         .target(name: "BandwidthEstimation", dependencies: ["RTP"]),
         .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
+        // Microphones and speakers (libpulse on Linux), the playout mixer and the echo path.
+        .target(name: "AudioDevice", dependencies: ["Media", "AudioProcessing", "CPulse"]),
         .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG"]),
         // Optimized in debug builds too: the synthetic camera paints every pixel in Swift, and
         // unoptimized a 720p frame took 36 ms, more than a frame's time at 30 fps, in the debug
@@ -76,11 +79,13 @@ let package = Package(
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
         .target(name: "Relay", dependencies: ["CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
-        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera"]),
+        .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
+                                                 "AudioDevice", "AudioProcessing"]),
         .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "TURN", "RTP", "HTTP", "Render", "WebSocket", "SCTP"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
-                                                         "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg"], path: "Sources/bench"),
+                                                         "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg",
+                                                         "AudioCodecs", "AudioProcessing", "AudioDevice"], path: "Sources/bench"),
 
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
@@ -97,6 +102,7 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
         .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
+        .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media"]),
         .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP"]),
         .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),

@@ -292,11 +292,13 @@ class VideoSink:
 class AudioSink:
     """Consumes a remote audio track: frames, samples and RMS energy in dBFS."""
 
-    def __init__(self, track, loop: asyncio.AbstractEventLoop):
+    def __init__(self, track, loop: asyncio.AbstractEventLoop, keep: bool = False):
         self.frames = 0
         self.samples = 0
         self.sum_sq = 0.0
         self.error: str | None = None
+        # keep=True: the decoded audio itself, downmixed to mono (for spectra).
+        self.kept: list[np.ndarray] | None = [] if keep else None
         self.task = loop.create_task(self._consume(track))
 
     async def _consume(self, track) -> None:
@@ -315,6 +317,8 @@ class AudioSink:
                 pcm /= 32768.0
             self.samples += pcm.size
             self.sum_sq += float(np.square(pcm).sum())
+            if self.kept is not None:
+                self.kept.append(pcm.reshape(-1, len(frame.layout.channels)).mean(axis=1))
 
     def energy_db(self) -> float | None:
         if not self.samples:
@@ -355,9 +359,10 @@ async def outbound_rtp(pc) -> dict[str, dict]:
 class AiortcWhipReceiver:
     """WHIP endpoint on aiortc: answers a sendonly offer recvonly; measures what arrives."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, measure_hf: bool = False):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, measure_hf: bool = False, keep_audio: bool = False):
         self.lt = LoopThread("whip-recv-loop")
         self.measure_hf = measure_hf
+        self.keep_audio = keep_audio
         self.sessions: dict[str, Any] = {}
         self.video: list[VideoSink] = []
         self.audio: list[AudioSink] = []
@@ -391,7 +396,7 @@ class AiortcWhipReceiver:
             if track.kind == "video":
                 self.video.append(VideoSink(track, loop, measure_hf=self.measure_hf))
             else:
-                self.audio.append(AudioSink(track, loop))
+                self.audio.append(AudioSink(track, loop, keep=self.keep_audio))
 
         @pc.on("connectionstatechange")
         def on_state():

@@ -81,6 +81,10 @@ public final class AudioProcessor: @unchecked Sendable {
     /// Whether the echo canceller thinks the last capture chunk might contain echo.
     public var streamHasEcho: Bool { capm_stream_has_echo(handle) != 0 }
 
+    /// Whether the last capture chunk held speech (libwebrtc's voice activity detector; it runs
+    /// while any component is on).
+    public var streamHasVoice: Bool { capm_stream_has_voice(handle) != 0 }
+
     /// The echo canceller's own estimate of the render→capture delay, once it has one.
     public var estimatedEchoDelayMs: Int? {
         let median = capm_echo_delay_median_ms(handle)

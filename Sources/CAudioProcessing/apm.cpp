@@ -145,6 +145,7 @@ int capm_set_components(capm *apm, unsigned components) {
         p->gain_control()->Enable((components & CAPM_AUTO_GAIN_CONTROL) != 0),
         p->noise_suppression()->Enable((components & CAPM_NOISE_SUPPRESSION) != 0),
         p->high_pass_filter()->Enable((components & CAPM_HIGH_PASS_FILTER) != 0),
+        p->voice_detection()->Enable(components != 0),
     };
     apm->components.store(components);
     for (int r : results) {
@@ -222,6 +223,10 @@ int capm_process_render_s16(capm *apm, const int16_t *in, size_t frames, int sam
 
 int capm_stream_has_echo(capm *apm) {
     return apm->apm->echo_cancellation()->stream_has_echo() ? 1 : 0;
+}
+
+int capm_stream_has_voice(capm *apm) {
+    return apm->apm->voice_detection()->stream_has_voice() ? 1 : 0;
 }
 
 int capm_echo_delay_median_ms(capm *apm) {

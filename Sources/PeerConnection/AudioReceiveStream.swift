@@ -89,6 +89,7 @@ final class AudioReceiveStream: @unchecked Sendable {
                 $0.packetsDecoded += 1
                 $0.lastLevel = (power.squareRoot() / 32768)
                 $0.totalPower += power / (32768.0 * 32768.0)
+                $0.totalEnergy += power / (32768.0 * 32768.0) * Double(frame.samplesPerChannel) / Double(frame.sampleRate)
             }
             var out = frame
             out.timestampNs = monotonicNanoseconds()
@@ -104,4 +105,6 @@ struct AudioReceiveCounters: Sendable {
     var lastLevel = 0.0
     /// Sum over decoded packets of mean square (full scale = 1).
     var totalPower = 0.0
+    /// W3C totalAudioEnergy: Σ level² × duration (s).
+    var totalEnergy = 0.0
 }

@@ -95,6 +95,7 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
                 $0.packetsEncoded += 1
                 $0.totalSamplesSent += samples.count
                 $0.totalEnergy += energy / (32768.0 * 32768.0) * 0.02
+                $0.lastLevel = energy.squareRoot() / 32768
             }
             sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp) { [self] packet, _, now in
                 senderStats.record(packet, sentAt: now)
@@ -107,5 +108,8 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
 
 struct AudioSendCounters: Sendable {
     var packetsEncoded = 0, totalSamplesSent = 0, droppedFrames = 0, encodeErrors = 0, processingErrors = 0
+    /// W3C totalAudioEnergy: Σ level² × duration (s), level = RMS of a packet (full scale = 1).
     var totalEnergy = 0.0
+    /// RMS of the last packet sent, 0…1 (W3C media-source audioLevel).
+    var lastLevel = 0.0
 }

@@ -252,8 +252,16 @@ extension PeerConnection {
             if let r = remoteInbound(s.senderStats, kind: "video", mid: mid) { report.add(r) }
         }
         if let s = media.audioSend[mid], var o = report.stats["OT\(mid)"] {
-            o["totalSamplesSent"] = .int(s.stats.totalSamplesSent)
+            let c = s.stats
+            o["totalSamplesSent"] = .int(c.totalSamplesSent)
             report.add(o)
+            // W3C RTCAudioSourceStats: what the track captured, as sent (after processing).
+            var m = RTCStats(id: "MS\(mid)", type: "media-source")
+            m["kind"] = .string("audio")
+            m["audioLevel"] = .double(c.lastLevel)
+            m["totalAudioEnergy"] = .double(c.totalEnergy)
+            m["totalSamplesDuration"] = .double(Double(c.totalSamplesSent) / 48000)
+            report.add(m)
             if let r = remoteInbound(s.senderStats, kind: "audio", mid: mid) { report.add(r) }
         }
         if let s = media.videoReceive[mid], var i = report.stats["IT\(mid)"] {
@@ -292,6 +300,8 @@ extension PeerConnection {
             i["totalSamplesReceived"] = .int(c.samplesDecoded)
             i["concealedSamples"] = .int(c.samplesConcealed)
             i["audioLevel"] = .double(c.lastLevel)
+            i["totalAudioEnergy"] = .double(c.totalEnergy)
+            i["totalSamplesDuration"] = .double(Double(c.samplesDecoded) / 48000)
             report.add(i)
         }
     }

@@ -7,3 +7,5 @@
 @_exported import Capture
 @_exported import Render
 @_exported import Camera
+@_exported import AudioDevice
+@_exported import AudioProcessing

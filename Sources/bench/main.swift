@@ -44,7 +44,7 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --fanout-window S    seconds measured per player count (default 4)
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
   --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
-                       camera, datachannel
+                       camera, datachannel, audio
 """
 
 struct Options {
@@ -64,7 +64,7 @@ struct Options {
     func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
 
-let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "datachannel"]
+let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "datachannel", "audio"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -244,6 +244,12 @@ if options.runs("datachannel") {
             rows.append(Row("datachannel.swift_vs_chromium", swift / value, "ratio", target: .atLeast(1)))
         }
     }
+}
+
+// 10. Audio
+if options.runs("audio") {
+    progress("audio: echo path (AEC+AGC+NS+HPF) + Opus per 10 ms frame, 3 CPU-s")
+    rows += audioBenchmarks()
 }
 
 let elapsed = millisecondsSince(benchStarted) / 1000

@@ -6,15 +6,21 @@ import SwiftRTC
 enum CallCommand {
     static let usage = """
     usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--window]
+                         [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
                          [--duration SEC] [--stats-json PATH] [--insecure]
 
-    A video call through a server: publishes our video (+ tone) to URL_SELF and plays URL_PEER
+    A video call through a server: publishes our video and audio to URL_SELF and plays URL_PEER
     (webrtc:// for SRS's API, http(s):// for WHIP/WHEP). The peer does the same with the URLs
     swapped. Waits up to 30 s for the peer's stream to appear. Exit code 0 only if the peer's
     video was decoded.
 
       --source S       testsrc (default), file:PATH or camera[:ID] (with the camera flags of
                        `swiftrtc publish --help`)          --size WxH (default 640x360)   --fps N (default 30)
+      --audio A        tone (default), file:PATH, mic[:ID] or none; stdin `mute` / `unmute`
+      --audio-processing P  for mic: all (default), none, or aec,agc,ns,hpf; the echo canceller's
+                       reference is what the speaker plays
+      --speaker ID|none  where the peer's audio plays (default: the default output if any); stdin
+                       `speaker ID|default`, `volume 0..1`
       --window         show local preview and remote video in windows (SDL2)
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary
@@ -32,11 +38,15 @@ enum CallCommand {
         let window = a.flag("window")
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
+        let audioSpec = try a.option("audio") ?? "tone"
+        let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
+        let speakerSpec = try a.option("speaker")
         let selfURL = try a.positional("URL_SELF")
         let peerURL = try a.positional("URL_PEER")
         let insecure = a.flag("insecure")
         let ice = try IceOptions.parse(&a, command: "swiftrtc call")
         try a.finish()
+        if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc call") }
         var options = StreamingSession.Options()
         options.insecure = insecure
         ice.apply(to: &options.configuration)
@@ -46,16 +56,15 @@ enum CallCommand {
         let videoTrack = VideoTrack(id: "call-video", source: source)
         let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc call", source: source,
                                             width: size.width, height: size.height, fps: fps)
-        let tone = ToneCapturer(frequency: 660, level: 0.2)
-        let audioTrack = AudioTrack(id: "call-audio", source: AudioSource(capturer: tone))
+        let audio = try AudioCapture(audioSpec, processing: processing, tone: (660, 0.2), command: "swiftrtc call")
         let preview: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — me", width: 320, height: 180) : nil
         if let preview { videoTrack.addRenderer(preview) }
 
         let started = now()
         let publisher = try StreamingSession(role: .publish, url: selfURL, options: options)
-        try await publisher.publish(video: videoTrack, audio: audioTrack)
+        try await publisher.publish(video: videoTrack, audio: audio.track)
         try await capture.start()
-        tone.start()
+        try audio.start()
         say("call: publishing to \(selfURL)")
 
         // The peer may not be publishing yet: retry playing until its stream exists.
@@ -70,7 +79,7 @@ enum CallCommand {
             } catch {
                 await attempt.close()
                 if now() > giveUp {
-                    await capture.stop(); tone.stop(); await publisher.close()
+                    await capture.stop(); audio.stop(); await publisher.close()
                     throw UsageError("swiftrtc call: cannot play \(peerURL) after 30 s: \(error)")
                 }
                 try? await Task.sleep(for: .milliseconds(500))
@@ -78,6 +87,15 @@ enum CallCommand {
         }
         guard let player else { return 1 }
         say("call: playing \(peerURL)")
+        let speaker: AudioPlayout?
+        do {
+            speaker = try AudioOptions.startSpeaker(speakerSpec, echo: audio.echo, command: "call")
+        } catch {
+            await capture.stop(); audio.stop(); await player.close(); await publisher.close()
+            throw error
+        }
+        if let speaker, let remote = tracks.audio { speaker.add(remote) }
+        AudioOptions.startConsole(microphone: audio.microphone, speaker: speaker, command: "call")
         let remoteStats = StatsRenderer()
         let checker = PatternChecker()
         let remoteWindow: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — peer", width: 640, height: 360) : nil
@@ -102,7 +120,8 @@ enum CallCommand {
         waiter.cancel()
         status.finish()
         await capture.stop()
-        tone.stop()
+        audio.stop()
+        speaker?.stop()
         preview?.close()
         remoteWindow?.close()
         let peerFrames = remoteStats.snapshot().framesRendered
@@ -110,8 +129,12 @@ enum CallCommand {
         say("call: \(peerFrames > 0 ? "done" : "FAILED") — decoded \(peerFrames) frames of the peer"
             + (pattern.read > 0 ? " (test pattern \(pattern.verified ? "verified" : "NOT verified"))" : ""))
         if let statsPath {
-            try writeJSON(["peerFramesDecoded": peerFrames, "patternFrames": pattern.read, "patternVerified": pattern.verified,
-                           "publish": (await publisher.stats()).jsonObject, "play": (await player.stats()).jsonObject], to: statsPath)
+            var summary: [String: Any] = ["peerFramesDecoded": peerFrames, "patternFrames": pattern.read, "patternVerified": pattern.verified,
+                                          "publish": (await publisher.stats()).jsonObject, "play": (await player.stats()).jsonObject]
+            if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
+            if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
+            if let echo = audio.echo { summary["echo"] = ["streamDelayMs": echo.streamDelayMs, "estimatedDelayMs": echo.processor.estimatedEchoDelayMs.map { $0 as Any } ?? NSNull()] as [String: Any] }
+            try writeJSON(summary, to: statsPath)
         }
         await player.close()
         await publisher.close()

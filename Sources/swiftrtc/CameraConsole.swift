@@ -10,26 +10,15 @@ import SwiftRTC
 enum CameraConsole {
     static let help = "camera commands on stdin: switch [front|back|ID], photo PATH, fps N, orientation O, zoom Z, torch on|off|L, iso N, exposure-bias EV, exposure-time MS, white-balance K|auto, focus F"
 
-    /// Reads stdin on its own thread until EOF; each line runs on the capturer in order.
+    /// Runs each stdin line on the capturer, in order.
     static func start(_ capturer: CameraCapturer, command: String) {
-        let lines = AsyncStream<String> { continuation in
-            let thread = Thread {
-                while let line = readLine() { continuation.yield(line) }
-                continuation.finish()
+        StdinCommands.add { words, line in
+            do {
+                try await run(words, capturer, command: command)
+            } catch {
+                printError("\(command): camera command \"\(line)\": \(error)")
             }
-            thread.name = "swiftrtc.stdin"
-            thread.start()
-        }
-        Task {
-            for await line in lines {
-                let words = line.split(separator: " ").map(String.init)
-                guard !words.isEmpty else { continue }
-                do {
-                    try await run(words, capturer, command: command)
-                } catch {
-                    printError("\(command): camera command \"\(line)\": \(error)")
-                }
-            }
+            return true
         }
     }
 

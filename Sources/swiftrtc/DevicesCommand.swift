@@ -1,14 +1,16 @@
 import Foundation
 import SwiftRTC
 
-/// `swiftrtc devices`: the cameras, their formats and their controls.
+/// `swiftrtc devices`: the cameras, their formats and their controls; microphones and speakers.
 enum DevicesCommand {
     static let usage = """
     usage: swiftrtc devices [--json]
 
     Lists the cameras (V4L2 devices, then the synthetic front and back cameras) with their
-    formats (size, pixel format, frame rates) and controls (ranges, modes).
-      --json    the same as JSON (an array of devices)
+    formats (size, pixel format, frame rates) and controls (ranges, modes), then the audio
+    inputs and outputs of the sound server (PulseAudio), the defaults marked.
+      --json    the same as JSON (an array of devices; "kind" is videoinput, audioinput or
+                audiooutput, as in the W3C enumerateDevices())
     """
 
     static func run(_ args: [String]) async throws -> Int32 {
@@ -18,10 +20,16 @@ enum DevicesCommand {
         try a.finish()
         let devices = try CameraOptions.backend.devices()
         for e in CameraOptions.backend.listingErrors { printError("swiftrtc devices: warning: \(e)") }
+        var audio: [AudioDeviceInfo] = []
+        do {
+            audio = try AudioOptions.module.inputDevices() + AudioOptions.module.outputDevices()
+        } catch {
+            printError("swiftrtc devices: warning: \(error)")
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            let data = try encoder.encode(devices.map(DeviceJSON.init))
+            let data = try encoder.encode(devices.map { ListedDevice.camera(DeviceJSON($0)) } + audio.map(ListedDevice.audio))
             say(String(decoding: data, as: UTF8.self))
             return 0
         }
@@ -49,7 +57,27 @@ enum DevicesCommand {
             if !poi.isEmpty { say("  point of interest: \(poi.joined(separator: ", "))") }
         }
         if devices.isEmpty { say("no cameras") }
+        for kind in [AudioDeviceInfo.Kind.input, .output] {
+            let list = audio.filter { $0.kind == kind }
+            say(kind == .input ? "audio inputs:" : "audio outputs:")
+            if list.isEmpty { say("  none") }
+            for d in list {
+                say("  \(d.id)  \"\(d.name)\"  \(d.sampleRate) Hz \(d.channels) ch"
+                    + (d.isDefault ? "  (default)" : "") + (d.isMonitor ? "  (monitor)" : ""))
+            }
+        }
         return 0
+    }
+}
+
+/// One element of the `--json` array.
+private enum ListedDevice: Encodable {
+    case camera(DeviceJSON), audio(AudioDeviceInfo)
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .camera(let d): try d.encode(to: encoder)
+        case .audio(let d): try d.encode(to: encoder)
+        }
     }
 }
 
@@ -58,6 +86,7 @@ enum DevicesCommand {
 private struct DeviceJSON: Encodable {
     struct Range: Encodable { var min, max, step, defaultValue: Double }
     var id: String, name: String, position: String
+    var kind = "videoinput"
     var formats: [CaptureFormat]
     var controls: [String: Range]
     var exposureModes: [String], focusModes: [String], whiteBalanceModes: [String]

@@ -6,7 +6,7 @@ import Synchronization
 enum PlayCommand {
     static let usage = """
     usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
-                             [--stats-json PATH] [--token T] [--api URL] [--insecure]
+                             [--speaker ID|none] [--stats-json PATH] [--token T] [--api URL] [--insecure]
 
     Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
@@ -16,6 +16,9 @@ enum PlayCommand {
       --snapshot PATH    write a PNG of a decoded frame (the first, replaced by one near the end)
       --window           show the video in a window (SDL2; needs a display)
       --duration SEC     stop after SEC seconds (default: until Ctrl-C)
+      --speaker ID|none  play the audio to output ID (`swiftrtc devices` lists them); default: the
+                         default output when there is one; stdin `speaker ID|default` and
+                         `volume 0..1` while playing
       --stats-json PATH  write the final W3C stats and a summary
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token
@@ -31,9 +34,11 @@ enum PlayCommand {
         let window = a.flag("window")
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
+        let speakerSpec = try a.option("speaker")
         let options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
         try a.finish()
+        if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc play") }
         warnIfInsecure(options)
 
         let session = try StreamingSession(role: .play, url: url, options: options)
@@ -50,6 +55,15 @@ enum PlayCommand {
         let connectMs = (now() - started) * 1000
         say("play: connected in \(Int(connectMs)) ms")
         playback.attach(video: tracks.video, audio: tracks.audio)
+        let speaker: AudioPlayout?
+        do {
+            speaker = try AudioOptions.startSpeaker(speakerSpec, echo: nil, command: "play")
+        } catch {
+            await session.close()
+            throw error
+        }
+        if let speaker, let audio = tracks.audio { speaker.add(audio) }
+        AudioOptions.startConsole(microphone: nil, speaker: speaker, command: "play")
 
         let status = StatusLine()
         let stopAt = duration.map { started + connectMs / 1000 + $0 }
@@ -66,13 +80,16 @@ enum PlayCommand {
         }
         waiter.cancel()
         status.finish()
+        speaker?.stop()
         playback.finish()
         let report = await session.stats()
         let ok = playback.framesDecoded(report) > 0
         say("play: " + playback.resultLine(report))
         if let statsPath {
-            try writeJSON(playback.summary(report, connectMs: connectMs, started: started,
-                                           state: session.peerConnection.peerConnectionState.rawValue), to: statsPath)
+            var summary = playback.summary(report, connectMs: connectMs, started: started,
+                                           state: session.peerConnection.peerConnectionState.rawValue)
+            if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
+            try writeJSON(summary, to: statsPath)
         }
         await session.close()
         return ok ? 0 : 1

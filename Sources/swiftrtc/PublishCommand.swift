@@ -6,7 +6,8 @@ enum PublishCommand {
     static let usage = """
     usage: swiftrtc publish URL [--source testsrc|file:PATH|camera[:ID]] [--codec h264|vp8] [--size WxH] [--fps N]
                                 [--bitrate KBPS] [--min-bitrate KBPS] [--max-fps N] [--degradation PREF]
-                                [--adapt WxH[@FPS]] [--audio tone|file:PATH|none]
+                                [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
+                                [--audio-processing all|none|aec,agc,ns,hpf]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
                                 [--insecure]
 
@@ -23,7 +24,10 @@ enum PublishCommand {
       --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
                           maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
-      --audio A           tone (default), file:PATH (WAV) or none
+      --audio A           tone (default), file:PATH (WAV), mic[:ID] (a microphone; `swiftrtc devices`
+                          lists them; stdin `mute` / `unmute` while streaming) or none
+      --audio-processing P  for mic: all (default: echo cancellation, gain control, noise
+                          suppression, high-pass), none, or a list of aec,agc,ns,hpf
       --beauty S          beauty filter strength 0…1 (default off)
       --disable-after SEC disable the video track after SEC seconds (black frames from then on)
       --duration SEC      stop after SEC seconds (default: until Ctrl-C)
@@ -57,6 +61,7 @@ enum PublishCommand {
             return (size.width, size.height, f)
         }
         let audioSpec = try a.option("audio") ?? "tone"
+        let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
         let beauty = try a.number("beauty", default: 0.0, in: 0...1)
         let disableAfter: Double? = try a.number("disable-after", in: 0...maxSeconds)
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
@@ -79,25 +84,8 @@ enum PublishCommand {
         let videoTrack = VideoTrack(id: "video0", source: source)
         let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc publish", source: source,
                                             width: size.width, height: size.height, fps: fps)
-        var audioTrack: AudioTrack?
-        var audioStart: () throws -> Void = {}, audioStop: () -> Void = {}
-        switch audioSpec {
-        case "none": break
-        case "tone":
-            let tone = ToneCapturer(frequency: 440, level: 0.25)
-            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: tone))
-            audioStart = { tone.start() }
-            audioStop = { tone.stop() }
-        case let spec where spec.hasPrefix("file:"):
-            let wav = WAVFileCapturer(path: String(spec.dropFirst(5)), loop: true)
-            _ = try wav.fileFormat()
-            audioTrack = AudioTrack(id: "audio0", source: AudioSource(capturer: wav))
-            audioStart = { try wav.start() }
-            audioStop = { wav.stop() }
-        default:
-            throw UsageError("swiftrtc publish: --audio must be tone, file:PATH or none, not \"\(audioSpec)\"")
-        }
-
+        let audio = try AudioCapture(audioSpec, processing: processing, tone: (440, 0.25), command: "swiftrtc publish")
+        let audioTrack = audio.track
         options.videoCodecs = [codec]
         let session = try StreamingSession(role: .publish, url: url, options: options)
         let started = now()
@@ -118,7 +106,8 @@ enum PublishCommand {
             try video.sender.setParameters(p)
         }
         try await capture.start()
-        try audioStart()
+        try audio.start()
+        AudioOptions.startConsole(microphone: audio.microphone, speaker: nil, command: "publish")
         say("publish: connected in \(Int(connectMs)) ms")
 
         let status = StatusLine()
@@ -148,7 +137,7 @@ enum PublishCommand {
         waiter.cancel()
         status.finish()
         await capture.stop()
-        audioStop()
+        audio.stop()
         let report = await session.stats()
         let state = session.peerConnection.peerConnectionState
         let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
@@ -168,6 +157,7 @@ enum PublishCommand {
             summary["availableOutgoingBitrate"] = report.ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.first ?? NSNull()
             summary["qualityLimitationResolutionChanges"] = out?.int("qualityLimitationResolutionChanges") ?? 0
             summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
+            if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             try writeJSON(summary, to: statsPath)
         }
         await session.close()

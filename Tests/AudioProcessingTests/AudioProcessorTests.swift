@@ -27,6 +27,31 @@ import Media
         #expect(processor.lastError == nil)
     }
 
+    /// Harmonics of a gliding voice pitch read as speech; silence does not.
+    @Test func voiceActivityIsDetected() throws {
+        let processor = try AudioProcessor(options: Self.onlyNS)
+        var voiced: [Float] = []
+        for i in 0..<48000 {
+            let t = Double(i) / 48000
+            let f0 = 140 * (1 + 0.1 * sin(2 * Double.pi * 2 * t))
+            var x = 0.0
+            for k in 1...12 { x += sin(2 * Double.pi * f0 * Double(k) * t) / Double(k) }
+            voiced.append(Float(0.15 * x * (0.6 + 0.4 * sin(2 * Double.pi * 4 * t))))
+        }
+        var speech = 0
+        for frame in TestSignal.frames(voiced) {
+            _ = processor.processCapture(frame)
+            if processor.streamHasVoice { speech += 1 }
+        }
+        var silentVoice = 0
+        for (i, frame) in TestSignal.frames([Float](repeating: 0, count: 48000)).enumerated() {
+            _ = processor.processCapture(frame)
+            if i >= 30, processor.streamHasVoice { silentVoice += 1 }   // after its ~100 ms hangover
+        }
+        #expect(speech >= 50, "\(speech) of 100 voiced frames detected")
+        #expect(silentVoice == 0, "\(silentVoice) of 70 silent frames called speech")
+    }
+
     @Test func noiseSuppressionRemovesWhiteNoise() throws {
         let processor = try AudioProcessor(options: Self.onlyNS)
         let noise = TestSignal.whiteNoise(samples: 48000 * 4, amplitude: 0.05)

@@ -46,6 +46,9 @@ int capm_process_render_s16(capm *apm, const int16_t *in, size_t frames, int sam
 
 /// Echo canceller state after the last capture chunk: 1 if the chunk might contain echo.
 int capm_stream_has_echo(capm *apm);
+/// Voice activity detection after the last capture chunk (runs whenever any component does):
+/// 1 if it held speech.
+int capm_stream_has_voice(capm *apm);
 /// Estimated delay (ms) between render and capture as the echo canceller sees it, or -1 when
 /// it has no estimate yet.
 int capm_echo_delay_median_ms(capm *apm);
