@@ -225,8 +225,7 @@ extension PeerConnection {
         t.onRTCP = { [weak self] packets in self?.route(packets) }
         setGathering(.gathering)
         t.gather()
-        for c in pendingRemoteCandidates { agent.addRemoteCandidate(c, now: .now) }
-        pendingRemoteCandidates.removeAll()
+        flushPendingCandidates()
         t.pump()
     }
 

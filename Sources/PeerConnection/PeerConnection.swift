@@ -40,6 +40,7 @@ public final class PeerConnection: @unchecked Sendable {
     var localSetup = "actpass"
     var localCandidates: [Candidate] = []
     var pendingRemoteCandidates: [Candidate] = []
+    var pendingEndOfCandidates = false
     var remoteCredentialsSet = false
     var iceState: IceConnectionState = .new
     var connectionState: PeerConnectionState = .new
@@ -111,28 +112,6 @@ public final class PeerConnection: @unchecked Sendable {
         transceiverList.append(t)
         snapshot.withLock { $0.transceivers = transceiverList }
         return t
-    }
-
-    /// W3C `addIceCandidate`: a trickled remote candidate; an empty candidate ends them.
-    public func addIceCandidate(_ candidate: IceCandidate) async throws {
-        try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("addIceCandidate: the connection is closed") }
-            if candidate.candidate.isEmpty {
-                transport?.ice.endOfRemoteCandidates(now: .now)
-                transport?.pump()
-                return
-            }
-            let c: Candidate
-            do { c = try Candidate(parsing: candidate.candidate) } catch {
-                throw PeerConnectionError("addIceCandidate: \(error)")
-            }
-            if let transport, remoteCredentialsSet {
-                transport.ice.addRemoteCandidate(c, now: .now)
-                transport.pump()
-            } else {
-                pendingRemoteCandidates.append(c)
-            }
-        }
     }
 
     /// Waits until ICE gathering is complete (for peers without trickle, such as WHIP servers).
