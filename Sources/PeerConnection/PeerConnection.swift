@@ -52,6 +52,9 @@ public final class PeerConnection: @unchecked Sendable {
     var rtxReceived = 0, rtxDropped = 0
     var passThroughNacks = PassThroughNacks()
     var dataChannels = DataChannelSession()
+    var negotiation = NegotiationState()
+    /// `restartIce()` was called: the next offer carries new ICE credentials.
+    var iceRestartWanted = false
     var closed = false
 
     struct Snapshot {
@@ -111,6 +114,8 @@ public final class PeerConnection: @unchecked Sendable {
         let t = RtpTransceiver(kind: kind, init: options, codecs: list, ssrc: ssrc, cname: cname)
         transceiverList.append(t)
         snapshot.withLock { $0.transceivers = transceiverList }
+        t.onNegotiationChange = { [weak self] in self?.updateNegotiationNeeded() }
+        updateNegotiationNeeded()
         return t
     }
 
