@@ -46,7 +46,9 @@ extension PeerConnection {
             sections.append(data)
         }
         localSetup = "actpass"
-        return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
+        if iceRestartWanted { pendingCredentials = pendingCredentials ?? .random() }
+        return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(credentials: pendingCredentials ?? credentials),
+                                                              sections: sections, bundle: true))
     }
 
     /// One transceiver's m-line in our offer: what was negotiated if it was (payload types and
@@ -119,7 +121,11 @@ extension PeerConnection {
             if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .passive { localSetup = "active" }
         }
         let sections = offer.media.enumerated().map { index, m in answerSection(for: m, index: index) }
-        return SessionDescription(type: .answer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
+        // The peer restarts ICE: so do we, with new credentials (a lite agent keeps its own: its
+        // shared port finds sessions by ufrag).
+        if remoteRestartsICE(offer), !configuration.iceLite { pendingCredentials = pendingCredentials ?? .random() }
+        return SessionDescription(type: .answer, sdp: writeSDP(sessionParameters(credentials: pendingCredentials ?? credentials),
+                                                               sections: sections, bundle: true))
     }
 
     func answerSection(for m: MediaDescription, index: Int) -> LocalMediaSection {
@@ -164,8 +170,9 @@ extension PeerConnection {
                                  codecs: chosen, extensions: extensions, sender: t.sender)
     }
 
-    func sessionParameters() -> LocalSessionParameters {
+    func sessionParameters(credentials: ICECredentials? = nil) -> LocalSessionParameters {
         let fp = certificate.fingerprint
+        let credentials = credentials ?? self.credentials
         return LocalSessionParameters(
             sessionID: sessionID, sessionVersion: sessionVersion, ufrag: credentials.ufrag, pwd: credentials.pwd,
             fingerprint: (fp.algorithm, fp.value), setup: localSetup, iceLite: configuration.iceLite,
@@ -200,7 +207,7 @@ extension PeerConnection {
         localSDP = parsed
         localType = description.type
         sessionVersion += 1
-        if transport == nil { try startTransport(controlling: description.type == .offer) }
+        if transport == nil { try startTransport(controlling: description.type == .offer) } else { applyLocalCredentials(parsed) }
         if description.type == .answer { try finishNegotiation(local: parsed, remote: remoteSDP, localIsOffer: false) }
         publishLocalDescription()
         if description.type == .answer { negotiationFinished() }
@@ -370,10 +377,15 @@ extension PeerConnection {
             }
         }
         // ICE: remote credentials and candidates (BUNDLE: the first live m-line's transport).
-        let first = remote.media.first(where: { $0.port != 0 }) ?? remote.media.first
-        if !remoteCredentialsSet, let ufrag = first?.iceUfrag ?? remote.iceUfrag, let pwd = first?.icePwd ?? remote.icePwd {
-            transport.ice.setRemoteCredentials(ICECredentials(ufrag: ufrag, pwd: pwd), remoteIsLite: remote.iceLite, now: .now)
-            remoteCredentialsSet = true
+        if let theirs = iceCredentials(of: remote) {
+            if !remoteCredentialsSet {
+                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: .now)
+                remoteCredentialsSet = true
+            } else if transport.ice.remoteCredentials != theirs {
+                // An ICE restart: checks start over with the peer's new credentials; DTLS stays.
+                if transport.ice.remoteCredentials != nil { transport.ice.restart(local: credentials, now: .now) }
+                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: .now)
+            }
         }
         var ended = false
         for m in remote.media {

@@ -26,7 +26,9 @@ public final class PeerConnection: @unchecked Sendable {
 
     // loop state
     let certificate: DTLSCertificate
-    let credentials = ICECredentials.random()
+    /// Our ICE credentials; an ICE restart replaces them (`pendingCredentials` until applied).
+    var credentials = ICECredentials.random()
+    var pendingCredentials: ICECredentials?
     let sessionID = UInt64.random(in: 1...(UInt64(1) << 62))
     var sessionVersion: UInt64 = 1
     let cname = randomToken(16)
