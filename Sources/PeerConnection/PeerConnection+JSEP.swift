@@ -418,7 +418,10 @@ extension PeerConnection {
             throw PeerConnectionError("DTLS set-up failed: \(error)")
         }
         // An application m-line added by a renegotiation: SCTP starts on the running DTLS.
-        if transport.dtlsState == .connected { startDataChannels() }
+        if transport.dtlsState == .connected {
+            startDataChannels()
+            transport.pump()
+        }
         updateConnectionState()
         for t in newTracks { emit(.track(t)) }
     }

@@ -127,8 +127,11 @@ struct RenegotiationTests {
         #expect(await eventually { eventsA.negotiationNeeded == 1 })
         let remote = Task { await remoteChannel(b, label: "late") }
         try await renegotiate(a, b)
+        let t0 = ContinuousClock.now
         let atB = try #require(await remote.value)
         _ = await first(channel.events) { $0 == .open }
+        // No waiting for a timer or an SCTP retransmission: the answer starts the association.
+        #expect(ContinuousClock.now - t0 < .seconds(1))
         let got = Task { await collect(atB, 3) }
         for text in ["one", "two", "three"] { try channel.send(text) }
         #expect(await got.value.count == 3)
