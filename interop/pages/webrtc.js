@@ -123,6 +123,18 @@ window.answerOffer = async function answerOffer(offerSdp) {
   return pc.localDescription.sdp;
 };
 
+// A subsequent offer on the connection answerOffer() made (ICE restart, renegotiation).
+window.answerReoffer = async function answerReoffer(offerSdp) {
+  const pc = window.pc;
+  window.lastOffer = offerSdp;
+  await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
+  await pc.setLocalDescription();
+  await waitGatheringComplete(pc);
+  window.lastAnswer = pc.localDescription.sdp;
+  note(`re-answer ready (${window.lastAnswer.length} bytes)`);
+  return pc.localDescription.sdp;
+};
+
 window.stats = async function stats() {
   const pc = window.pc;
   if (!pc) return null;
