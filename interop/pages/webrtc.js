@@ -143,10 +143,12 @@ window.stats = async function stats() {
     connectionState: pc.connectionState,
     iceConnectionState: pc.iceConnectionState,
     video: null, audio: null, outVideo: null, outAudio: null, transport: null, pair: null, localCandidates: [],
+    inbound: [],   // every inbound-rtp, by mid (a renegotiation may add m-lines)
   };
   const codecs = {};
   report.forEach((s) => { if (s.type === 'codec') codecs[s.id] = s; });
   report.forEach((s) => {
+    if (s.type === 'inbound-rtp') out.inbound.push({ mid: s.mid, kind: s.kind, packetsReceived: s.packetsReceived || 0 });
     if (s.type === 'inbound-rtp' && s.kind === 'video') {
       const c = codecs[s.codecId];
       out.video = {
