@@ -104,6 +104,9 @@ extension PeerConnection {
         let mids = Set(localSDP.map { $0.media.enumerated().map { $1.mid ?? String($0) } } ?? [])
         for t in transceiverList where t.mid.map({ !mids.contains($0) }) == true { t.mid = nil }
         if let mid = dataChannels.mid, !mids.contains(mid) { dataChannels.mid = nil }
+        // The offer restarted our agent, which now waits for the peer's new credentials: the
+        // restart still has to be negotiated.
+        if remoteCredentialsSet, transport?.ice.remoteCredentials == nil { iceRestartWanted = true }
         if localType == nil { snapshot.withLock { $0.localDescription = nil } } else { publishLocalDescription() }
         rolledBack()
     }
@@ -138,7 +141,8 @@ extension PeerConnection {
             if !direction.sends {
                 if let s = media.videoSend.removeValue(forKey: mid) { s.sender.videoTrack?.removeRenderer(s) }
                 if let s = media.audioSend.removeValue(forKey: mid) { s.sender.audioTrack?.removeSink(s) }
-                if t.kind == .video || t.kind == .audio { t.sender.onTrackChanged = nil }
+                // A later send direction makes a new stream, which attaches itself again.
+                t.sender.onTrackChanged = nil
             }
             if !direction.receives {
                 media.videoReceive.removeValue(forKey: mid)?.close()

@@ -84,4 +84,23 @@ struct ICERestartTests {
         await a.close()
         await b.close()
     }
+
+    @Test("a restart offer rolled back is still to negotiate; the next offer completes it")
+    func restartRolledBack() async throws {
+        let a = try loopbackPeer(), b = try loopbackPeer()
+        try await a.addTransceiver(.audio)
+        try await negotiate(a, b)
+        try await a.waitConnected(timeout: .seconds(10))
+        let events = EventLog(a)
+        a.restartIce()
+        try await a.setLocalDescription()
+        events.clear()
+        try await a.setLocalDescription(SessionDescription(type: .rollback, sdp: ""))
+        #expect(await eventually { events.negotiationNeeded == 1 })
+        try await renegotiate(a, b)
+        for pc in [a, b] { #expect(await eventually { await restartedPairSelected(pc) }) }
+        #expect(a.peerConnectionState == .connected && b.peerConnectionState == .connected)
+        await a.close()
+        await b.close()
+    }
 }
