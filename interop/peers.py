@@ -449,15 +449,18 @@ class ChromiumAnswerer:
         self._lock = threading.Lock()   # one call at a time into the page
         self.http = SdpHttpServer(host, port, "/whip", self._on_offer, lambda _sid: True, self.log.append)
         self.url = self.http.url
+        self.offers = 0
 
     def _on_offer(self, offer: str) -> tuple[str, str]:
         check_offer(offer)
         self.log.append(f"offer:\n{offer}")
         from .cdp import JSError
         with self._lock:
+            # Offers after the first renegotiate the same connection (ICE restart, new tracks).
+            self.offers += 1
             try:
                 args = (offer,) if self.configuration is None else (offer, self.configuration)
-                answer = self.page.call("answerOffer", *args, timeout=20)
+                answer = self.page.call("answerOffer" if self.offers == 1 else "answerReoffer", *args, timeout=20)
             except JSError as exc:
                 raise BadOffer(f"Chromium rejected the offer: {str(exc).splitlines()[0]}") from exc
         self.log.append(f"answer:\n{answer}")

@@ -5,6 +5,7 @@ extension ICEAgent {
     func select(_ key: PairKey, now: ContinuousClock.Instant) {
         guard selected != key else { return }
         selected = key
+        restartPath = nil
         nominationWanted = false
         events.append(.selectedPairChanged(local: key.local, remote: key.remote))
         lastConsentAt = now

@@ -9,10 +9,10 @@ public final class ICEAgent {
     public private(set) var role: ICERole
     public private(set) var state: ICEConnectionState = .new
     public var selectedPair: (local: SocketAddress, remote: SocketAddress)? {
-        selected.map { ($0.local, $0.remote) }
+        (selected ?? restartPath).map { ($0.local, $0.remote) }
     }
-    public let localCredentials: ICECredentials
-    public private(set) var remoteCredentials: ICECredentials?
+    public internal(set) var localCredentials: ICECredentials
+    public internal(set) var remoteCredentials: ICECredentials?
     public private(set) var remoteIsLite = false
     public let configuration: ICEConfiguration
     public let tieBreaker: UInt64
@@ -50,6 +50,8 @@ public final class ICEAgent {
     var statsCounters = ICEStats()
 
     var selected: PairKey?
+    /// During an ICE restart: the pair media stays on until checks select a new one.
+    var restartPath: PairKey?
     /// Controlling side: nominate the best valid pair at the next pacing slot; its check is out.
     var nominationWanted = false
     var nominationInFlight = false

@@ -35,6 +35,7 @@ extension PeerConnection {
             guard !closed else { throw PeerConnectionError("createDataChannel: the connection is closed") }
             let channel = DataChannel(label: label, options: options, id: options.id, loop: loop)
             dataChannels.wanted = true
+            updateNegotiationNeeded()
             if let sctp = transport?.dataChannels {
                 open(channel, on: sctp)
                 transport?.pump()

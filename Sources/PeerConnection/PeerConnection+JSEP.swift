@@ -11,57 +11,121 @@ extension PeerConnection {
 
     /// W3C `createOffer()`.
     public func createOffer() async throws -> SessionDescription {
-        try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("createOffer: the connection is closed") }
-            var used = Set(transceiverList.compactMap(\.mid) + [dataChannels.mid].compactMap { $0 })
-            var next = 0
-            for t in transceiverList where t.mid == nil {
-                while used.contains(String(next)) { next += 1 }
-                t.mid = String(next)
-                used.insert(String(next))
+        try await loop.submit { [self] in try makeOffer() }
+    }
+
+    /// The offer (loop thread). A re-offer keeps the m-lines we have, in their order with their
+    /// mids (JSEP §5.2.2); new transceivers and the application m-line go after them.
+    func makeOffer() throws -> SessionDescription {
+        guard !closed else { throw PeerConnectionError("createOffer: the connection is closed") }
+        let current = localSDP?.media ?? []
+        var used = Set(current.enumerated().map { $1.mid ?? String($0) })
+        used.formUnion(transceiverList.compactMap(\.mid) + [dataChannels.mid].compactMap { $0 })
+        var next = 0
+        for t in transceiverList where t.mid == nil && !t.isStopped {
+            while used.contains(String(next)) { next += 1 }
+            t.mid = String(next)
+            used.insert(String(next))
+        }
+        var sections: [LocalMediaSection] = []
+        var placed = Set<String>()
+        for (index, m) in current.enumerated() {
+            let mid = m.mid ?? String(index)
+            placed.insert(mid)
+            if m.kind == "application", mid == dataChannels.mid, let data = offeredDataSection(usedMids: &used) {
+                sections.append(data)
+            } else if let t = transceiverList.first(where: { $0.mid == mid }) {
+                sections.append(offerSection(for: t))
+            } else {
+                sections.append(LocalMediaSection(kind: m.kind, mid: mid, rejected: true, proto: m.proto, direction: .inactive,
+                                                  codecs: [], extensions: [], sender: nil, rawFormats: m.formats))
             }
-            var sections = transceiverList.map { t -> LocalMediaSection in
-                var pts = Set<UInt8>()
-                func freePayloadType(from preferred: UInt8) -> UInt8 {
-                    var pt = preferred
-                    while pts.contains(pt) { pt = pt >= 127 ? 96 : pt + 1 }
-                    pts.insert(pt)
-                    return pt
-                }
-                var codecs = t.codecCapabilities.map { cap -> RtpCodecParameters in
-                    RtpCodecParameters(payloadType: freePayloadType(from: cap.preferredPayloadType), mimeType: cap.mimeType,
-                                       clockRate: cap.clockRate, channels: cap.channels, sdpFmtpLine: cap.sdpFmtpLine,
-                                       rtcpFeedback: cap.rtcpFeedback)
-                }
-                // One RTX payload type per video codec, after it (as Chromium numbers them).
-                if t.kind == .video {
-                    codecs = codecs.flatMap { c in
-                        [c, RTXCodec.parameters(payloadType: freePayloadType(from: c.payloadType &+ 1), repairing: c.payloadType)]
-                    }
-                }
-                return LocalMediaSection(kind: t.kind.rawValue, mid: t.mid ?? "0", rejected: false, proto: "UDP/TLS/RTP/SAVPF",
-                                         direction: t.direction, codecs: codecs,
-                                         extensions: HeaderExtensionPolicy.offered(for: t.kind), sender: t.sender)
+        }
+        for t in transceiverList where t.mid.map({ !placed.contains($0) }) == true { sections.append(offerSection(for: t)) }
+        if dataChannels.mid.map({ !placed.contains($0) }) ?? true, let data = offeredDataSection(usedMids: &used) {
+            sections.append(data)
+        }
+        localSetup = "actpass"
+        if iceRestartWanted { pendingCredentials = pendingCredentials ?? .random() }
+        return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(credentials: pendingCredentials ?? credentials),
+                                                              sections: sections, bundle: true))
+    }
+
+    /// One transceiver's m-line in our offer: what was negotiated if it was (payload types and
+    /// extension ids must not move under running streams), else everything it can do.
+    func offerSection(for t: RtpTransceiver) -> LocalMediaSection {
+        let mid = t.mid ?? "0"
+        if t.isStopped {
+            return LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: true, proto: "UDP/TLS/RTP/SAVPF", direction: .inactive,
+                                     codecs: [], extensions: [], sender: nil,
+                                     rawFormats: t.negotiatedCodecs.map { String($0.payloadType) })
+        }
+        if !t.negotiatedCodecs.isEmpty {
+            return LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
+                                     direction: t.direction, codecs: t.negotiatedCodecs,
+                                     extensions: t.negotiatedHeaderExtensions.map { (id: Int($0.id), uri: $0.uri) }, sender: t.sender)
+        }
+        var pts = Set<UInt8>()
+        func freePayloadType(from preferred: UInt8) -> UInt8 {
+            var pt = preferred
+            while pts.contains(pt) { pt = pt >= 127 ? 96 : pt + 1 }
+            pts.insert(pt)
+            return pt
+        }
+        var codecs = t.codecCapabilities.map { cap -> RtpCodecParameters in
+            RtpCodecParameters(payloadType: freePayloadType(from: cap.preferredPayloadType), mimeType: cap.mimeType,
+                               clockRate: cap.clockRate, channels: cap.channels, sdpFmtpLine: cap.sdpFmtpLine,
+                               rtcpFeedback: cap.rtcpFeedback)
+        }
+        // One RTX payload type per video codec, after it (as Chromium numbers them).
+        if t.kind == .video {
+            codecs = codecs.flatMap { c in
+                [c, RTXCodec.parameters(payloadType: freePayloadType(from: c.payloadType &+ 1), repairing: c.payloadType)]
             }
-            if let data = offeredDataSection(usedMids: &used) { sections.append(data) }
-            localSetup = "actpass"
-            return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
+        }
+        return LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
+                                 direction: t.direction, codecs: codecs, extensions: bundledExtensions(for: t.kind), sender: t.sender)
+    }
+
+    /// Our extension ids for a new m-line, made to agree with those the bundle already uses
+    /// (one id means one URI across a BUNDLE group, RFC 8843 §9.1).
+    func bundledExtensions(for kind: MediaKind) -> [(id: Int, uri: String)] {
+        let inUse = transceiverList.flatMap(\.negotiatedHeaderExtensions)
+        guard !inUse.isEmpty else { return HeaderExtensionPolicy.offered(for: kind) }
+        var taken = Set(inUse.map { Int($0.id) })
+        return HeaderExtensionPolicy.offered(for: kind).map { e in
+            if let id = inUse.id(for: e.uri) { return (Int(id), e.uri) }
+            var id = e.id
+            while taken.contains(id) { id = id % 14 + 1 }
+            taken.insert(id)
+            return (id, e.uri)
         }
     }
 
     /// W3C `createAnswer()`: answers the remote offer with what our transceivers can do.
     public func createAnswer() async throws -> SessionDescription {
-        try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("createAnswer: the connection is closed") }
-            guard remoteType == .offer, let offer = remoteSDP else {
-                throw PeerConnectionError("createAnswer: there is no remote offer")
-            }
+        try await loop.submit { [self] in try makeAnswer() }
+    }
+
+    func makeAnswer() throws -> SessionDescription {
+        guard !closed else { throw PeerConnectionError("createAnswer: the connection is closed") }
+        guard remoteType == .offer, signalingState == .haveRemoteOffer, let offer = remoteSDP else {
+            throw PeerConnectionError("createAnswer: there is no remote offer")
+        }
+        if let role = transport?.dtlsRole {
+            // A re-offer: DTLS keeps running, so our answer keeps its role.
+            localSetup = role == .client ? "active" : "passive"
+        } else {
             localSetup = configuration.answererDTLSRole == .client ? "active" : "passive"
             if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .active { localSetup = "passive" }
             if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .passive { localSetup = "active" }
-            let sections = offer.media.enumerated().map { index, m in answerSection(for: m, index: index) }
-            return SessionDescription(type: .answer, sdp: writeSDP(sessionParameters(), sections: sections, bundle: true))
         }
+        let sections = offer.media.enumerated().map { index, m in answerSection(for: m, index: index) }
+        // The peer restarts ICE: so do we, with new credentials (a lite agent keeps its own: its
+        // shared port finds sessions by ufrag).
+        if remoteRestartsICE(offer), !configuration.iceLite { pendingCredentials = pendingCredentials ?? .random() }
+        return SessionDescription(type: .answer, sdp: writeSDP(sessionParameters(credentials: pendingCredentials ?? credentials),
+                                                               sections: sections, bundle: true))
     }
 
     func answerSection(for m: MediaDescription, index: Int) -> LocalMediaSection {
@@ -69,7 +133,7 @@ extension PeerConnection {
         let reject = LocalMediaSection(kind: m.kind, mid: mid, rejected: true, proto: m.proto, direction: .inactive,
                                        codecs: [], extensions: [], sender: nil, rawFormats: m.formats)
         if m.kind == "application" { return answerDataSection(for: m, mid: mid) ?? reject }
-        guard m.port != 0, let t = transceiverList.first(where: { $0.mid == mid }) else { return reject }
+        guard m.port != 0, let t = transceiverList.first(where: { $0.mid == mid }), !t.isStopped else { return reject }
         var pairs: [(RtpCodecCapability, SDP.Codec)] = []
         switch configuration.answerCodecOrder {
         case .offerer:
@@ -106,8 +170,9 @@ extension PeerConnection {
                                  codecs: chosen, extensions: extensions, sender: t.sender)
     }
 
-    func sessionParameters() -> LocalSessionParameters {
+    func sessionParameters(credentials: ICECredentials? = nil) -> LocalSessionParameters {
         let fp = certificate.fingerprint
+        let credentials = credentials ?? self.credentials
         return LocalSessionParameters(
             sessionID: sessionID, sessionVersion: sessionVersion, ufrag: credentials.ufrag, pwd: credentials.pwd,
             fingerprint: (fp.algorithm, fp.value), setup: localSetup, iceLite: configuration.iceLite,
@@ -128,6 +193,7 @@ extension PeerConnection {
 
     func applyLocal(_ description: SessionDescription) throws {
         guard !closed else { throw PeerConnectionError("setLocalDescription: the connection is closed") }
+        if description.type == .rollback { return try rollbackLocal() }
         let parsed: SDP.SessionDescription
         do { parsed = try SDP.SessionDescription(parsing: description.sdp) } catch {
             throw PeerConnectionError("setLocalDescription: \(error)")
@@ -141,18 +207,22 @@ extension PeerConnection {
         localSDP = parsed
         localType = description.type
         sessionVersion += 1
-        if transport == nil { try startTransport(controlling: description.type == .offer) }
+        if transport == nil { try startTransport(controlling: description.type == .offer) } else { applyLocalCredentials(parsed) }
         if description.type == .answer { try finishNegotiation(local: parsed, remote: remoteSDP, localIsOffer: false) }
         publishLocalDescription()
+        if description.type == .answer { negotiationFinished() }
     }
 
     func applyRemote(_ description: SessionDescription) throws {
         guard !closed else { throw PeerConnectionError("setRemoteDescription: the connection is closed") }
+        if description.type == .rollback { return try rollbackRemote() }
         let parsed: SDP.SessionDescription
         do { parsed = try SDP.SessionDescription(parsing: description.sdp) } catch {
             throw PeerConnectionError("setRemoteDescription: \(error)")
         }
         try validateRemote(parsed)
+        // Glare: an offer while ours is out rolls ours back (W3C implicit rollback, perfect negotiation).
+        if description.type == .offer, signalingState == .haveLocalOffer { try rollbackLocal() }
         switch (description.type, signalingState) {
         case (.offer, .stable), (.offer, .haveRemoteOffer):
             setSignaling(.haveRemoteOffer)
@@ -162,6 +232,7 @@ extension PeerConnection {
                     // A new m-line gets a transceiver like W3C's "recvonly" one; the app may widen it.
                     let t = makeTransceiver(m.kind == "audio" ? .audio : .video, TransceiverInit(direction: configuration.remoteTransceiverDirection), codecs: nil)
                     t.mid = mid
+                    negotiation.madeByRemoteOffer.append(t)
                 }
             }
         case (.answer, .haveLocalOffer), (.pranswer, .haveLocalOffer):
@@ -174,6 +245,7 @@ extension PeerConnection {
         snapshot.withLock { $0.remoteDescription = description }
         if description.type == .answer || description.type == .pranswer, let localSDP {
             try finishNegotiation(local: localSDP, remote: parsed, localIsOffer: true)
+            negotiationFinished()
         }
     }
 
@@ -240,8 +312,7 @@ extension PeerConnection {
         t.onRTCP = { [weak self] packets in self?.route(packets) }
         setGathering(.gathering)
         t.gather()
-        for c in pendingRemoteCandidates { agent.addRemoteCandidate(c, now: .now) }
-        pendingRemoteCandidates.removeAll()
+        flushPendingCandidates()
         t.pump()
     }
 
@@ -252,12 +323,16 @@ extension PeerConnection {
         // Transceivers: negotiated codecs, direction, mid extension, remote SSRCs.
         midExtensionID = nil
         var transportCCIDs: [String: UInt8] = [:]
+        var newTracks: [RtpTransceiver] = []
         for (index, m) in answer.media.enumerated() {
             let mid = m.mid ?? String(index)
             guard let t = transceiverList.first(where: { $0.mid == mid }) else { continue }
             t.mLineIndex = index
             byMid[mid] = t
+            let wasReceiving = t.currentDirection?.receives == true
+            defer { if t.currentDirection?.receives == true, !wasReceiving { newTracks.append(t) } }
             if m.port == 0 {
+                t.markStopped()
                 t.currentDirection = .inactive
                 t.negotiatedCodecs = []
                 t.negotiatedHeaderExtensions = []
@@ -317,10 +392,15 @@ extension PeerConnection {
             }
         }
         // ICE: remote credentials and candidates (BUNDLE: the first live m-line's transport).
-        let first = remote.media.first(where: { $0.port != 0 }) ?? remote.media.first
-        if !remoteCredentialsSet, let ufrag = first?.iceUfrag ?? remote.iceUfrag, let pwd = first?.icePwd ?? remote.icePwd {
-            transport.ice.setRemoteCredentials(ICECredentials(ufrag: ufrag, pwd: pwd), remoteIsLite: remote.iceLite, now: .now)
-            remoteCredentialsSet = true
+        if let theirs = iceCredentials(of: remote) {
+            if !remoteCredentialsSet {
+                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: .now)
+                remoteCredentialsSet = true
+            } else if transport.ice.remoteCredentials != theirs {
+                // An ICE restart: checks start over with the peer's new credentials; DTLS stays.
+                if transport.ice.remoteCredentials != nil { transport.ice.restart(local: credentials, now: .now) }
+                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: .now)
+            }
         }
         var ended = false
         for m in remote.media {
@@ -342,6 +422,7 @@ extension PeerConnection {
             throw PeerConnectionError("setRemoteDescription: the answer's a=setup must be active or passive")
         }
         negotiateDataChannels(answer: answer, remote: remote)
+        stopUnnegotiatedStreams()
         startMediaStreams()
         let fingerprints = remote.media.compactMap(\.fingerprint) + [remote.fingerprint].compactMap { $0 }
         do {
@@ -351,6 +432,12 @@ extension PeerConnection {
         } catch {
             throw PeerConnectionError("DTLS set-up failed: \(error)")
         }
+        // An application m-line added by a renegotiation: SCTP starts on the running DTLS.
+        if transport.dtlsState == .connected {
+            startDataChannels()
+            transport.pump()
+        }
         updateConnectionState()
+        for t in newTracks { emit(.track(t)) }
     }
 }

@@ -15,8 +15,8 @@ extension PeerConnection {
         case .localCandidate(let c):
             localCandidates.append(c)
             publishLocalDescription()
-            let mid = transceiverList.first?.mid ?? "0"
-            emit(.iceCandidate(IceCandidate(candidate: c.attributeValue, sdpMid: mid, sdpMLineIndex: 0)))
+            let (mid, index) = bundleTag()
+            emit(.iceCandidate(IceCandidate(candidate: c.attributeValue, sdpMid: mid, sdpMLineIndex: index)))
         case .gatheringComplete:
             setGathering(.complete)
             publishLocalDescription()

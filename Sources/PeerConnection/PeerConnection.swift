@@ -27,7 +27,9 @@ public final class PeerConnection: @unchecked Sendable {
 
     // loop state
     let certificate: DTLSCertificate
-    let credentials = ICECredentials.random()
+    /// Our ICE credentials; an ICE restart replaces them (`pendingCredentials` until applied).
+    var credentials = ICECredentials.random()
+    var pendingCredentials: ICECredentials?
     let sessionID = UInt64.random(in: 1...(UInt64(1) << 62))
     var sessionVersion: UInt64 = 1
     let cname = randomToken(16)
@@ -41,6 +43,7 @@ public final class PeerConnection: @unchecked Sendable {
     var localSetup = "actpass"
     var localCandidates: [Candidate] = []
     var pendingRemoteCandidates: [Candidate] = []
+    var pendingEndOfCandidates = false
     var remoteCredentialsSet = false
     var iceState: IceConnectionState = .new
     /// Relay-only and no TURN allocation left: failed for good, whatever ICE says next.
@@ -54,6 +57,9 @@ public final class PeerConnection: @unchecked Sendable {
     var rtxReceived = 0, rtxDropped = 0
     var passThroughNacks = PassThroughNacks()
     var dataChannels = DataChannelSession()
+    var negotiation = NegotiationState()
+    /// `restartIce()` was called: the next offer carries new ICE credentials.
+    var iceRestartWanted = false
     var closed = false
 
     struct Snapshot {
@@ -114,29 +120,9 @@ public final class PeerConnection: @unchecked Sendable {
         let t = RtpTransceiver(kind: kind, init: options, codecs: list, ssrc: ssrc, cname: cname)
         transceiverList.append(t)
         snapshot.withLock { $0.transceivers = transceiverList }
+        t.onNegotiationChange = { [weak self] in self?.updateNegotiationNeeded() }
+        updateNegotiationNeeded()
         return t
-    }
-
-    /// W3C `addIceCandidate`: a trickled remote candidate; an empty candidate ends them.
-    public func addIceCandidate(_ candidate: IceCandidate) async throws {
-        try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("addIceCandidate: the connection is closed") }
-            if candidate.candidate.isEmpty {
-                transport?.ice.endOfRemoteCandidates(now: .now)
-                transport?.pump()
-                return
-            }
-            let c: Candidate
-            do { c = try Candidate(parsing: candidate.candidate) } catch {
-                throw PeerConnectionError("addIceCandidate: \(error)")
-            }
-            if let transport, remoteCredentialsSet {
-                transport.ice.addRemoteCandidate(c, now: .now)
-                transport.pump()
-            } else {
-                pendingRemoteCandidates.append(c)
-            }
-        }
     }
 
     /// Waits until ICE gathering is complete (for peers without trickle, such as WHIP servers).

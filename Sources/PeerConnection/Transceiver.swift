@@ -45,7 +45,11 @@ public final class RtpTransceiver: @unchecked Sendable {
         var headerExtensions: [RtpHeaderExtensionParameters] = []
         var direction: TransceiverDirection
         var preferences: [RtpCodecCapability]
+        var stopped = false
     }
+
+    /// Set by the PeerConnection: a change the next offer must carry (any thread).
+    var onNegotiationChange: (@Sendable () -> Void)?
 
     init(kind: MediaKind, init options: TransceiverInit, codecs: [RtpCodecCapability], ssrc: UInt32, cname: String) {
         self.kind = kind
@@ -84,7 +88,29 @@ public final class RtpTransceiver: @unchecked Sendable {
     /// The direction we want (W3C `direction`); takes effect at the next offer/answer.
     public var direction: TransceiverDirection {
         get { shared.withLock { $0.direction } }
-        set { shared.withLock { $0.direction = newValue } }
+        set {
+            let changed = shared.withLock { s in
+                defer { s.direction = newValue }
+                return s.direction != newValue
+            }
+            if changed { onNegotiationChange?() }
+        }
+    }
+
+    /// W3C `stopped`/`stop()`: the m-line is rejected (port 0) at the next negotiation; final.
+    public var isStopped: Bool { shared.withLock { $0.stopped } }
+
+    public func stop() {
+        let changed = shared.withLock { s in
+            defer { s.stopped = true; s.direction = .inactive }
+            return !s.stopped
+        }
+        if changed { onNegotiationChange?() }
+    }
+
+    /// Marks the transceiver stopped without asking for a negotiation (the peer rejected it).
+    func markStopped() {
+        shared.withLock { $0.stopped = true; $0.direction = .inactive }
     }
 
     /// The codecs the next offer/answer may use, in preference order.

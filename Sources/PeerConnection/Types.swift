@@ -101,6 +101,10 @@ public enum PeerConnectionEvent: Sendable {
     case signalingStateChanged(SignalingState)
     /// The peer opened a data channel (W3C `datachannel`); it is open already.
     case dataChannel(DataChannel)
+    /// W3C `negotiationneeded`: local changes wait for an offer (fired in `stable`, coalesced).
+    case negotiationNeeded
+    /// W3C `track`: the peer started sending on this transceiver (its receiver has the track).
+    case track(RtpTransceiver)
     case error(String)
 }
 

@@ -6,7 +6,8 @@ import SwiftRTC
 /// needs no codecs; with `--datachannel N` also a data channel the peer is to echo.
 enum ProbeCommand {
     static let usage = """
-    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS] [--datachannel N] [--ice-server URL …]
+    usage: swiftrtc probe URL [--duration SEC] [--json PATH] [--rate PPS] [--datachannel N] [--restart-ice-at SEC]
+                         [--add-video-at SEC] [--ice-server URL …]
 
     Offers one audio (Opus) and one video (VP8, H.264) m-line, sendrecv, to URL (POST,
     Content-Type: application/sdp, expects 201 + answer), connects with ICE and DTLS-SRTP,
@@ -20,6 +21,10 @@ enum ProbeCommand {
       --datachannel N  also open a data channel (ordered, reliable), send N messages of
                        0 B up to the peer's max-message-size (at most 256 KiB) and require
                        every one back intact and in order (the peer echoes them)
+      --restart-ice-at SEC  SEC after connecting, restart ICE: a re-offer with new
+                       credentials POSTed to URL again; media keeps flowing meanwhile
+      --add-video-at SEC  SEC after connecting, add a sendonly VP8 m-line (renegotiation,
+                       the re-offer POSTed to URL again) and send RTP on it too
     \(IceOptions.usage)
     """
 
@@ -31,6 +36,8 @@ enum ProbeCommand {
         let rate = try a.number("rate", default: 50, in: 1...1000)
         let echoCount = try a.number("datachannel", default: 0, in: 0...100_000)
         let ice = try IceOptions.parse(&a, command: "swiftrtc probe")
+        let restartAt = try a.number("restart-ice-at", in: 0.0...maxSeconds)
+        let addVideoAt = try a.number("add-video-at", in: 0.0...maxSeconds)
         let url = try a.positional("URL")
         try a.finish()
         guard url.hasPrefix("http://") else { throw UsageError("swiftrtc probe: URL must start with http://") }
@@ -57,7 +64,22 @@ enum ProbeCommand {
             let echoes = channel.map { c in Task { try await DataChannelProbe.run(c, count: echoCount) } }
             let type = await pc.selectedLocalCandidateType() ?? "?"
             say("probe: connected in \(Int(connectMs ?? 0)) ms via \(type) \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?")")
+            let restart = restartAt.map { at in Task { try await restartICE(pc, after: at, url: url) } }
+            let added = addVideoAt.map { at in
+                Task {
+                    try await Task.sleep(for: .seconds(at))
+                    let t = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.vp8])
+                    let ms = try await reoffer(pc, url: url)
+                    say("probe: video m-line \(t.mid ?? "?") added, renegotiated in \(Int(ms)) ms")
+                    return ["mid": t.mid ?? "", "direction": t.currentDirection?.rawValue ?? "none", "renegotiatedMs": ms] as [String: any Sendable]
+                }
+            }
             try await sendRTP(pc, seconds: duration, rate: rate)
+            if let report = try await added?.value { result["addedVideo"] = report }
+            if let report = try await restart?.value {
+                result["iceRestart"] = report.json
+                say("probe: ICE restart answered in \(Int(report.answeredMs)) ms, new pair selected: \(report.selectedMs.map { "\(Int($0)) ms" } ?? "no")")
+            }
             if let report = try await echoes?.value {
                 result["dataChannel"] = report.json
                 say("probe: data channel id \(report.id) echoed \(report.echoed)/\(report.sent), intact and in order: \(report.ok)")
@@ -68,6 +90,7 @@ enum ProbeCommand {
         let transceivers = pc.transceivers
         var ok = pc.peerConnectionState == .connected
         if channel != nil && (result["dataChannel"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
+        if restartAt != nil && (result["iceRestart"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
         var rows: [[String: Any]] = []
         for t in transceivers {
             let rx = t.receiver.stats, tx = t.sender.stats
@@ -102,13 +125,13 @@ enum ProbeCommand {
 
     /// Synthetic RTP on each sending m-line: the first negotiated payload type, a counter in the payload.
     static func sendRTP(_ pc: PeerConnection, seconds: Double, rate: Int) async throws {
-        let senders = pc.transceivers.filter { $0.currentDirection?.sends == true }
         let interval = Duration.seconds(1.0 / Double(rate))
         let end = ContinuousClock.now.advanced(by: .seconds(seconds))
         var tick: UInt32 = 0
         var next = ContinuousClock.now
         while ContinuousClock.now < end {
-            for t in senders {
+            // Read each tick: a renegotiation may add m-lines or change directions.
+            for t in pc.transceivers where t.currentDirection?.sends == true {
                 guard let codec = t.negotiatedCodecs.first else { continue }
                 let size = t.kind == .audio ? 120 : 900
                 var payload = [UInt8](repeating: 0, count: size)
@@ -121,6 +144,46 @@ enum ProbeCommand {
             try await Task.sleep(until: next, clock: .continuous)
         }
         try await Task.sleep(for: .milliseconds(300))   // let the last echoes arrive
+    }
+
+    /// `--restart-ice-at`: restartIce(), the re-offer POSTed like the first, the answer applied;
+    /// reports how long until a pair checked with the new credentials was selected.
+    struct RestartReport: Sendable {
+        var answeredMs: Double
+        var selectedMs: Double?
+        var pairBefore: String?, pairAfter: String?
+        var json: [String: Any] {
+            ["answeredMs": answeredMs, "selectedMs": selectedMs ?? NSNull(), "ok": selectedMs != nil,
+             "pairBefore": pairBefore ?? NSNull(), "pairAfter": pairAfter ?? NSNull()]
+        }
+    }
+
+    static func restartICE(_ pc: PeerConnection, after seconds: Double, url: String) async throws -> RestartReport {
+        try await Task.sleep(for: .seconds(seconds))
+        let before = pc.selectedCandidatePair
+        let started = ContinuousClock.now
+        pc.restartIce()
+        let answeredMs = try await reoffer(pc, url: url)
+        // The new checks end in a selected pair; the stats show it once there is one again.
+        var selectedMs: Double?
+        let end = ContinuousClock.now.advanced(by: .seconds(5))
+        while selectedMs == nil, ContinuousClock.now < end {
+            if await pc.getStats().ofType("transport").first?["selectedCandidatePairId"] != nil { selectedMs = msSince(started) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return RestartReport(answeredMs: answeredMs, selectedMs: selectedMs,
+                             pairBefore: before.map { "\($0.local) <-> \($0.remote)" },
+                             pairAfter: pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" })
+    }
+
+    /// A subsequent offer (setLocalDescription()), POSTed like the first; returns the ms it took.
+    static func reoffer(_ pc: PeerConnection, url: String) async throws -> Double {
+        let started = ContinuousClock.now
+        try await pc.setLocalDescription()
+        guard let offer = pc.localDescription else { throw PeerConnectionError("no local description for the re-offer") }
+        let session = try await WHIPClient(endpoint: url).publish(offer: offer.sdp)
+        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: session.answer))
+        return msSince(started)
     }
 
     static func msSince(_ start: ContinuousClock.Instant) -> Double {

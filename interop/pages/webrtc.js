@@ -124,6 +124,18 @@ window.answerOffer = async function answerOffer(offerSdp, config) {
   return pc.localDescription.sdp;
 };
 
+// A subsequent offer on the connection answerOffer() made (ICE restart, renegotiation).
+window.answerReoffer = async function answerReoffer(offerSdp) {
+  const pc = window.pc;
+  window.lastOffer = offerSdp;
+  await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
+  await pc.setLocalDescription();
+  await waitGatheringComplete(pc);
+  window.lastAnswer = pc.localDescription.sdp;
+  note(`re-answer ready (${window.lastAnswer.length} bytes)`);
+  return pc.localDescription.sdp;
+};
+
 window.stats = async function stats() {
   const pc = window.pc;
   if (!pc) return null;
@@ -132,10 +144,12 @@ window.stats = async function stats() {
     connectionState: pc.connectionState,
     iceConnectionState: pc.iceConnectionState,
     video: null, audio: null, outVideo: null, outAudio: null, transport: null, pair: null, localCandidates: [],
+    inbound: [],   // every inbound-rtp, by mid (a renegotiation may add m-lines)
   };
   const codecs = {};
   report.forEach((s) => { if (s.type === 'codec') codecs[s.id] = s; });
   report.forEach((s) => {
+    if (s.type === 'inbound-rtp') out.inbound.push({ mid: s.mid, kind: s.kind, packetsReceived: s.packetsReceived || 0 });
     if (s.type === 'inbound-rtp' && s.kind === 'video') {
       const c = codecs[s.codecId];
       out.video = {

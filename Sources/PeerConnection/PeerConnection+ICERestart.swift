@@ -1,0 +1,38 @@
+import ICE
+import SDP
+
+/// ICE restart (RFC 8445 §9, JSEP §3.5.1): new credentials in the next offer; DTLS and SRTP run
+/// on, over whichever pair the new checks select.
+extension PeerConnection {
+    /// W3C `restartIce()`: the next offer carries new ICE credentials (`negotiationneeded` fires).
+    public func restartIce() {
+        loop.execute { [weak self] in
+            guard let self, !closed else { return }
+            iceRestartWanted = true
+            updateNegotiationNeeded()
+        }
+    }
+
+    /// The credentials of a description (BUNDLE: its first live m-line's, else the session's).
+    func iceCredentials(of sdp: SDP.SessionDescription) -> ICECredentials? {
+        let first = sdp.media.first(where: { $0.port != 0 }) ?? sdp.media.first
+        guard let ufrag = first?.iceUfrag ?? sdp.iceUfrag, let pwd = first?.icePwd ?? sdp.icePwd else { return nil }
+        return ICECredentials(ufrag: ufrag, pwd: pwd)
+    }
+
+    /// Whether a remote offer carries credentials other than those the agent runs with.
+    func remoteRestartsICE(_ offer: SDP.SessionDescription) -> Bool {
+        guard remoteCredentialsSet, let agent = transport?.ice, let theirs = iceCredentials(of: offer) else { return false }
+        return agent.remoteCredentials != nil && agent.remoteCredentials != theirs
+    }
+
+    /// A local description with new credentials restarts our agent (loop thread).
+    func applyLocalCredentials(_ sdp: SDP.SessionDescription) {
+        guard let transport, let ours = iceCredentials(of: sdp), ours != credentials else { return }
+        credentials = ours
+        pendingCredentials = nil
+        iceRestartWanted = false
+        transport.ice.restart(local: ours, now: .now)
+        transport.pump()
+    }
+}

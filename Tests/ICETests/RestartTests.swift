@@ -1,0 +1,43 @@
+import Testing
+import STUN
+@testable import ICE
+
+@Suite struct RestartTests {
+    /// Both agents restart as JSEP orders it: the offerer (a) first, then the answerer (b)
+    /// with both sides' new credentials, then a learns b's.
+    @Test(arguments: [ICERole.controlling, .controlled])
+    func restartKeepsThePathUntilNewChecksSelectOne(offererRole: ICERole) throws {
+        let p = AgentPair(aRole: offererRole, bRole: offererRole == .controlling ? .controlled : .controlling)
+        #expect(p.network.run(for: .seconds(5)) { p.bothConnected })
+        let old = try #require(p.a.selectedPair)
+        let aNew = ICECredentials(ufrag: "AAAA", pwd: "AAAAAAAAAAAAAAAAAAAAAAAA")
+        let bNew = ICECredentials(ufrag: "BBBB", pwd: "BBBBBBBBBBBBBBBBBBBBBBBB")
+        let sentBefore = p.network.sent.count
+
+        p.a.restart(local: aNew, now: p.network.now)
+        // Media may go on meanwhile: the old path is still the selected one, nothing is checked yet.
+        #expect(p.a.selectedPair?.local == old.local && p.a.selectedPair?.remote == old.remote)
+        #expect(p.a.remoteCredentials == nil && p.a.stats.pairs.isEmpty)
+        #expect(p.a.localCredentials == aNew)
+        p.network.run(for: .milliseconds(200))
+        #expect(p.a.state == .connected || p.a.state == .completed, "no failure while the answer is out")
+
+        p.b.restart(local: bNew, now: p.network.now)
+        p.b.setRemoteCredentials(aNew, remoteIsLite: false, now: p.network.now)
+        for c in p.a.localCandidates { p.b.addRemoteCandidate(c, now: p.network.now) }
+        p.a.setRemoteCredentials(bNew, remoteIsLite: false, now: p.network.now)
+        for c in p.b.localCandidates { p.a.addRemoteCandidate(c, now: p.network.now) }
+        #expect(p.network.run(for: .seconds(5)) {
+            p.a.stats.pairs.contains { $0.selected && $0.nominated } && p.b.stats.pairs.contains { $0.selected && $0.nominated }
+        })
+        #expect(p.selectionsMatch)
+        #expect(p.bothConnected)
+        #expect(!p.network.states(of: p.a).contains(.disconnected) && !p.network.states(of: p.b).contains(.failed))
+        // The checks after the restart carry the new usernames only.
+        let usernames = p.network.sent.dropFirst(sentBefore).compactMap { $0.message?.username }
+        #expect(!usernames.isEmpty && usernames.allSatisfy { $0 == "BBBB:AAAA" || $0 == "AAAA:BBBB" }, "\(Set(usernames))")
+        #expect(p.network.events(of: p.a).filter { if case .selectedPairChanged = $0 { return true }; return false }.count == 2)
+        // Consent runs on with the new credentials.
+        #expect(!p.network.run(for: .seconds(40)) { p.a.state == .failed || p.b.state == .failed })
+    }
+}
