@@ -33,7 +33,17 @@ public final class AudioPlayout: Sendable {
         self.format = format
         self.echo = echo
         self.onEvent = onEvent
-        mixer = AudioMixer(sampleRate: format.sampleRate)
+        mixer = AudioMixer(sampleRate: format.sampleRate, buffer: Self.bufferConfiguration)
+    }
+
+    /// Remote audio arrives from the connection's loop in 20 ms frames; a loop busy for a few
+    /// tens of ms (getStats, a keyframe) delays them in a burst. Starting at 40 ms this ran dry
+    /// once mid-stream in 2 of 3 clean CI runs (a 50 ms gap); 60 ms (never below 40) absorbs it.
+    static var bufferConfiguration: PlayoutBuffer.Configuration {
+        var c = PlayoutBuffer.Configuration()
+        c.initialTargetMs = 60
+        c.minTargetMs = 40
+        return c
     }
 
     deinit { stop() }
