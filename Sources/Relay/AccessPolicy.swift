@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Signaling
 
 /// Who may publish, play and administer the relay, the way SRS users know it: a token per role
 /// (`--publish-token`, `--play-token`, `--api-token`), presented as `Authorization: Bearer` (WHIP,
@@ -115,11 +116,7 @@ public struct AccessPolicy: Sendable {
 /// no control characters (so nothing odd reaches a log line).
 enum StreamName {
     static func validate(_ name: String, what: String) throws(RelayError) {
-        let ok = (1...64).contains(name.utf8.count) && !name.hasPrefix(".")
-            && name.utf8.allSatisfy { c in
-                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c == 0x2d || c == 0x5f || c == 0x2e
-            }
-        guard ok else {
+        guard SafeName.isValid(name), !name.hasPrefix(".") else {
             throw RelayError("invalid \(what) name \(escapedForLog(name)): use 1–64 of A–Z a–z 0–9 - _ . (not starting with .)", code: 400)
         }
     }

@@ -50,6 +50,8 @@ final class RelayStream: @unchecked Sendable {
         publisher?.pc.transceivers.first { $0.kind == kind && $0.currentDirection?.receives == true }?.negotiatedCodecs.first
     }
 
+    private func clockRate(_ kind: MediaKind) -> Int { clockRates[kind] ?? (kind == .video ? 90000 : 48000) }
+
     // MARK: forwarding
 
     func attachPublisher(_ session: RelaySession) {
@@ -102,7 +104,7 @@ final class RelayStream: @unchecked Sendable {
         }
         if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
         let orientation = kind == .video ? orientationID : nil
-        let clockRate = clockRates[kind] ?? (kind == .video ? 90000 : 48000)
+        let clockRate = clockRate(kind)
         for player in players.values where player.connected {
             guard let (sender, pt) = player.route[kind] else { continue }
             guard let out = player.continuous(packet, kind: kind, clockRate: clockRate, now: now) else {
@@ -128,7 +130,7 @@ final class RelayStream: @unchecked Sendable {
             counters.nacksReceived += wanted.count
             let now = ContinuousClock.now
             let packets = kind == .video ? videoHistory.packets(for: wanted, now: now) : audioHistory.packets(for: wanted, now: now)
-            let clockRate = clockRates[kind] ?? (kind == .video ? 90000 : 48000)
+            let clockRate = clockRate(kind)
             for p in packets {
                 guard let out = player.continuous(p, kind: kind, clockRate: clockRate, now: now) else { continue }
                 sender.forward(out, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)

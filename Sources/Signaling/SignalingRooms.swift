@@ -21,9 +21,7 @@ public struct SignalingRooms: Sendable {
 
     /// A room name from a request's query: 1–64 letters, digits, `-`, `_` or `.`; nil if not one.
     public static func validRoom(_ name: String?) -> String? {
-        guard let name, (1...64).contains(name.utf8.count),
-              name.utf8.allSatisfy({ $0 < 0x80 && ($0 == 0x2D || $0 == 0x5F || $0 == 0x2E || Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber) })
-        else { return nil }
+        guard let name, SafeName.isValid(name) else { return nil }
         return name
     }
 
