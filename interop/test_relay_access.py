@@ -146,7 +146,12 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
     try:
         for i in range(300):   # warm-up: allocator pools, thread stacks, lazily created state
             delete(create(i))
-        time.sleep(1.0)
+        for i in range(500):   # and the burst of ghosts once, so its first-use high-water is in the base
+            create(20_000 + i)
+        deadline = time.monotonic() + 15
+        while relay.streams() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(3.0)   # past the relay's delayed malloc_trim
         base_rss, base_fds = rss_mb(pid), len(os.listdir(f"/proc/{pid}/fd"))
         t0 = time.monotonic()
         for i in range(5000):
@@ -172,7 +177,8 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
     print(f"5000 create+DELETE in {deleted_s:.1f} s, 500 timed out: RSS {base_rss:.1f} → {end_rss:.1f} MB, "
           f"fds {base_fds} → {end_fds}")
     assert end_rss - base_rss <= 5, doc
-    assert end_fds == base_fds, doc
+    # <=: the relay may have closed our idle keep-alive connection meanwhile (10 s read timeout).
+    assert end_fds <= base_fds, doc
     assert listed == [], doc
 
 
