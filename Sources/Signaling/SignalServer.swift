@@ -146,6 +146,9 @@ public final class SignalServer: Sendable {
                     case .closed(let code, let reason, let error):
                         if let error {
                             log("signal: \(connection.remoteAddress) failed: \(error)")
+                            // Out of the room before the lingering drain: the close frame is
+                            // already on its way, and the peer may rejoin at once.
+                            leaveRoom(id)
                             linger(connection)
                         } else {
                             log("signal: \(connection.remoteAddress) closed (\(code)\(reason.isEmpty ? "" : " \(reason)"))")
@@ -166,6 +169,11 @@ public final class SignalServer: Sendable {
                 break reading
             }
         }
+        leaveRoom(id)
+    }
+
+    /// Idempotent: the room forgets the peer once and tells the other one.
+    private func leaveRoom(_ id: SignalingRooms.PeerID) {
         let left = state.withLock { state -> [SignalingRooms.Output] in
             state.connections[id] = nil
             return state.rooms.leave(id)
