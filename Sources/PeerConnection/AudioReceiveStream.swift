@@ -17,6 +17,8 @@ final class AudioReceiveStream: @unchecked Sendable {
     private var timerID: Int?
     private let queue = DispatchQueue(label: "swiftrtc.audio-decode", qos: .userInteractive)
     private var decoder: OpusDecoder?
+    /// The jitter buffer's delay cuts, taken from quiet frames (decode queue).
+    private var removal = QuietFrameRemoval()
     private let counters = Mutex(AudioReceiveCounters())
     private var closed = false
     /// Loss and jitter of the remote stream, for our reception reports (loop thread).
@@ -83,7 +85,9 @@ final class AudioReceiveStream: @unchecked Sendable {
             }
             let samples = frame.int16Samples
             let power = samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))
+            let remove = removal.shouldRemove(requested: slot.removeOneFrame, power: power / (32768.0 * 32768.0))
             counters.withLock {
+                if remove { $0.samplesRemoved += samples.count }
                 $0.samplesDecoded += samples.count
                 if slot.isLost { $0.samplesConcealed += samples.count }
                 $0.packetsDecoded += 1
@@ -91,6 +95,7 @@ final class AudioReceiveStream: @unchecked Sendable {
                 $0.totalPower += power / (32768.0 * 32768.0)
                 $0.totalEnergy += power / (32768.0 * 32768.0) * Double(frame.samplesPerChannel) / Double(frame.sampleRate)
             }
+            if remove { return }
             var out = frame
             out.timestampNs = monotonicNanoseconds()
             track.source.deliver(out)
@@ -102,6 +107,8 @@ final class AudioReceiveStream: @unchecked Sendable {
 
 struct AudioReceiveCounters: Sendable {
     var samplesDecoded = 0, samplesConcealed = 0, packetsDecoded = 0, decodeErrors = 0
+    /// Decoded but not played, to shorten the playout delay (W3C removedSamplesForAcceleration).
+    var samplesRemoved = 0
     var lastLevel = 0.0
     /// Sum over decoded packets of mean square (full scale = 1).
     var totalPower = 0.0

@@ -299,6 +299,7 @@ extension PeerConnection {
             }
             i["totalSamplesReceived"] = .int(c.samplesDecoded)
             i["concealedSamples"] = .int(c.samplesConcealed)
+            i["removedSamplesForAcceleration"] = .int(c.samplesRemoved)
             i["audioLevel"] = .double(c.lastLevel)
             i["totalAudioEnergy"] = .double(c.totalEnergy)
             i["totalSamplesDuration"] = .double(Double(c.samplesDecoded) / 48000)

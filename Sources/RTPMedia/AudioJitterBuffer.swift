@@ -5,8 +5,10 @@ import RTP
 /// A slot without its packet comes out as lost, so the decoder conceals it (PLC, or FEC from
 /// `nextPayload`). Adaptive: a packet that arrives after its slot was played raises the delay
 /// by one frame (up to `maxDelay`) by inserting a concealed slot; when every packet of the last
-/// `shrinkWindow` arrived more than two frames early the delay drops by one frame (one slot is
-/// skipped), never below `minDelay`.
+/// `shrinkWindow` arrived more than two frames early the delay drops by one frame, never below
+/// `minDelay`: two slots come out in one tick, the first marked `removeOneFrame`, and the
+/// decoder drops the next quiet frame it decodes (no packet is thrown away here: a skipped slot
+/// could be the one word or click that mattered).
 public struct AudioJitterBuffer: Sendable {
     public typealias Instant = ContinuousClock.Instant
 
@@ -33,6 +35,9 @@ public struct AudioJitterBuffer: Sendable {
         public var packet: RTPPacket?
         /// The next slot's payload if already here (Opus in-band FEC can rebuild a lost slot from it).
         public var nextPayload: [UInt8]?
+        /// The playout delay just shrank by one frame: the decoder should drop one quiet frame,
+        /// this one or a later one, to keep pace with the faster clock.
+        public var removeOneFrame = false
 
         public var payload: [UInt8]? { packet?.payload }
         public var isLost: Bool { packet == nil }
@@ -162,11 +167,13 @@ public struct AudioJitterBuffer: Sendable {
             return Slot(timestamp: UInt32(truncatingIfNeeded: nextTimestamp), packet: nil,
                         nextPayload: buffer[nextTimestamp]?.payload)
         }
+        var removeOneFrame = false
         if pendingShrink > 0 {
-            // Skip one slot's worth of audio to cut the delay by a frame.
+            // The next slot is due in this same tick: one frame of delay is gone once the decoder
+            // drops a quiet frame.
             pendingShrink -= 1
-            buffer[nextTimestamp] = nil
-            nextTimestamp += samplesPerSlot
+            nextTick -= 1
+            removeOneFrame = true
         }
         let ts = nextTimestamp
         nextTimestamp += samplesPerSlot
@@ -177,7 +184,8 @@ public struct AudioJitterBuffer: Sendable {
         }
         counters.slotsPlayed += 1
         if packet == nil { counters.slotsConcealed += 1 }
-        return Slot(timestamp: UInt32(truncatingIfNeeded: ts), packet: packet, nextPayload: buffer[nextTimestamp]?.payload)
+        return Slot(timestamp: UInt32(truncatingIfNeeded: ts), packet: packet, nextPayload: buffer[nextTimestamp]?.payload,
+                    removeOneFrame: removeOneFrame)
     }
 
     /// When the next slot is due (nil before the first packet).

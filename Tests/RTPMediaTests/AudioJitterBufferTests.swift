@@ -94,6 +94,26 @@ import Testing
         #expect(jb.statistics.packetsLate == 0)
     }
 
+    @Test("a delay cut plays two slots in one tick and throws no packet away")
+    func shrinkingKeepsEveryPacket() {
+        var config = AudioJitterBuffer.Configuration()
+        config.targetDelay = .milliseconds(120)
+        config.shrinkWindow = .seconds(2)
+        var jb = AudioJitterBuffer(configuration: config)
+        let arrivals = (0..<400).map { (start + .milliseconds(20 * $0), opus($0)) }
+        let slots = play(&jb, arrivals: arrivals, until: start + .seconds(9))
+        let cuts = jb.statistics.delayDecreases
+        #expect(cuts >= 2)
+        #expect(slots.filter(\.1.removeOneFrame).count == cuts)
+        // Every packet that was due by the end came out, in order, none concealed.
+        let played = slots.compactMap { $0.1.payload?[1] }
+        #expect(played == (0..<400).map { UInt8(truncatingIfNeeded: $0) })
+        let lastPacket = slots.lastIndex { !$0.1.isLost } ?? 0
+        #expect(!slots[..<lastPacket].contains { $0.1.isLost })   // concealment only after the stream ended
+        // The marked slot and the next one share a tick.
+        for (i, s) in slots.enumerated() where s.1.removeOneFrame { #expect(slots[i + 1].0 == s.0) }
+    }
+
     @Test func timestampJumpRestartsPlayout() {
         var jb = AudioJitterBuffer()
         var arrivals = (0..<20).map { (start + .milliseconds(20 * $0), opus($0)) }
