@@ -26,6 +26,7 @@ let package = Package(
         // on every build) and the header does not use.
         .systemLibrary(name: "CUsrSCTP"),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple"),
+        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp"),
         // libjpeg reports errors by longjmp: the shim owns the setjmp.
         .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // V4L2's ioctl request numbers and many control ids are macros Swift cannot import.
@@ -59,7 +60,7 @@ let package = Package(
         .target(name: "Media", dependencies: ["CYUV"]),
         .target(name: "Codecs", dependencies: ["Media", "COpenH264", "CVPX", "CFFmpeg", "CYUV"]),
         .target(name: "AudioCodecs", dependencies: ["Media", "COpus"]),
-        .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing"]),
+        .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing", "CSpeexDSP"]),
         .target(name: "RTPMedia", dependencies: ["Media", "RTP"]),
         // Congestion control, sans-I/O: send-side bandwidth estimation (GCC) and the pacer.
         .target(name: "BandwidthEstimation", dependencies: ["RTP"]),

@@ -7,8 +7,8 @@ monitor records what was played into it, and serves as a microphone.
   frequency (FFT peak) and level (±1 dB), continuous (no gap > 20 ms).
 - Echo cancellation in the loop: a far end's speech-like signal plays through `call`'s speaker
   (spk), spk.monitor is its microphone, near-end speech (another band) is played into spk too;
-  what the call sends, as a third peer plays it: ERLE (far band, AEC off − on) ≥ 20 dB; the
-  near end's change is measured and reported (see the test).
+  what the call sends, as a third peer plays it: ERLE (far band, AEC off − on) ≥ 20 dB while
+  the near end (double talk throughout) stays within 3 dB.
 - Hot-plug: the speaker's sink unloaded mid-stream — PulseAudio moves the stream to the default
   output, where it plays on; the sound server killed — reported lost, retried, recovered once the
   server and the sink are back, playing again.
@@ -327,11 +327,9 @@ def test_echo_cancellation_in_the_loop(relay, pulse, swift_bin, runs, artifact_d
     assert off["seconds"] >= 8 and on["seconds"] >= 8, result
     assert off["farBandDb"] > -45, f"with AEC off the far end's echo should be plainly in what we send: {result}"
     assert erle >= 20, f"ERLE {erle:.1f} dB < 20 dB: {result}"
-    # Not asserted, measured: in continuous double talk webrtc-audio-processing 0.3's (legacy)
-    # AEC suppressor also takes the near end down: −5.5 to −20.9 dB over runs with its moderate
-    # suppression (ERLE 32–33 dB); low suppression gave −6.0 dB at ERLE 19.6 dB. The issue's
-    # ±3 dB is still open.
-    assert near_change > -30, f"near-end speech vanished ({near_change:+.1f} dB): {result}"
+    # webrtc-audio-processing 0.3's legacy AEC took the near end down 5.5–20.9 dB here; the
+    # speexdsp canceller keeps it (+0.1…+0.3 dB measured at ERLE 21–24 dB).
+    assert abs(near_change) <= 3, f"near-end speech changed by {near_change:+.1f} dB in double talk: {result}"
     # The voice activity detector runs with the processing (aec on) and hears the talkers.
     assert on["call"]["microphone"]["framesWithVoice"] >= 100, on["call"]["microphone"]
     assert off["call"]["microphone"]["framesWithVoice"] == 0, off["call"]["microphone"]

@@ -2,8 +2,10 @@ internal import CAudioProcessing
 import Media
 import Synchronization
 
-/// Microphone-side audio processing (libwebrtc's APM): feed every captured frame through
-/// `processCapture` and every frame sent to the loudspeaker through `processRender`.
+/// Microphone-side audio processing: feed every captured frame through `processCapture` and
+/// every frame sent to the loudspeaker through `processRender`. Echo cancellation of mono audio
+/// is `LinearEchoCanceller` (speexdsp) fed by `EchoReference`; gain control, noise suppression
+/// and the high-pass filter are libwebrtc's APM, which also cancels echo for stereo capture.
 ///
 /// Frames are 10 ms; longer frames that are a whole number of 10 ms chunks (20 ms) are split and
 /// processed chunk by chunk. Capture and render may run on two threads at the same time; options
@@ -23,6 +25,14 @@ public final class AudioProcessor: @unchecked Sendable {
     }
     private let state: Mutex<State>
 
+    /// The mono echo canceller and its reference stream (render and capture threads).
+    private struct Echo: ~Copyable {
+        var reference: EchoReference
+        var canceller: LinearEchoCanceller?
+        var failed = false
+    }
+    private let echo: Mutex<Echo>
+
     /// - Parameters:
     ///   - sampleRate: 8000, 16000, 32000 or 48000 (other multiples of 100 Hz are resampled).
     ///   - channels: 1 or 2.
@@ -41,7 +51,8 @@ public final class AudioProcessor: @unchecked Sendable {
         self.sampleRate = sampleRate
         self.channels = channels
         self.state = Mutex(State(options: options))
-        let result = capm_set_components(handle, options.componentBits)
+        self.echo = Mutex(Echo(reference: EchoReference(sampleRate: sampleRate)))
+        let result = capm_set_components(handle, Self.apmBits(options, channels: channels))
         if result != 0 {
             capm_destroy(handle)
             throw MediaError("AudioProcessor: enabling \(options) failed: \(Self.describe(result))")
@@ -60,7 +71,7 @@ public final class AudioProcessor: @unchecked Sendable {
     /// Switches components on or off while running (the per-track goog* constraints).
     public func update(options: AudioProcessingOptions) {
         state.withLock { state in
-            let result = capm_set_components(handle, options.componentBits)
+            let result = capm_set_components(handle, Self.apmBits(options, channels: channels))
             state.options = options
             state.lastError = result == 0 ? nil
                 : MediaError("AudioProcessor: applying \(options) failed: \(Self.describe(result))")
@@ -85,10 +96,65 @@ public final class AudioProcessor: @unchecked Sendable {
     /// while any component is on).
     public var streamHasVoice: Bool { capm_stream_has_voice(handle) != 0 }
 
-    /// The echo canceller's own estimate of the render→capture delay, once it has one.
+    /// The echo canceller's own estimate of the render→capture delay, once it has one: for mono,
+    /// the filter's impulse-response peak after the reference it was given.
     public var estimatedEchoDelayMs: Int? {
+        if channels == 1 {
+            return echo.withLock { e -> Int? in
+                // The echo lags the reference by `peak`; the reference frame ends `age − frame`
+                // before the newest render.
+                guard let canceller = e.canceller, let peak = canceller.impulsePeakSamples(),
+                      let age = e.reference.referenceAgeSamples else { return nil }
+                return (age - canceller.frameSize + peak) * 1000 / sampleRate
+            }
+        }
         let median = capm_echo_delay_median_ms(handle)
         return median >= 0 ? Int(median) : nil
+    }
+
+    /// How often the echo canceller's reference had to be re-placed (render and capture drifted
+    /// apart by more than 30 ms); each costs the filter some re-learning.
+    public var echoReferenceResyncs: Int { echo.withLock { $0.reference.resyncs } }
+
+    /// The APM's components: echo cancellation of mono audio is done before it, not by it.
+    private static func apmBits(_ options: AudioProcessingOptions, channels: Int) -> UInt32 {
+        var bits = options.componentBits
+        if channels == 1, options.echoCancellation {
+            // The voice activity detector keeps running for the stats (`streamHasVoice`).
+            bits &= ~UInt32(CAPM_ECHO_CANCELLATION)
+            bits |= UInt32(CAPM_VOICE_DETECTION)
+        }
+        return bits
+    }
+
+    /// Mono, echo cancellation on, a far end heard: the echo taken out, 10 ms at a time.
+    private func cancelEcho(_ input: [Int16]) -> [Int16] {
+        guard channels == 1, options.echoCancellation else { return input }
+        let delaySamples = streamDelayMs * sampleRate / 1000
+        return echo.withLock { e -> [Int16] in
+            guard e.reference.hasReference, !e.failed else { return input }
+            if e.canceller == nil {
+                e.canceller = LinearEchoCanceller(sampleRate: sampleRate)
+                if e.canceller == nil {
+                    e.failed = true
+                    return input
+                }
+            }
+            guard let canceller = e.canceller else { return input }
+            var out = [Int16]()
+            out.reserveCapacity(input.count)
+            input.withUnsafeBufferPointer { mic in
+                var start = 0
+                while start + canceller.frameSize <= mic.count {
+                    let reference = e.reference.frame(streamDelaySamples: delaySamples)
+                    reference.withUnsafeBufferPointer { ref in
+                        out += canceller.process(capture: UnsafeBufferPointer(rebasing: mic[start..<(start + canceller.frameSize)]), reference: ref)
+                    }
+                    start += canceller.frameSize
+                }
+            }
+            return out
+        }
     }
 
     /// Processes near-end (microphone) audio. Returns a frame of the same format, duration and
@@ -103,7 +169,15 @@ public final class AudioProcessor: @unchecked Sendable {
         let rate = Int32(frame.sampleRate), ch = Int32(frame.channels)
         var result: Int32 = 0
         var out = frame
-        switch frame.samples {
+        var samples = frame.samples
+        if channels == 1, options.echoCancellation {
+            switch samples {
+            case .int16(let input): samples = .int16(cancelEcho(input))
+            case .float(let input):
+                samples = .float(cancelEcho(input.map { Int16(clamping: Int(($0 * 32768).rounded())) }).map { Float($0) / 32768 })
+            }
+        }
+        switch samples {
         case .int16(let input):
             let output = [Int16](unsafeUninitializedCapacity: input.count) { buffer, count in
                 input.withUnsafeBufferPointer { src in
@@ -138,6 +212,10 @@ public final class AudioProcessor: @unchecked Sendable {
         }
         let frames = frame.samplesPerChannel
         let rate = Int32(frame.sampleRate), ch = Int32(frame.channels)
+        if channels == 1, frame.channels == 1, options.echoCancellation {
+            let mono = frame.int16Samples
+            echo.withLock { e in mono.withUnsafeBufferPointer { e.reference.render($0) } }
+        }
         let result: Int32
         switch frame.samples {
         case .int16(let input):

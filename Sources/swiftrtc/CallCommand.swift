@@ -133,7 +133,8 @@ enum CallCommand {
                                           "publish": (await publisher.stats()).jsonObject, "play": (await player.stats()).jsonObject]
             if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
             if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
-            if let echo = audio.echo { summary["echo"] = ["streamDelayMs": echo.streamDelayMs, "estimatedDelayMs": echo.processor.estimatedEchoDelayMs.map { $0 as Any } ?? NSNull()] as [String: Any] }
+            if let echo = audio.echo { summary["echo"] = ["streamDelayMs": echo.streamDelayMs, "estimatedDelayMs": echo.processor.estimatedEchoDelayMs.map { $0 as Any } ?? NSNull(),
+                                                         "referenceResyncs": echo.processor.echoReferenceResyncs] as [String: Any] }
             try writeJSON(summary, to: statsPath)
         }
         await player.close()

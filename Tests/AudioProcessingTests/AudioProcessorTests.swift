@@ -113,6 +113,43 @@ import Media
         #expect(abs(talker) < 3, "near-end level changed by \(talker) dB")
     }
 
+    /// Double talk, the measure: the far end speech-like (harmonics of a gliding 130 Hz
+    /// under 1.4 kHz in syllables), its echo 60 ms later at 0.8 with the reported stream delay
+    /// 50 ms (a little short, as devices report); the near end talks over it (tones 2.3–3.1 kHz
+    /// in 0.3 s syllables). After 10 s the echo band is down ≥ 20 dB and the near band within 1 dB.
+    @Test func doubleTalkKeepsTheNearEnd() throws {
+        let processor = try AudioProcessor(options: Self.onlyAEC)
+        processor.setStreamDelay(ms: 50)
+        let total = 48000 * 15
+        var far = [Float](repeating: 0, count: total), near = far
+        var phase = 0.0
+        for i in 0..<total {
+            let t = Double(i) / 48000
+            phase += 2 * Double.pi * 130 * (1 + 0.08 * sin(2 * Double.pi * 0.7 * t)) / 48000
+            var v = 0.0
+            for k in 2...10 { v += sin(Double(k) * phase + Double(k)) / Double(k).squareRoot() }
+            far[i] = Float(0.08 * max(0, sin(2 * Double.pi * 2 * t)) * v)
+            let syllable = Int(t / 0.3) % 7 == 3 ? 0 : pow(sin(Double.pi * t / 0.3), 2)
+            near[i] = Float(0.03 * syllable * [2300.0, 2700, 3100].reduce(0) { $0 + sin(2 * Double.pi * $1 * t + $1) })
+        }
+        let delay = 2880
+        let capture = (0..<total).map { ($0 >= delay ? 0.8 * far[$0 - delay] : 0) + near[$0] }
+        var out: [Float] = []
+        for (render, mic) in zip(TestSignal.frames(far), TestSignal.frames(capture)) {
+            processor.processRender(render)
+            out += TestSignal.floats(processor.processCapture(mic))
+        }
+        let last = (total - 48000 * 5)..<total
+        let erle = TestSignal.bandDB(Array(capture[last]), below: 1500) - TestSignal.bandDB(Array(out[last]), below: 1500)
+        let nearChange = TestSignal.bandDB(Array(out[last]), above: 1900) - TestSignal.bandDB(Array(capture[last]), above: 1900)
+        #expect(erle >= 20, "ERLE \(erle) dB")
+        #expect(abs(nearChange) <= 1, "near end changed by \(nearChange) dB in double talk")
+        // The filter found the echo where it is (60 ms), whatever the reported 50 ms said.
+        let estimate = try #require(processor.estimatedEchoDelayMs)
+        #expect(abs(estimate - 60) <= 5, "estimated echo delay \(estimate) ms")
+        #expect(processor.echoReferenceResyncs == 0)
+    }
+
     @Test func componentsSwitchAtRunTime() throws {
         let processor = try AudioProcessor(options: .none)
         let noise = TestSignal.whiteNoise(samples: 48000 * 2, amplitude: 0.05, seed: 3)

@@ -66,4 +66,27 @@ enum TestSignal {
         }
         return total
     }
+
+    /// Energy (dB) below or above a corner: 8th-order Butterworth (four RBJ biquads of Q from
+    /// the Butterworth poles), enough to keep two talkers an octave apart out of each other.
+    static func bandDB(_ x: [Float], below corner: Double) -> Double { dB(energy(butterworth(x, corner: corner, highPass: false)) + 1e-12) }
+    static func bandDB(_ x: [Float], above corner: Double) -> Double { dB(energy(butterworth(x, corner: corner, highPass: true)) + 1e-12) }
+
+    private static func butterworth(_ x: [Float], corner: Double, highPass: Bool) -> [Float] {
+        var y = x.map(Double.init)
+        let w = 2 * Double.pi * corner / Double(rate), cw = cos(w)
+        for k in 0..<4 {
+            let q = 1 / (2 * cos(Double.pi * (2 * Double(k) + 1) / 16))
+            let alpha = sin(w) / (2 * q)
+            let b0 = highPass ? (1 + cw) / 2 : (1 - cw) / 2, b1 = highPass ? -(1 + cw) : 1 - cw
+            let a0 = 1 + alpha, a1 = -2 * cw, a2 = 1 - alpha
+            var x1 = 0.0, x2 = 0.0, y1 = 0.0, y2 = 0.0
+            for i in y.indices {
+                let v = (b0 * y[i] + b1 * x1 + b0 * x2 - a1 * y1 - a2 * y2) / a0
+                x2 = x1; x1 = y[i]; y2 = y1; y1 = v
+                y[i] = v
+            }
+        }
+        return y.map { Float($0) }
+    }
 }

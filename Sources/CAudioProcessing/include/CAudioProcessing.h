@@ -17,6 +17,8 @@ enum {
     CAPM_AUTO_GAIN_CONTROL = 1 << 1,
     CAPM_NOISE_SUPPRESSION = 1 << 2,
     CAPM_HIGH_PASS_FILTER = 1 << 3,
+    /// Voice activity detection alone (it also runs whenever another component is on).
+    CAPM_VOICE_DETECTION = 1 << 4,
 };
 
 /// Creates a processor for `sample_rate_hz` (8000, 16000, 32000 or 48000) and 1 or 2 channels,
