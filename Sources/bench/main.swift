@@ -248,8 +248,8 @@ if options.runs("datachannel") {
 
 // 10. Audio
 if options.runs("audio") {
-    progress("audio: echo path (AEC+AGC+NS+HPF) + Opus per 10 ms frame, 3 CPU-s")
-    rows += audioBenchmarks()
+    progress("audio: echo path (AEC+AGC+NS+HPF) + Opus per 10 ms frame, 3 CPU-s; aiortc's send path the same way (bench/aiortc_audio.py)")
+    rows += await audioBenchmarks(python: options.python, aiortcScript: "bench/aiortc_audio.py")
 }
 
 let elapsed = millisecondsSince(benchStarted) / 1000
