@@ -14,6 +14,9 @@ monitor records what was played into it, and serves as a microphone.
   server and the sink are back, playing again.
 - Capture to aiortc: the same microphone published over WHIP straight to aiortc, whose decoded
   audio has the tone's spectrum and level.
+- P2P: `swiftrtc p2p --audio mic:spk.monitor` calls another `swiftrtc p2p --speaker far`
+  through `swiftrtc signal`; the tone played into spk comes out of far (spectrum and level),
+  and the first peer's `mute` on stdin silences it.
 - Mouth-to-ear latency, measured: clicks played into spk; `publish --audio mic:spk.monitor` →
   relay → `play --speaker spk` at volume 0.5 closes the loop, so spk.monitor holds each click and
   its −6 dB copy one trip later; the lag is capture → Opus → network → relay → jitter buffers →
@@ -37,7 +40,7 @@ import pytest
 
 from interop.audio_helpers import (RATE, Pulse, analyse, band_db, gaps_ms, load_raw, stop, tone_segments, write_clicks,
                                    write_tone, write_voice)
-from interop.conftest import require, write_json
+from interop.conftest import ManagedProcess, require, write_json
 from interop.media_peers import AiortcWhipReceiver
 from interop.relay_helpers import SwiftRun, summary
 from interop.test_relay import relay, runs  # noqa: F401 — the relay suite's fixtures
@@ -418,3 +421,52 @@ def test_microphone_capture_decoded_by_aiortc(need_aiortc, pulse, swift_bin, run
     assert abs(result["peakHz"] - MIC_TONE_HZ) <= 3, result
     assert abs(result["levelDb"] - MIC_TONE_DB) <= 1, result
     assert result["energyNearPeak"] >= 0.9, result
+
+
+@pytest.mark.timeout(90)
+def test_p2p_microphone_to_the_peers_speaker(pulse, swift_bin, runs, artifact_dir, logs):
+    wav = artifact_dir / "tone1k.wav"
+    write_tone(wav, MIC_TONE_HZ, MIC_TONE_PEAK, 30)
+    signal = ManagedProcess([str(swift_bin), "signal", "--http", "127.0.0.1:0"], artifact_dir / "signal.log")
+    logs.append(("swiftrtc signal", signal.text))
+    source = pulse.play("spk", wav)
+    recording = artifact_dir / "far.raw"
+    parec = None
+    try:
+        url = signal.wait_for_line(r"listening on (ws://\S+)\?room=NAME", timeout=20).group(1) + "?room=audio"
+        talker = runs(SwiftRun(swift_bin, "p2p", [url, "--size", "160x120", "--fps", "10", "--duration", "14",
+                                                  "--audio", "mic:spk.monitor", "--audio-processing", "none",
+                                                  "--speaker", "none"], artifact_dir, "p2p-talker", stdin_pipe=True))
+        talker.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
+        listener = runs(SwiftRun(swift_bin, "p2p", [url, "--size", "160x120", "--fps", "10", "--duration", "30",
+                                                    "--audio", "none", "--speaker", "far"], artifact_dir, "p2p-listener"))
+        listener.process.wait_for_line(r"playing audio to far", timeout=20)
+        talker.process.wait_for_line(r"p2p: connected", timeout=20)
+        parec = pulse.record("far.monitor", recording)
+        time.sleep(5)
+        talker.process.send_line("mute")
+        talker.process.wait_for_line(r"microphone muted", timeout=5)
+        time.sleep(2.5)
+        talker.process.send_line("unmute")
+        talker.process.wait_for_line(r"microphone unmuted", timeout=5)
+        talker_code = talker.wait(timeout=30)
+        listener.process.wait_for_line(r"p2p: the peer hung up", timeout=15)
+        listener_code = listener.wait(timeout=20)
+    finally:
+        if parec is not None:
+            stop(parec)
+        stop(source)
+        signal.close()
+    x = load_raw(recording)
+    seg = [s for s in tone_segments(x, MIC_TONE_DB - 20) if s[1] - s[0] >= RATE // 2]
+    result = {"segmentsSeconds": [(a / RATE, b / RATE) for a, b in seg], "microphone": talker.stats().get("microphone"),
+              "playout": listener.stats().get("playout")}
+    if seg:
+        result["first"] = analyse(x[seg[0][0] + RATE // 2: seg[0][1] - RATE // 10])
+    write_json(artifact_dir / "p2p-audio.json", result)
+    print(f"p2p audio: {result}")
+    assert talker_code == 0 and listener_code == 0, (talker.text()[-2000:], listener.text()[-2000:])
+    assert len(seg) == 2, f"expected tone, the muted stretch, tone again: {result}"
+    assert abs(result["first"]["peakHz"] - MIC_TONE_HZ) <= 3, result
+    assert abs(result["first"]["levelDb"] - MIC_TONE_DB) <= 1, result
+    assert result["playout"]["tracks"] == 1 and result["microphone"]["framesCaptured"] >= 1000, result

@@ -4,7 +4,8 @@ import SwiftRTC
 /// `swiftrtc p2p URL`: the reference app's peer-to-peer call through a signaling server.
 enum P2PCommand {
     static let usage = """
-    usage: swiftrtc p2p URL [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--audio tone|none]
+    usage: swiftrtc p2p URL [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N]
+                            [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
                             [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
                             [--ice-server URL]... [--ice-username U] [--ice-credential P]
                             [--ice-transport-policy all|relay] [--insecure] [camera flags]
@@ -13,12 +14,17 @@ enum P2PCommand {
     (`swiftrtc signal`, or `swiftrtc serve`). Whoever joins first offers when the other arrives;
     candidates trickle both ways. Sends our video and audio, plays the peer's (status line, and the
     test-pattern check as in `play`), and opens a data channel "chat": lines typed on stdin are
-    sent, the peer's messages are printed as "chat: TEXT". Ends on --duration, Ctrl-C, or when the
-    peer hangs up. Exit code 0 only if the peer's video was decoded.
+    sent, the peer's messages are printed as "chat: TEXT" (the audio commands `mute`, `unmute`,
+    `speaker ID|default`, `volume 0..1` are taken as commands when there is a microphone or a
+    speaker). Ends on --duration, Ctrl-C, or when the peer hangs up. Exit code 0 only if the
+    peer's video was decoded.
 
       --source S          testsrc (default), file:PATH or camera[:ID] (camera flags as in `publish --help`)
       --size WxH          capture size (default 640x360)      --fps N   (default 30)
-      --audio A           tone (default, 660 Hz) or none
+      --audio A           tone (default, 660 Hz), file:PATH (WAV), mic[:ID] (`swiftrtc devices`) or none
+      --audio-processing P  for mic: all (default), none, or aec,agc,ns,hpf; the echo canceller's
+                          reference is what the speaker plays
+      --speaker ID|none   where the peer's audio plays (default: the default output if any)
       --record PATH       write the peer's video as Y4M        --snapshot PATH   a PNG of it
       --window            the peer's video full size with our preview (SDL2; needs a display)
       --duration SEC      stop after SEC seconds (default: until Ctrl-C or hang-up)
@@ -35,6 +41,8 @@ enum P2PCommand {
         let size = try a.option("size", default: (width: 640, height: 360), parseSize)
         let fps = try a.number("fps", default: 30.0, in: 1...60)
         let audioSpec = try a.option("audio") ?? "tone"
+        let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
+        let speakerSpec = try a.option("speaker")
         let record = try a.option("record")
         let snapshot = try a.option("snapshot")
         let window = a.flag("window")
@@ -44,15 +52,15 @@ enum P2PCommand {
         let ice = try IceOptions.parse(&a, command: "swiftrtc p2p")
         let url = try a.positional("URL")
         try a.finish()
-        guard ["tone", "none"].contains(audioSpec) else { throw UsageError("swiftrtc p2p: --audio must be tone or none, not \"\(audioSpec)\"") }
+        if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc p2p") }
         if insecure { printError("swiftrtc p2p: --insecure: the signaling server's certificate is not verified") }
 
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "p2p-video", source: source)
         let capture = try makeVideoCapturer(sourceSpec, camera: camera, command: "swiftrtc p2p", source: source,
                                             width: size.width, height: size.height, fps: fps)
-        let tone = audioSpec == "tone" ? ToneCapturer(frequency: 660, level: 0.2) : nil
-        let audioTrack = tone.map { AudioTrack(id: "p2p-audio", source: AudioSource(capturer: $0)) }
+        let audio = try AudioCapture(audioSpec, processing: processing, tone: (660, 0.2), command: "swiftrtc p2p")
+        let speaker = try AudioOptions.startSpeaker(speakerSpec, echo: audio.echo, command: "p2p")
         let preview: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc p2p — me", width: 320, height: 180) : nil
         if let preview { videoTrack.addRenderer(preview) }
         let playback = try RemotePlayback(record: record, snapshot: snapshot, window: window, title: "swiftrtc p2p — peer")
@@ -62,9 +70,10 @@ enum P2PCommand {
         let call = try P2PCall(url: url, configuration: configuration)
         let started = now()
         try await capture.start()
-        tone?.start()
-        try await call.start(video: videoTrack, audio: audioTrack, insecure: insecure)
+        try audio.start()
+        try await call.start(video: videoTrack, audio: audio.track, insecure: insecure)
         say("p2p: joined \(url)")
+        AudioOptions.startConsole(microphone: audio.microphone, speaker: speaker, command: "p2p")
         let chat = ChatConsole()
         let status = StatusLine()
         let progress = P2PProgress()
@@ -78,8 +87,9 @@ enum P2PCommand {
                     status.say(peers == 0 ? "p2p: waiting for the other peer" : "p2p: the other peer is here; waiting for its offer")
                 case .negotiating(let offerer):
                     status.say(offerer ? "p2p: the peer joined; offering" : "p2p: offer received; answering")
-                case .remoteTracks(let video, let audio):
-                    playback.attach(video: video, audio: audio)
+                case .remoteTracks(let video, let remoteAudio):
+                    playback.attach(video: video, audio: remoteAudio)
+                    if let speaker, let remoteAudio { speaker.add(remoteAudio) }
                 case .chatOpen(let channel):
                     status.say("p2p: chat open (type a line to send it)")
                     chat.attach(channel, status: status)
@@ -112,7 +122,8 @@ enum P2PCommand {
         await call.hangUp()
         events.cancel()
         await capture.stop()
-        tone?.stop()
+        audio.stop()
+        speaker?.stop()
         preview?.close()
         playback.finish()
         let ok = playback.framesDecoded(report) > 0
@@ -122,6 +133,8 @@ enum P2PCommand {
             summary["chatSent"] = chat.sent
             summary["chatReceived"] = chat.received
             summary["hungUp"] = progress.hungUp ?? NSNull()
+            if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
+            if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             try writeJSON(summary, to: statsPath)
         }
         return ok ? 0 : 1
@@ -149,11 +162,13 @@ final class P2PProgress: @unchecked Sendable {
     }
 }
 
-/// Lines typed on stdin go out on the chat channel; its messages are printed.
+/// Lines typed on stdin go out on the chat channel (after the audio commands had their turn);
+/// its messages are printed.
 final class ChatConsole: @unchecked Sendable {
-    // @unchecked: the counters are behind `lock`; the channel is set once.
+    // @unchecked: the counters and the channel are behind `lock`.
     private let lock = NSLock()
     private var counts = (sent: 0, received: 0)
+    private var channel: DataChannel?
     var sent: Int { lock.withLock { counts.sent } }
     var received: Int { lock.withLock { counts.received } }
 
@@ -162,18 +177,23 @@ final class ChatConsole: @unchecked Sendable {
             self?.lock.withLock { self?.counts.received += 1 }
             status.say("chat: " + (message.text ?? "<\(message.data.count) bytes>"))
         }
-        let thread = Thread { [weak self] in
-            while let line = readLine() {
-                guard channel.readyState == .open else { break }
-                do {
-                    try channel.send(line)
-                    self?.lock.withLock { self?.counts.sent += 1 }
-                } catch {
-                    status.say("chat: not sent: \(error)")
-                }
-            }
+        let first = lock.withLock { () -> Bool in
+            defer { self.channel = channel }
+            return self.channel == nil
         }
-        thread.name = "swiftrtc.chat-stdin"
-        thread.start()
+        guard first else { return }
+        StdinCommands.add { [weak self] _, line in
+            guard let self, let channel = self.lock.withLock({ self.channel }), channel.readyState == .open else {
+                status.say("chat: not sent (the chat is closed)")
+                return true
+            }
+            do {
+                try channel.send(line)
+                self.lock.withLock { self.counts.sent += 1 }
+            } catch {
+                status.say("chat: not sent: \(error)")
+            }
+            return true
+        }
     }
 }
