@@ -149,6 +149,29 @@ def write_clicks(path: Path, count: int, period_s: float, peak: float, lead_s: f
     return burst
 
 
+def click_round_trips(x: np.ndarray, burst: np.ndarray) -> tuple[list[float], list[float]]:
+    """For each click in a recording (correlation gain > 0.7 with `burst`), the lag (ms) and gain
+    of its copy one loop later: the strongest correlation peak 30–800 ms after it (the click's
+    own sidelobes end before 30 ms). A click whose copy never came back has gain ≈ 0."""
+    corr = np.abs(np.correlate(x, burst, mode="same")) / np.sum(burst ** 2)   # ≈ the burst's gain at each lag
+    latencies, gains = [], []
+    pos = 0
+    while True:
+        above = np.nonzero(corr[pos:] > 0.7)[0]
+        if len(above) == 0:
+            break
+        start = pos + int(above[0])
+        peak = start + int(np.argmax(corr[start:start + RATE // 50]))
+        window = corr[peak + int(0.03 * RATE): peak + int(0.8 * RATE)]
+        if len(window) < int(0.5 * RATE):
+            break
+        echo = int(np.argmax(window))
+        latencies.append((echo + int(0.03 * RATE)) * 1000 / RATE)
+        gains.append(float(window[echo]))
+        pos = peak + int(1.0 * RATE)
+    return latencies, gains
+
+
 def load_raw(path: Path) -> np.ndarray:
     return np.frombuffer(path.read_bytes(), dtype="<i2").astype(np.float64) / 32768
 

@@ -38,8 +38,8 @@ import time
 import numpy as np
 import pytest
 
-from interop.audio_helpers import (RATE, Pulse, analyse, band_db, gaps_ms, load_raw, stop, tone_segments, write_clicks,
-                                   write_tone, write_voice)
+from interop.audio_helpers import (RATE, Pulse, analyse, band_db, click_round_trips, gaps_ms, load_raw, stop, tone_segments,
+                                   write_clicks, write_tone, write_voice)
 from interop.conftest import ManagedProcess, require, write_json
 from interop.media_peers import AiortcWhipReceiver
 from interop.relay_helpers import SwiftRun, summary
@@ -362,26 +362,7 @@ def test_mouth_to_ear_latency(relay, pulse, swift_bin, runs, artifact_dir):
         stop(source)
     assert player.wait(timeout=30) == 0, player.text()[-3000:]
     publisher.wait(timeout=30)
-    x = load_raw(recording)
-    corr = np.abs(np.correlate(x, burst, mode="same")) / np.sum(burst ** 2)   # ≈ the burst's gain at each lag
-    latencies, gains = [], []
-    # Each click: the strongest correlation peak is the click itself (gain 1); its copy one loop
-    # later is the strongest peak 30–800 ms after it that is not the click's own sidelobe.
-    pos = 0
-    while True:
-        ahead = corr[pos:]
-        above = np.nonzero(ahead > 0.7)[0]
-        if len(above) == 0:
-            break
-        start = pos + int(above[0])
-        peak = start + int(np.argmax(corr[start:start + RATE // 50]))
-        window = corr[peak + int(0.03 * RATE): peak + int(0.8 * RATE)]
-        if len(window) < int(0.5 * RATE):
-            break
-        echo = int(np.argmax(window))
-        latencies.append((echo + int(0.03 * RATE)) * 1000 / RATE)
-        gains.append(float(window[echo]))
-        pos = peak + int(1.0 * RATE)
+    latencies, gains = click_round_trips(load_raw(recording), burst)
     result = {"latenciesMs": latencies, "loopGains": gains, "playout": player.stats().get("playout")}
     if latencies:
         result.update(p50Ms=float(np.percentile(latencies, 50)), p95Ms=float(np.percentile(latencies, 95)))

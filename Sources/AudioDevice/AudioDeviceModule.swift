@@ -79,9 +79,10 @@ public protocol AudioPlayoutStream: AnyObject, Sendable {
 }
 
 /// The audio device module (libwebrtc `AudioDeviceModule`): lists and opens microphones and
-/// speakers. On Linux it is PulseAudio (`PulseAudioDeviceModule`); an Apple one would wrap
-/// AVAudioEngine's input and output nodes in the same two stream protocols, with the
-/// `AVAudioSession` route (`overrideOutputAudioPort`) chosen as the output device.
+/// speakers. On Linux it is PulseAudio (`PulseAudioDeviceModule`); on iOS
+/// `AVAudioEngineDeviceModule` wraps AVAudioEngine's input tap and a source node in the same two
+/// stream protocols, with the `AVAudioSession` route (`overrideOutputAudioPort`) as the output
+/// device (not compiled on Linux).
 public protocol AudioDeviceModule: Sendable {
     func inputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo]
     func outputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo]
