@@ -146,7 +146,11 @@ public final class AudioProcessor: @unchecked Sendable {
             input.withUnsafeBufferPointer { mic in
                 var start = 0
                 while start + canceller.frameSize <= mic.count {
+                    let resyncs = e.reference.resyncs
                     let reference = e.reference.frame(streamDelaySamples: delaySamples)
+                    // A moved reference makes the learned echo path wrong: start over, which also
+                    // puts the filter back in its fast initial adaptation.
+                    if e.reference.resyncs != resyncs { canceller.reset() }
                     reference.withUnsafeBufferPointer { ref in
                         out += canceller.process(capture: UnsafeBufferPointer(rebasing: mic[start..<(start + canceller.frameSize)]), reference: ref)
                     }
