@@ -1,8 +1,9 @@
 """Interop tests: WHIP/WHEP trickle ICE and ICE restart by HTTP PATCH (RFC 9725 §4.3).
 
 - `swiftrtc publish` (WHIP) → `swiftrtc serve` → `swiftrtc play` (WHEP). Both clients also
-  gather a relay candidate from coturn, which comes after the POST (srflx is not gathered on
-  loopback), so it and the end of candidates travel by trickle PATCH; the relay logs them. Mid-stream the
+  gather a relay candidate from coturn (behind a 100 ms delay), which comes after the POST
+  (srflx is not gathered on loopback), so it and the end of candidates travel by trickle PATCH;
+  the relay logs them. Mid-stream the
   publisher restarts ICE by PATCH (stdin `restart-ice`), then the player: the player's decoded
   test pattern freezes no more than 1 s (its longest gap between decoded frames).
 - A raw HTTP client PATCHes bad fragments: 400 (malformed, with the reason), 412 (stale
@@ -19,40 +20,27 @@ import time
 import pytest
 
 from interop.conftest import write_json
-from interop.relay_helpers import Relay, SwiftRun, http, summary
-from interop.test_relay import fake_offer, publish_args
+from interop.netem import NetEm
+from interop.relay_helpers import SwiftRun, http, summary
+from interop.test_relay import fake_offer, publish_args, relay, runs  # noqa: F401  (relay, runs: fixtures)
 from interop.test_turn import PASSWORD, USER, turn_server  # noqa: F401  (turn_server: a fixture)
 
 FRAG = "application/trickle-ice-sdpfrag"
 
 
-@pytest.fixture
-def relay(swift_bin, artifact_dir, logs):
-    r = Relay(swift_bin, artifact_dir / "relay.log")
-    logs.append(("relay output", r.text))
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def runs(logs):
-    started: list[SwiftRun] = []
-
-    def track(run: SwiftRun) -> SwiftRun:
-        started.append(run)
-        logs.append((f"swiftrtc {run.name}", run.text))
-        return run
-
-    yield track
-    for run in started:
-        run.close()
-
-
 @pytest.mark.timeout(90)
 def test_trickle_then_restart_ice_mid_stream(relay, turn_server, swift_bin, runs, artifact_dir):
-    address, _, _ = turn_server
+    # coturn behind 100 ms each way: the allocation (two round trips) ends well after the POST,
+    # so its relay candidate is trickled whatever the machine's load.
+    _, turn_port, _ = turn_server
+    with NetEm(listen=("127.0.0.1", 0), upstream=("127.0.0.1", turn_port), up="delay=100ms", down="delay=100ms") as net:
+        host, port = net.listen_addr
+        run_trickle_and_restarts(relay, f"{host}:{port}", swift_bin, runs, artifact_dir)
+
+
+def run_trickle_and_restarts(relay, turn_address, swift_bin, runs, artifact_dir):
     app, name = "live", "trickle"
-    ice = ["--ice-server", f"turn:{address}?transport=udp", "--ice-username", USER, "--ice-credential", PASSWORD]
+    ice = ["--ice-server", f"turn:{turn_address}?transport=udp", "--ice-username", USER, "--ice-credential", PASSWORD]
     publisher = runs(SwiftRun(swift_bin, "publish", publish_args(relay.whip_url(app, name), duration=12) + ice,
                               artifact_dir, "publish", stdin_pipe=True))
     pub_connected = relay.wait_event(rf"publisher (\S+) connected \({app}/{name}\)", timeout=20)

@@ -33,7 +33,8 @@ import Transport
     @Test func trickleThenRestartBothSidesMidStream() async throws {
         let relayLog = Lines(), problems = Lines()
         let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: relayLog.add)
-        let turn = try MiniTURNServer()
+        // A far TURN server: the allocation ends after the POST, so its candidate is trickled.
+        let turn = try MiniTURNServer(responseDelay: .milliseconds(100))
         defer { turn.stop() }
         let publisher = try StreamingSession(role: .publish, url: "\(relay.url)/rtc/v1/whip/?app=live&stream=t", options: options {
             $0.iceServers = [IceServer(urls: ["turn:\(turn.address)?transport=udp"], username: "u", credential: "p")]
@@ -49,15 +50,7 @@ import Transport
         let trickled = relayLog.all.filter { $0.contains("trickled") }
         #expect(trickled.count <= 2 && trickled.first?.contains("trickled 1 candidate(s)") == true, "\(trickled)")
 
-        let capturer = TestPatternCapturer(delegate: source)
-        let feeding = Task {
-            var i: Int64 = 0
-            while !Task.isCancelled {
-                capturer.captureFrame(at: i * 33_333_333, width: 320, height: 180)
-                i += 1
-                try? await Task.sleep(for: .milliseconds(33))
-            }
-        }
+        let feeding = feedPattern(source)
         defer { feeding.cancel() }
         let player = try StreamingSession(role: .play, url: "\(relay.url)/rtc/v1/whep/?app=live&stream=t", options: options {
             $0.onSignalingProblem = problems.add
@@ -105,7 +98,7 @@ import Transport
         // A front that forwards POST and DELETE to the relay and answers PATCH with 405.
         let front = try HTTPServerFront(relay: relay, patches: patches)
         defer { front.stop() }
-        let turn = try MiniTURNServer()
+        let turn = try MiniTURNServer(responseDelay: .milliseconds(100))
         defer { turn.stop() }
         let problems = Lines()
         let url = "\(front.url)/rtc/v1/whip/?app=live&stream=nopatch"
