@@ -58,6 +58,12 @@ extension PeerConnection {
         }
     }
 
+    /// Checks a candidate's syntax without adding it anywhere (empty: end of candidates, fine).
+    public static func checkCandidate(_ candidate: String) throws {
+        guard !candidate.isEmpty else { return }
+        do { _ = try Candidate(parsing: candidate) } catch { throw PeerConnectionError("\(error)") }
+    }
+
     /// A candidate must name an m-line of the remote description (by mid, else by index).
     private func checkCandidateTarget(_ candidate: IceCandidate) throws {
         guard let remote = remoteSDP else { return }

@@ -97,7 +97,12 @@ extension RelayServer {
         defer { _ = Self.restarting.withLock { $0.remove(key) } }
         let pc = session.pc
         let offer: SDP.SessionDescription
-        do { offer = try remote.applyingICERestart(fragment) } catch {
+        do {
+            for (n, c) in fragment.candidateGroups.flatMap(\.candidates).enumerated() {
+                do { try PeerConnection.checkCandidate(c) } catch { throw PeerConnectionError("candidate \(n + 1): \(error)") }
+            }
+            offer = try remote.applyingICERestart(fragment)
+        } catch {
             return .text(400, "ICE restart refused: \(error)\n")
         }
         do {

@@ -136,6 +136,9 @@ import Transport
             return states
         }
 
+        let badRestart = try await patch(relay, p.resource, "a=ice-ufrag:newU\r\na=ice-pwd:newPasswordNewPassword00\r\na=candidate:1 1 udp\r\n",
+                                         ifMatch: "*")
+        #expect(badRestart.status == 400 && badRestart.text.hasPrefix("ICE restart refused: candidate 1: "), "\(badRestart.text)")
         p.pc.restartIce()
         let offer = try await p.pc.createOffer()
         let offerSDP = try SDP.SessionDescription(parsing: offer.sdp)
