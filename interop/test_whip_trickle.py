@@ -6,6 +6,8 @@
   the relay logs them. Mid-stream the
   publisher restarts ICE by PATCH (stdin `restart-ice`), then the player: the player's decoded
   test pattern freezes no more than 1 s (its longest gap between decoded frames).
+- Chromium as a WHEP player (interop/pages/whep_trickle.js): all its candidates by PATCH, then
+  an ICE restart by PATCH mid-stream; its framesDecoded never stalls over 1 s.
 - A raw HTTP client PATCHes bad fragments: 400 (malformed, with the reason), 412 (stale
   If-Match), 415 (wrong type), 404 (unknown resource); a good trickle gets 204 and a restart
   200 with the server's fragment.
@@ -14,15 +16,18 @@ Run inside the loopback-only namespace: interop/run.sh interop/test_whip_trickle
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 
 from interop.conftest import write_json
 from interop.netem import NetEm
-from interop.relay_helpers import SwiftRun, http, summary
+from interop.relay_helpers import SwiftRun, close_page, http, poll, summary
 from interop.test_relay import fake_offer, publish_args, relay, runs  # noqa: F401  (relay, runs: fixtures)
+from interop.test_renegotiation import longest_stall
 from interop.test_turn import PASSWORD, USER, turn_server  # noqa: F401  (turn_server: a fixture)
 
 FRAG = "application/trickle-ice-sdpfrag"
@@ -134,3 +139,55 @@ def test_bad_patches_are_refused_with_reasons(relay, artifact_dir):
     expect("old ETag after the restart", http("PATCH", url, good, FRAG, headers={"If-Match": etag}), 412)
     write_json(artifact_dir / "patches.json", results)
     assert relay.alive()
+
+
+@pytest.mark.timeout(90)
+def test_chromium_whep_player_trickles_and_restarts(relay, browser, swift_bin, runs, artifact_dir, logs):
+    """Chromium as a WHEP player (interop/pages/whep_trickle.js on the relay's own origin): its
+    offer carries no candidates, they all come by PATCH; then it restarts ICE by PATCH mid-stream
+    against the relay's new credentials, and trickles the new generation's candidates."""
+    app, name = "live", "chromium-trickle"
+    runs(SwiftRun(swift_bin, "publish", publish_args(relay.whip_url(app, name), duration=40), artifact_dir, "publish"))
+    relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=15)
+    page = browser.new_page(relay.base + "/players/")
+    logs.append(("chromium console", lambda: "\n".join(page.console)))
+    logs.append(("whep_trickle.js log", lambda: json.dumps(page.evaluate("whepTrickle.log", timeout=5))))
+    samples: list[tuple[float, int]] = []
+
+    def sample(seconds: float):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            samples.append((time.monotonic(), page.evaluate("whepTrickle.stats()", timeout=10)["frames"]))
+            time.sleep(0.1)
+
+    try:
+        page.evaluate((Path(__file__).parent / "pages" / "whep_trickle.js").read_text())
+        info = page.evaluate(f"whepTrickle.play({json.dumps(relay.whep_url(app, name))})", timeout=20)
+        assert info["offerHadCandidates"] is False and info["acceptPatch"] == FRAG and info["etag"], info
+        play_id = relay.wait_event(rf"player (\S+) connected \({app}/{name}\)", timeout=15).group(1)
+        relay.wait_event(rf"player {play_id} trickled \d+ candidate\(s\)", timeout=10)
+        relay.wait_event(rf"player {play_id} trickled \d+ candidate\(s\), end of candidates", timeout=10)
+        _, waited = poll(lambda: page.evaluate("whepTrickle.stats()", timeout=10)["frames"], lambda f: f >= 30, timeout=15)
+        sample(2.0)
+        restart = page.evaluate("whepTrickle.restart()", timeout=20)
+        relay.wait_event(rf"player {play_id} restarted ICE \(ufrag {re.escape(restart['serverUfrag'])}\)", timeout=10)
+        sample(3.0)
+        after = page.evaluate("whepTrickle.stats()", timeout=10)
+        patches = page.evaluate("whepTrickle.patches", timeout=10)
+        page.screenshot(str(artifact_dir / "chromium.png"))
+    finally:
+        close_page(browser, page)
+    stall = longest_stall(samples)
+    write_json(artifact_dir / "chromium.json", {"patches": patches, "restart": restart, "after": after,
+                                                 "stallSeconds": stall, "samples": samples})
+    print(f"Chromium WHEP trickle: {len(patches)} PATCHes {[p['status'] for p in patches]}; restart {restart}; "
+          f"framesDecoded {after['frames']}, longest stall around the restart {stall:.2f} s (sampled every 0.1 s)")
+    trickles = [p for p in patches if not p.get("restart")]
+    restarts = [p for p in patches if p.get("restart")]
+    assert trickles and all(p["status"] == 204 for p in trickles), patches
+    assert len(restarts) == 1 and restarts[0]["status"] == 200 and restarts[0]["etag"] == f'"{restart["serverUfrag"]}"', patches
+    assert restart["serverUfrag"] != info["etag"].strip('"'), "the relay restarted with new credentials"
+    # Chromium gathered again after its restart and trickled that generation with the new ETag.
+    assert any(p["etag"] == f'"{restart["serverUfrag"]}"' and p["status"] == 204 for p in trickles), patches
+    assert after["state"] == "connected" and after["pairResponses"] > 0, after
+    assert stall <= 1.0, f"Chromium's framesDecoded stalled {stall:.2f} s around the ICE restart"
