@@ -12,7 +12,7 @@ import Transport
 
 /// Our WHIP/WHEP client against the embedded relay, trickle and ICE restart by PATCH
 /// (RFC 9725 §4.3): the publisher POSTs without waiting for its TURN allocation and trickles the
-/// relay candidate and end-of-candidates; publisher and player each restart ICE mid-stream and
+/// relay candidate and end-of-candidates; publisher, player, publisher again restart ICE mid-stream and
 /// the player's video goes on (no freeze over 1 s, no connection state change).
 @Suite(.serialized) struct WHIPTrickleTests {
     final class Lines: Sendable {
@@ -73,11 +73,18 @@ import Transport
         #expect(await eventually { await restartedPairSelected(player.peerConnection) })
         let framesAfterSecond = log.all.count
         #expect(await eventually { log.all.count >= framesAfterSecond + 15 }, "frames after the player's restart")
+        // A second restart of the same session starts from the first one's descriptions.
+        let second = iceUfrag(publisher.peerConnection)
+        try await publisher.restartIce()
+        #expect(iceUfrag(publisher.peerConnection) != second)
+        let framesAfterThird = log.all.count
+        #expect(await eventually { log.all.count >= framesAfterThird + 15 }, "frames after the publisher's second restart")
+        #expect(await eventually { await restartedPairSelected(publisher.peerConnection) })
         let end = ContinuousClock.now
         let gap = log.longestGap(from: start, to: end)
         print("WHIP/WHEP ICE restarts by PATCH: longest frame gap \(gap) over \(end - start)")
         #expect(gap <= .seconds(1), "freeze \(gap)")
-        #expect(relayLog.all.filter { $0.contains("restarted ICE") }.count == 2, "\(relayLog.all)")
+        #expect(relayLog.all.filter { $0.contains("restarted ICE") }.count == 3, "\(relayLog.all)")
         for (pc, events) in [(publisher.peerConnection, publisherEvents), (player.peerConnection, events)] {
             #expect(pc.peerConnectionState == .connected)
             #expect(!events.all.contains { if case .connectionStateChanged = $0 { return true }; return false })
