@@ -78,7 +78,7 @@ let package = Package(
         .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
-        .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media"]),
+        .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media", "HTTP", "SDP"]),
         .target(name: "Relay", dependencies: ["CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
                                                  "AudioDevice", "AudioProcessing"]),
@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "PeerConnection", "HTTP", "Transport", "STUN"]),
-        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "HTTP", "Transport", "ICE", "STUN", "RTP",
+        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
                                                                "Media", "Capture", "Render", "Camera"]),
     ],
     swiftLanguageModes: [.v6]

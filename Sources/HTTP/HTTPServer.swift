@@ -316,7 +316,7 @@ public final class HTTPServer: @unchecked Sendable {
             if allowed != "*" { response.headers.add("Vary", "Origin") }
         }
         if !response.headers.contains("Access-Control-Expose-Headers") {
-            response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type")
+            response.headers.add("Access-Control-Expose-Headers", "Location, Link, Content-Type, ETag, Accept-Patch")
         }
         return response
     }

@@ -1,5 +1,6 @@
 import ICE
 import SDP
+import Transport
 
 /// ICE restart (RFC 8445 §9, JSEP §3.5.1): new credentials in the next offer; DTLS and SRTP run
 /// on, over whichever pair the new checks select.
@@ -26,13 +27,29 @@ extension PeerConnection {
         return agent.remoteCredentials != nil && agent.remoteCredentials != theirs
     }
 
+    /// Whether an answer to a remote restart takes new credentials too (JSEP §5.3.1). A lite
+    /// agent on a shared port keeps its own unless that port can learn the new ufrag.
+    func answerRestartsCredentials() -> Bool {
+        !configuration.iceLite || transport?.io is UfragRoutedPacketIO
+    }
+
     /// A local description with new credentials restarts our agent (loop thread).
     func applyLocalCredentials(_ sdp: SDP.SessionDescription) {
         guard let transport, let ours = iceCredentials(of: sdp), ours != credentials else { return }
+        // The port learns the new ufrag before the peer can use it (from a new address too).
+        (transport.io as? UfragRoutedPacketIO)?.route(ufrag: ours.ufrag)
         credentials = ours
         pendingCredentials = nil
         iceRestartWanted = false
         transport.ice.restart(local: ours, now: .now)
         transport.pump()
     }
+}
+
+/// A datagram path shared by many connections that finds each by its local ICE ufrag (a
+/// server's one UDP port), and can be told a connection's new ufrag: an ICE restart then gives
+/// a lite answerer new credentials too, as RFC 8445 §9 asks, instead of keeping its own.
+public protocol UfragRoutedPacketIO: PacketIO {
+    /// From now on, STUN for `ufrag` reaches this path too (loop thread).
+    func route(ufrag: String)
 }

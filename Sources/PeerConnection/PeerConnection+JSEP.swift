@@ -121,9 +121,9 @@ extension PeerConnection {
             if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .passive { localSetup = "active" }
         }
         let sections = offer.media.enumerated().map { index, m in answerSection(for: m, index: index) }
-        // The peer restarts ICE: so do we, with new credentials (a lite agent keeps its own: its
-        // shared port finds sessions by ufrag).
-        if remoteRestartsICE(offer), !configuration.iceLite { pendingCredentials = pendingCredentials ?? .random() }
+        // The peer restarts ICE: so do we, with new credentials (a lite agent keeps its own when
+        // its shared port finds sessions by a ufrag it cannot learn anew).
+        if remoteRestartsICE(offer), answerRestartsCredentials() { pendingCredentials = pendingCredentials ?? .random() }
         return SessionDescription(type: .answer, sdp: writeSDP(sessionParameters(credentials: pendingCredentials ?? credentials),
                                                                sections: sections, bundle: true))
     }

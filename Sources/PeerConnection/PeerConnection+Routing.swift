@@ -18,8 +18,11 @@ extension PeerConnection {
             let (mid, index) = bundleTag()
             emit(.iceCandidate(IceCandidate(candidate: c.attributeValue, sdpMid: mid, sdpMLineIndex: index)))
         case .gatheringComplete:
-            setGathering(.complete)
+            // The description says end-of-candidates before anyone waiting for the event reads it.
+            guard snapshot.withLock({ $0.gathering }) != .complete else { break }
+            snapshot.withLock { $0.gathering = .complete }
             publishLocalDescription()
+            emit(.iceGatheringStateChanged(.complete))
         case .stateChanged(let s):
             if !relayFailed { setIce(IceConnectionState(rawValue: s.rawValue) ?? .new) }
             updateConnectionState()

@@ -31,6 +31,39 @@ extension PeerConnection {
         }
     }
 
+    /// Several trickled candidates at once (a WHIP/WHEP PATCH body): all are checked before any
+    /// is added, so a bad one leaves the connection as it was. Empty candidates end them.
+    public func addIceCandidates(_ candidates: [IceCandidate]) async throws {
+        try await loop.submit { [self] in
+            guard !closed else { throw PeerConnectionError("addIceCandidate: the connection is closed") }
+            var parsed: [Candidate?] = []
+            for (n, candidate) in candidates.enumerated() {
+                do {
+                    try checkCandidateTarget(candidate)
+                    parsed.append(candidate.candidate.isEmpty ? nil : try Candidate(parsing: candidate.candidate))
+                } catch let error as PeerConnectionError {
+                    throw PeerConnectionError("candidate \(n + 1): \(error.description.replacing("addIceCandidate: ", with: ""))")
+                } catch {
+                    throw PeerConnectionError("candidate \(n + 1): \(error)")
+                }
+            }
+            for c in parsed {
+                guard let c else {
+                    if let transport { transport.ice.endOfRemoteCandidates(now: .now) } else { pendingEndOfCandidates = true }
+                    continue
+                }
+                if let transport { transport.ice.addRemoteCandidate(c, now: .now) } else { pendingRemoteCandidates.append(c) }
+            }
+            transport?.pump()
+        }
+    }
+
+    /// Checks a candidate's syntax without adding it anywhere (empty: end of candidates, fine).
+    public static func checkCandidate(_ candidate: String) throws {
+        guard !candidate.isEmpty else { return }
+        do { _ = try Candidate(parsing: candidate) } catch { throw PeerConnectionError("\(error)") }
+    }
+
     /// A candidate must name an m-line of the remote description (by mid, else by index).
     private func checkCandidateTarget(_ candidate: IceCandidate) throws {
         guard let remote = remoteSDP else { return }

@@ -16,8 +16,51 @@ func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDir
     config.videoCodecs = videoCodecs
     config.answerCodecOrder = codecOrder
     config.remoteTransceiverDirection = direction
-    return try PeerConnection(configuration: config, loop: loop) { _, ufrag in mux.endpoint(ufrag: ufrag, advertised: advertised) }
+    return try PeerConnection(configuration: config, loop: loop) { _, ufrag in
+        SessionMuxEndpoint(mux: mux, ufrag: ufrag, advertised: advertised)
+    }
 }
+
+/// One session's place on the shared mux, found by each local ufrag it had: an ICE restart
+/// (a WHIP/WHEP PATCH, or a re-offer to the echo endpoint) gives the session new credentials,
+/// and the peer's checks with the new ufrag must find it even from a new address. Old ufrags
+/// stay routed until the session closes (the mux may know the peer's address through them).
+final class SessionMuxEndpoint: UfragRoutedPacketIO {
+    // Loop thread only, like the mux.
+    private let mux: UDPMux
+    private let advertised: SocketAddress?
+    private var endpoints: [MuxEndpoint] = []
+    var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
+
+    init(mux: UDPMux, ufrag: String, advertised: SocketAddress?) {
+        self.mux = mux
+        self.advertised = advertised
+        route(ufrag: ufrag)
+    }
+
+    func route(ufrag: String) {
+        let endpoint = mux.endpoint(ufrag: ufrag, advertised: advertised)
+        endpoint.onReceive = { [weak self] bytes, from, local in self?.onReceive?(bytes, from, local) }
+        endpoints.append(endpoint)
+    }
+
+    var localAddresses: [SocketAddress] { endpoints.first?.localAddresses ?? [] }
+
+    @discardableResult
+    func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool {
+        endpoints.first?.send(bytes, from: local, to: remote) ?? false
+    }
+
+    func close() {
+        for endpoint in endpoints { endpoint.close() }
+        endpoints.removeAll()
+        onReceive = nil
+    }
+}
+
+/// PeerConnection's description (offer/answer and its text), named apart from the SDP module's
+/// parsed one for files that import both.
+typealias JSEPDescription = SessionDescription
 
 /// Answers a remote offer and returns our full local description (candidates included: a lite
 /// server has its one host candidate at once).

@@ -16,8 +16,8 @@ public final class RelayServer: Sendable {
     private let http: Mutex<HTTPServer?>
     /// P2P signaling at /rtc/v1/signal/?room=NAME, on the same HTTP server.
     public let signaling: SignalServer
-    private let state: LoopBound<RelayState>
-    private let log: @Sendable (String) -> Void
+    let state: LoopBound<RelayState>
+    let log: @Sendable (String) -> Void
     public let policy: AccessPolicy
     /// `--prefer-codec`: answer publishers with this video codec first; nil keeps the offerer's order.
     public let preferredVideoCodec: RtpCodecCapability?
@@ -133,6 +133,8 @@ public final class RelayServer: Sendable {
                 return .text(404, "no such session\n")
             }
             return .empty(200)
+        case ("PATCH", "/rtc/v1/whip/"), ("PATCH", "/rtc/v1/whep/"):
+            return await patchSession(request)   // trickle and ICE restart (RelayTrickle.swift)
         case ("GET", "/api/v1/versions/"):
             return json(["code": 0, "server": serverID, "data": ["major": 6, "minor": 0, "revision": 0, "version": "6.0.0"],
                          "service": "swiftrtc", "pid": Int(getpid())])
@@ -212,7 +214,9 @@ public final class RelayServer: Sendable {
             let (session, answer) = try await createSession(role: role, app: app, stream: stream, offer: offer, remote: request.remoteAddress,
                                                             token: AccessPolicy.presentedToken(request), param: request.query.filter { $0.0 != "token" }.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
             let kind = role == .publisher ? "whip" : "whep"
-            return .sdp(201, answer, location: "/rtc/v1/\(kind)/?action=delete&token=\(session.secret)&app=\(app)&stream=\(stream)")
+            var created = HTTPResponse.sdp(201, answer, location: "/rtc/v1/\(kind)/?action=delete&token=\(session.secret)&app=\(app)&stream=\(stream)")
+            addPatchHeaders(&created, localDescription: answer)
+            return created
         } catch let error as RelayError {
             return .text(error.httpStatus, error.message + "\n")
         } catch {

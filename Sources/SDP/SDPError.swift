@@ -8,7 +8,8 @@ public struct SDPError: Error, CustomStringConvertible, Equatable, Sendable {
         self.message = message
     }
 
-    public var description: String { "SDP line \(line): \(message)" }
+    /// Line 0: a fault of the whole text (a fragment without credentials), not of one line.
+    public var description: String { line > 0 ? "SDP line \(line): \(message)" : message }
 }
 
 /// Why an attribute value did not match its grammar; the parser adds the line number.

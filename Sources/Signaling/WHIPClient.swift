@@ -23,6 +23,18 @@ public struct WHIPClient: Sendable {
         public var resource: String?
         /// `Link: <stun:…>; rel="ice-server"` headers, as ICE server URLs.
         public var iceServers: [String]
+        /// The entity-tag of the ICE session (RFC 9725 §4.3.1), for `If-Match` on trickle PATCHes.
+        public var etag: String?
+        /// The `Accept-Patch` media types the 201 advertised (empty: it said nothing).
+        public var acceptPatch: [String]
+
+        public init(answer: String, resource: String?, iceServers: [String] = [], etag: String? = nil, acceptPatch: [String] = []) {
+            self.answer = answer
+            self.resource = resource
+            self.iceServers = iceServers
+            self.etag = etag
+            self.acceptPatch = acceptPatch
+        }
     }
 
     /// POSTs the offer; follows 307/308 redirects; a 503 with Retry-After is retried once.
@@ -49,7 +61,24 @@ public struct WHIPClient: Sendable {
         if let resource, response.finalURL.lowercased().hasPrefix("https:"), !resource.lowercased().hasPrefix("https:") {
             throw SignalingError("\(endpoint) gave the session resource \(resource), which leaves https; refusing it")
         }
-        return Session(answer: answer, resource: resource, iceServers: Self.iceServers(from: response.headers.values("Link")))
+        let acceptPatch = response.headers.values("Accept-Patch").flatMap { $0.split(separator: ",") }
+            .compactMap { $0.split(separator: ";").first.map { $0.trimmingCharacters(in: " ").lowercased() } }
+        return Session(answer: answer, resource: resource, iceServers: Self.iceServers(from: response.headers.values("Link")),
+                       etag: response.headers["ETag"], acceptPatch: acceptPatch)
+    }
+
+    /// PATCHes an `application/trickle-ice-sdpfrag` body to the session resource (RFC 9725
+    /// §4.3: trickle candidates, or an ICE restart with `If-Match: "*"`). Returns the response
+    /// whatever its status: 405/501/422 tell the caller the server does not take it.
+    public func patch(_ session: Session, fragment: String, ifMatch: String?) async throws -> HTTPClientResponse {
+        guard let resource = session.resource else {
+            throw SignalingError("\(endpoint) gave no session resource (Location) to PATCH")
+        }
+        var headers: HTTPHeaders = ["Content-Type": "application/trickle-ice-sdpfrag"]
+        if let ifMatch { headers.add("If-Match", ifMatch) }
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        return try await SignalingHTTP(timeout: timeout, insecure: insecure).send(method: "PATCH", url: resource, headers: headers,
+                                                                                body: Array(fragment.utf8))
     }
 
     /// DELETEs the session resource.

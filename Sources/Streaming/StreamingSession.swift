@@ -20,6 +20,14 @@ public final class StreamingSession: Sendable {
         public var timeout: Duration = .seconds(15)
         /// Accept any certificate on https signaling (self-signed included). Off by default.
         public var insecure: Bool = false
+        /// WHIP/WHEP: POST the offer without waiting for gathering and PATCH the candidates found
+        /// later (RFC 9725 §4.3.2); off, or against a server that refused a trickle PATCH, the
+        /// POST waits for gathering to complete. SRS's API always waits.
+        public var trickle = true
+        /// Candidates arriving within this interval share one PATCH.
+        public var trickleBatch: Duration = .milliseconds(30)
+        /// A trickle PATCH that failed (other than "not supported"), for the app to report.
+        public var onSignalingProblem: @Sendable (String) -> Void = { _ in }
         public init() {}
     }
 
@@ -28,6 +36,8 @@ public final class StreamingSession: Sendable {
     public let options: Options
     public let peerConnection: PeerConnection
     private let whipSession = LockedValue<WHIPClient.Session?>(nil)
+    /// WHIP/WHEP trickle and ICE restart (nil for SRS's API).
+    private let ice: WHIPIceChannel?
 
     public init(role: Role, url: String, options: Options = Options()) throws {
         guard url.hasPrefix("webrtc://") || url.hasPrefix("http://") || url.hasPrefix("https://") else {
@@ -40,6 +50,9 @@ public final class StreamingSession: Sendable {
         var config = options.configuration
         config.iceServers += options.iceServers
         peerConnection = try PeerConnection(configuration: config)
+        ice = url.hasPrefix("webrtc://") ? nil
+            : WHIPIceChannel(client: WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure),
+                             pc: peerConnection, batchInterval: options.trickleBatch, onProblem: options.onSignalingProblem)
     }
 
     /// Publishes the tracks (either may be nil); returns once media can flow.
@@ -68,9 +81,12 @@ public final class StreamingSession: Sendable {
     }
 
     private func negotiate() async throws {
+        let trickle = ice != nil && options.trickle && WHIPIceChannel.trickles(to: url)
+        if trickle { ice?.attach() }
         let offer = try await peerConnection.createOffer()
         try await peerConnection.setLocalDescription(offer)
-        await peerConnection.waitForGatheringComplete(timeout: .seconds(3))
+        // Trickle: the host candidates are there at once; the rest follow by PATCH.
+        if !trickle { await peerConnection.waitForGatheringComplete(timeout: .seconds(3)) }
         let sdp = (peerConnection.localDescription ?? offer).sdp
         let answer: String
         if url.hasPrefix("webrtc://") {
@@ -79,13 +95,27 @@ public final class StreamingSession: Sendable {
             answer = try await srs.exchange(role == .publish ? .publish : .play, offer: sdp, clientIP: clientIP).sdp
         } else {
             let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure)
+            ice?.offered(sdp)
             let session = try await client.publish(offer: sdp)
             whipSession.set(session)
+            if trickle { ice?.start(session) }
             answer = session.answer
         }
         try await peerConnection.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
         try await peerConnection.waitConnected(timeout: options.timeout)
     }
+
+    /// ICE restart (WHIP/WHEP only, RFC 9725 §4.3.3): new ICE credentials by PATCH, the
+    /// server's back; DTLS and media go on over the new checks. Throws (the current ICE session
+    /// stays) when the server refuses or does not take PATCH.
+    public func restartIce() async throws {
+        guard let ice else { throw SignalingError("ICE restart needs a WHIP/WHEP session (SRS's API has no way to signal one)") }
+        if ice.session == nil, let session = whipSession.get() { ice.start(session) }
+        try await ice.restartIce()
+    }
+
+    /// Candidates sent by trickle PATCH so far (0 for SRS's API or without trickle).
+    public var trickledCandidates: Int { ice?.trickledCount ?? 0 }
 
     /// Connection states as they change (the reference app colours its button by them).
     public var states: AsyncStream<PeerConnectionState> {

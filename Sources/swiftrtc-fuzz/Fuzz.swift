@@ -9,12 +9,13 @@ import TURN
 import WebSocket
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, dcep — data channel open/ack, turn). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, sdpfrag — WHIP/WHEP trickle PATCH bodies, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, dcep — data channel open/ack, turn). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     switch ProcessInfo.processInfo.environment["SWIFTRTC_FUZZ_TARGET"] ?? "" {
     case "sdp": return fuzzSDP
+    case "sdpfrag": return fuzzSDPFragment
     case "stun": return fuzzSTUN
     case "rtp": return fuzzRTP
     case "rtcp": return fuzzRTCP
@@ -24,7 +25,7 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "dcep": return fuzzDCEP
     case "turn": return fuzzTURN
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, stun, rtp, rtcp, http, jpeg, websocket, dcep or turn\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, sdpfrag, stun, rtp, rtcp, http, jpeg, websocket, dcep or turn\n".utf8))
         exit(2)
     }
 }()

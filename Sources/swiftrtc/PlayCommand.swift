@@ -7,6 +7,7 @@ enum PlayCommand {
     static let usage = """
     usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
                              [--speaker ID|none] [--stats-json PATH] [--token T] [--api URL] [--insecure]
+                             [--no-trickle]
 
     Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
@@ -23,6 +24,7 @@ enum PlayCommand {
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T          WHEP bearer token
       --insecure         accept any https certificate (self-signed included); not verified, warned
+    \(whipUsage)
     \(IceOptions.usage)
     """
 
@@ -64,6 +66,7 @@ enum PlayCommand {
         }
         if let speaker, let audio = tracks.audio { speaker.add(audio) }
         AudioOptions.startConsole(microphone: nil, speaker: speaker, command: "play")
+        startIceConsole(session, url: url, command: "play")
 
         let status = StatusLine()
         let stopAt = duration.map { started + connectMs / 1000 + $0 }
@@ -89,6 +92,7 @@ enum PlayCommand {
             var summary = playback.summary(report, connectMs: connectMs, started: started,
                                            state: session.peerConnection.peerConnectionState.rawValue)
             if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
+            summary["trickledCandidates"] = session.trickledCandidates
             try writeJSON(summary, to: statsPath)
         }
         await session.close()

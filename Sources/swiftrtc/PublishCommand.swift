@@ -9,7 +9,7 @@ enum PublishCommand {
                                 [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
                                 [--audio-processing all|none|aec,agc,ns,hpf]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
-                                [--insecure]
+                                [--insecure] [--no-trickle]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
     http(s)://… speaks WHIP. Shows a live status line; exit code 0 only on success.
@@ -35,6 +35,7 @@ enum PublishCommand {
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T           WHIP bearer token
       --insecure          accept any https certificate (self-signed included); not verified, warned
+    \(whipUsage)
     \(IceOptions.usage)
     camera flags (with --source camera):
     \(CameraOptions.usage)
@@ -108,6 +109,7 @@ enum PublishCommand {
         try await capture.start()
         try audio.start()
         AudioOptions.startConsole(microphone: audio.microphone, speaker: nil, command: "publish")
+        startIceConsole(session, url: url, command: "publish")
         say("publish: connected in \(Int(connectMs)) ms")
 
         let status = StatusLine()
@@ -157,6 +159,7 @@ enum PublishCommand {
             summary["availableOutgoingBitrate"] = report.ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.first ?? NSNull()
             summary["qualityLimitationResolutionChanges"] = out?.int("qualityLimitationResolutionChanges") ?? 0
             summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
+            summary["trickledCandidates"] = session.trickledCandidates
             if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             try writeJSON(summary, to: statsPath)
         }

@@ -119,8 +119,33 @@ func parseSessionOptions(_ a: inout Arguments) throws(UsageError) -> StreamingSe
     options.token = try a.option("token")
     options.api = try a.option("api")
     options.insecure = a.flag("insecure")
+    options.trickle = !a.flag("no-trickle")
+    let command = a.command
+    options.onSignalingProblem = { printError("\(command): \($0)") }
     try IceOptions.parse(&a, command: a.command).apply(to: &options.configuration)
     return options
+}
+
+/// WHIP/WHEP flags shared by publish and play, for their usage text.
+let whipUsage = """
+  --no-trickle       WHIP/WHEP: gather every candidate before the POST instead of sending the
+                     later ones by PATCH (trickle ICE, RFC 9725 §4.3; on by default)
+  stdin restart-ice  WHIP/WHEP: restart ICE by PATCH (new credentials; DTLS and media go on)
+"""
+
+/// stdin `restart-ice` (WHIP/WHEP sessions): an ICE restart by PATCH.
+func startIceConsole(_ session: StreamingSession, url: String, command: String) {
+    guard !url.hasPrefix("webrtc://") else { return }
+    StdinCommands.add(first: true) { words, _ in
+        guard words[0] == "restart-ice" else { return false }
+        do {
+            try await session.restartIce()
+            say("\(command): ICE restarted")
+        } catch {
+            printError("\(command): \(error)")
+        }
+        return true
+    }
 }
 
 /// The warning `--insecure` earns, once the command line is known to be valid.

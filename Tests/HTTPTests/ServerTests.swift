@@ -85,7 +85,7 @@ func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Hand
             #expect(preflight.headers["Access-Control-Allow-Origin"] == "*")
             #expect(preflight.headers["Access-Control-Allow-Methods"] == "GET, POST, DELETE, PATCH, OPTIONS")
             #expect(preflight.headers["Access-Control-Allow-Headers"] == "content-type, authorization, if-match, x-custom")
-            #expect(preflight.headers["Access-Control-Expose-Headers"] == "Location, Link, Content-Type")
+            #expect(preflight.headers["Access-Control-Expose-Headers"] == "Location, Link, Content-Type, ETag, Accept-Patch")
             #expect(calls.withLock { $0 } == 0)
 
             server.cors = false

@@ -17,6 +17,19 @@ final class ArrivalLog: VideoRenderer, Sendable {
     }
 }
 
+/// Test-pattern frames into `source`, 320x180 at ~30 fps on real time, until cancelled.
+func feedPattern(_ source: VideoSource) -> Task<Void, Never> {
+    let capturer = TestPatternCapturer(delegate: source)
+    return Task {
+        var i: Int64 = 0
+        while !Task.isCancelled {
+            capturer.captureFrame(at: i * 33_333_333, width: 320, height: 180)
+            i += 1
+            try? await Task.sleep(for: .milliseconds(33))
+        }
+    }
+}
+
 func iceUfrag(_ pc: PeerConnection) -> String? {
     pc.localDescription?.sdp.components(separatedBy: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") }
 }
@@ -46,15 +59,7 @@ struct ICERestartTests {
         try await b.waitConnected(timeout: .seconds(10))
         let log = ArrivalLog()
         try #require(b.transceivers.first?.receiver.videoTrack).addRenderer(log)
-        let capturer = TestPatternCapturer(delegate: source)
-        let feeding = Task {
-            var i: Int64 = 0
-            while !Task.isCancelled {
-                capturer.captureFrame(at: i * 33_333_333, width: 320, height: 180)
-                i += 1
-                try? await Task.sleep(for: .milliseconds(33))
-            }
-        }
+        let feeding = feedPattern(source)
         defer { feeding.cancel() }
         #expect(await eventually { log.all.count >= 10 })
 

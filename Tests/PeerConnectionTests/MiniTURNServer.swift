@@ -34,9 +34,12 @@ final class MiniTURNServer: @unchecked Sendable {
     private var allocations: [SocketAddress: Allocation] = [:]
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
     let counters = Mutex(Counters())
+    /// Each response leaves this much later (a far server: its relay candidate comes late).
+    let responseDelay: Duration
 
-    init(username: String = "u", password: String = "p", staleNonceOnRelease: Bool = false) throws {
+    init(username: String = "u", password: String = "p", staleNonceOnRelease: Bool = false, responseDelay: Duration = .zero) throws {
         self.staleNonceOnRelease = staleNonceOnRelease
+        self.responseDelay = responseDelay
         loop = try EventLoop(name: "mini-turn")
         socket = try UDPSocket(bind: SocketAddress(ip: .v4(0x7f00_0001), port: 0))
         key = LongTermCredentials.key(username: username, realm: realm, password: password)
@@ -150,6 +153,11 @@ final class MiniTURNServer: @unchecked Sendable {
                        signed: Bool = true) {
         let response = STUNMessage(method: request.method, messageClass: cls, transactionID: request.transactionID,
                                    attributes: attributes)
-        _ = socket.send(response.encode(integrityKey: signed ? key : nil, fingerprint: signed), to: client)
+        let bytes = response.encode(integrityKey: signed ? key : nil, fingerprint: signed)
+        guard responseDelay > .zero else {
+            _ = socket.send(bytes, to: client)
+            return
+        }
+        loop.schedule(at: .now.advanced(by: responseDelay)) { [self] in _ = socket.send(bytes, to: client) }
     }
 }

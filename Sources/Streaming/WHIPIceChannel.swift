@@ -1,0 +1,201 @@
+import HTTP
+import PeerConnection
+import SDP
+import Signaling
+import Synchronization
+
+/// Trickle ICE and ICE restarts on a WHIP/WHEP session resource (RFC 9725 §4.3), client side:
+/// candidates our connection gathers after the offer went out are PATCHed in batches (what
+/// arrives within `batchInterval` shares one request), then end-of-candidates; `restartIce()`
+/// PATCHes new credentials with `If-Match: "*"` and applies the server's answer fragment. A
+/// server that answers a PATCH with 405, 501 or 422 gets no more trickle, silently; one that
+/// refused once is remembered, and later sessions to it gather fully before the POST.
+final class WHIPIceChannel: Sendable {
+    let client: WHIPClient
+    let pc: PeerConnection
+    let batchInterval: Duration
+    /// A PATCH that failed for another reason (the CLI prints it).
+    let onProblem: @Sendable (String) -> Void
+
+    private struct State {
+        var session: WHIPClient.Session?
+        /// In the POSTed offer already.
+        var offered: Set<String> = []
+        var offeredEnd = false
+        var pending: [String] = []
+        var pendingEnd = false
+        var flushScheduled = false
+        var trickleOff = false
+        var trickled = 0
+        var endSent = false
+    }
+    private let state = Mutex(State())
+    private let serial = SerialQueue()
+
+    /// Endpoints that answered a trickle PATCH with 405/501/422, for the life of the process.
+    private static let noTrickle = Mutex<Set<String>>([])
+
+    static func trickles(to endpoint: String) -> Bool { !noTrickle.withLock { $0.contains(endpoint) } }
+
+    init(client: WHIPClient, pc: PeerConnection, batchInterval: Duration = .milliseconds(30),
+         onProblem: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.client = client
+        self.pc = pc
+        self.batchInterval = batchInterval
+        self.onProblem = onProblem
+    }
+
+    /// Installs the event hook (before setLocalDescription, so no candidate is missed); any
+    /// handler already there keeps getting every event.
+    func attach() {
+        let previous = pc.onEvent
+        pc.onEvent = { [weak self] event in
+            previous?(event)
+            guard let self else { return }
+            switch event {
+            case .iceCandidate(let c) where !c.candidate.isEmpty:
+                state.withLock { $0.pending.append(c.candidate) }
+                scheduleFlush()
+            case .iceGatheringStateChanged(.complete):
+                state.withLock { $0.pendingEnd = true }
+                scheduleFlush()
+            default:
+                break
+            }
+        }
+    }
+
+    /// The offer went out with these candidates (and end-of-candidates if it said so).
+    func offered(_ sdp: String) {
+        let description = try? SDP.SessionDescription(parsing: sdp)
+        let candidates = description.map { d in d.media.flatMap(\.candidates) + d.attributes(named: "candidate").map(\.description) } ?? []
+        let ended = description.map { d in d.endOfCandidates || d.media.contains(where: \.endOfCandidates) } ?? false
+        state.withLock {
+            $0.offered = Set(candidates)
+            $0.offeredEnd = ended
+        }
+    }
+
+    /// The server created the session: PATCHes may go (the ones queued so far first).
+    func start(_ session: WHIPClient.Session) {
+        let advertised = session.acceptPatch
+        state.withLock {
+            $0.session = session
+            // A server that lists what it patches, without ours, takes no trickle.
+            if !advertised.isEmpty, !advertised.contains(TrickleICEFragment.contentType) { $0.trickleOff = true }
+        }
+        scheduleFlush()
+    }
+
+    var session: WHIPClient.Session? { state.withLock { $0.session } }
+    var trickledCount: Int { state.withLock { $0.trickled } }
+    var trickleEnabled: Bool { state.withLock { !$0.trickleOff } }
+
+    private func scheduleFlush() {
+        let go = state.withLock { s -> Bool in
+            guard s.session != nil, !s.trickleOff, !s.flushScheduled else { return false }
+            s.flushScheduled = true
+            return true
+        }
+        guard go else { return }
+        let interval = batchInterval
+        Task { [weak self] in
+            try? await Task.sleep(for: interval)
+            guard let self else { return }
+            state.withLock { $0.flushScheduled = false }
+            try? await serial.run { await self.flush() }
+        }
+    }
+
+    /// One PATCH with what is pending (serial queue).
+    private func flush() async {
+        let (session, candidates, end) = state.withLock { s -> (WHIPClient.Session?, [String], Bool) in
+            let fresh = s.pending.filter { !s.offered.contains($0) }
+            let end = s.pendingEnd && !s.endSent && !s.offeredEnd
+            s.pending.removeAll()
+            guard !s.trickleOff, !fresh.isEmpty || end else { return (nil, [], false) }
+            return (s.session, fresh, end)
+        }
+        guard let session, let local = pc.localDescription?.sdp, let description = try? SDP.SessionDescription(parsing: local),
+              let fragment = TrickleICEFragment(iceOf: description, candidates: candidates, endOfCandidates: end) else { return }
+        do {
+            let response = try await client.patch(session, fragment: fragment.serialize(), ifMatch: session.etag)
+            switch response.status {
+            case 200..<300:
+                state.withLock {
+                    $0.trickled += candidates.count
+                    if end { $0.endSent = true }
+                    if let tag = response.headers["ETag"] { $0.session?.etag = tag }
+                }
+            case 405, 501, 422:
+                // The server does not take trickle: it has what the offer carried (RFC 9725 §4.3.1).
+                state.withLock { $0.trickleOff = true }
+                _ = Self.noTrickle.withLock { $0.insert(client.endpoint) }
+            case 412:
+                break   // candidates of an ICE session the server has moved on from
+            default:
+                onProblem("trickle PATCH \(session.resource ?? "") answered \(response.status) \(response.reason): \(response.text.prefix(200))")
+            }
+        } catch {
+            onProblem("trickle PATCH \(session.resource ?? ""): \(error)")
+        }
+    }
+
+    /// An ICE restart by PATCH: new credentials (and our candidates) out, the server's back; DTLS
+    /// and media go on. Throws, leaving the current ICE session in place, when the server refuses.
+    func restartIce() async throws {
+        try await serial.run { [self] in
+            guard let session, session.resource != nil else {
+                throw SignalingError("ICE restart: the WHIP/WHEP server gave no session resource to PATCH")
+            }
+            pc.restartIce()
+            let offer = try await pc.createOffer()
+            guard let parsed = try? SDP.SessionDescription(parsing: offer.sdp), let fragment = TrickleICEFragment(iceOf: parsed) else {
+                throw SignalingError("ICE restart: our offer has no ICE credentials")
+            }
+            let response = try await client.patch(session, fragment: fragment.serialize(), ifMatch: "*")
+            switch response.status {
+            case 200: break
+            case 405, 501, 422:
+                throw SignalingError("ICE restart: \(client.endpoint) does not take ICE restarts by PATCH (\(response.status) \(response.reason))")
+            default:
+                let text = response.text.prefix(300).split(whereSeparator: \.isNewline).joined(separator: " ")
+                throw SignalingError("ICE restart: PATCH \(session.resource ?? "") answered \(response.status) \(response.reason)" + (text.isEmpty ? "" : ": \(text)"))
+            }
+            let type = response.headers["Content-Type"]?.split(separator: ";").first.map { String($0).lowercased() }
+            guard type == TrickleICEFragment.contentType else {
+                throw SignalingError("ICE restart: the 200 has Content-Type \(response.headers["Content-Type"] ?? "none"), expected \(TrickleICEFragment.contentType)")
+            }
+            let answer: SDP.SessionDescription
+            do {
+                let theirs = try TrickleICEFragment(parsing: response.text)
+                guard let current = pc.remoteDescription?.sdp else { throw SignalingError("no remote description") }
+                answer = try SDP.SessionDescription(parsing: current).applyingICERestart(theirs)
+            } catch {
+                throw SignalingError("ICE restart: the server's answer fragment is unusable: \(error)")
+            }
+            try await pc.setLocalDescription(offer)
+            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer.serialize()))
+            state.withLock { s in
+                if let tag = response.headers["ETag"] { s.session?.etag = tag }
+                // Candidates of the new generation go in the restart's PATCH, not again later.
+                s.offered.formUnion(parsed.media.flatMap(\.candidates))
+            }
+        }
+    }
+}
+
+/// Runs async operations one after another, in call order (PATCHes must not overtake each other).
+actor SerialQueue {
+    private var tail: Task<Void, Never>?
+
+    func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let previous = tail
+        let task = Task { () async throws -> T in
+            await previous?.value
+            return try await operation()
+        }
+        tail = Task { _ = try? await task.value }
+        return try await task.value
+    }
+}
