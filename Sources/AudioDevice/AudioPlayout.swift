@@ -54,7 +54,10 @@ public final class AudioPlayout: Sendable {
     }
 
     /// Plays `track` (mixed with the others) until `remove`.
+    /// Mixes `track` into what the speaker plays; adding it again changes nothing (a renegotiation
+    /// or ICE restart announces the same tracks again).
     public func add(_ track: AudioTrack) {
+        guard sinks.withLock({ $0[ObjectIdentifier(track)] == nil }) else { return }
         let input = MixerInput(id: track.id + "#" + String(UInt(bitPattern: ObjectIdentifier(track).hashValue), radix: 16), mixer: mixer)
         mixer.addInput(input.id)
         sinks.withLock { $0[ObjectIdentifier(track)] = (track, input) }

@@ -2,8 +2,9 @@
 /// the reference app's P2P layout — the remote video full size, our preview small in a corner —
 /// with Connect / Hang up, a chat box on the data channel "chat", and the connection state. It
 /// speaks the room protocol at /rtc/v1/signal/ and interoperates with `swiftrtc p2p`.
-/// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers. Tests read `window.pc`, `window.chat`,
-/// `window.chatLog` and `window.log`.
+/// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers; Restart ICE re-offers with new
+/// credentials (`window.restartIce()`). Tests read `window.pc`, `window.chat`, `window.chatLog`
+/// and `window.log`.
 public let callPage = """
 <!doctype html>
 <html><head><meta charset="utf-8"><title>SwiftRTC call</title>
@@ -18,7 +19,7 @@ body{margin:0;background:#111;color:#eee;font:14px sans-serif}
 </style></head>
 <body>
 <div id="stage"><video id="video" autoplay playsinline></video><video id="local" autoplay playsinline muted></video></div>
-<div id="bar">room <input id="room"> <button id="connect">Connect</button><button id="hangup" disabled>Hang up</button>
+<div id="bar">room <input id="room"> <button id="connect">Connect</button><button id="hangup" disabled>Hang up</button><button id="restart" disabled>Restart ICE</button>
 state: <span id="state">idle</span></div>
 <div id="chatlog"></div>
 <div id="bar2" style="padding:0 8px"><input id="msg" placeholder="message"> <button id="send" disabled>Send</button></div>
@@ -46,7 +47,7 @@ async function addCandidate(c) {
 async function flush() { const p = pending; pending = []; for (const c of p) await addCandidate(c); }
 async function connect() {
   ended = false;
-  $('connect').disabled = true; $('hangup').disabled = false;
+  $('connect').disabled = true; $('hangup').disabled = false; $('restart').disabled = false;
   stream = await navigator.mediaDevices.getUserMedia({video: {width: 640, height: 360}, audio: true});
   $('local').srcObject = stream;
   const iceServers = params.getAll('ice').map(u => ({urls: u}));
@@ -90,11 +91,18 @@ function end(why) {
   if (pc) pc.close();
   if (stream) stream.getTracks().forEach(t => t.stop());
   if (ws) ws.close();
-  $('connect').disabled = false; $('hangup').disabled = true; $('send').disabled = true;
+  $('connect').disabled = false; $('hangup').disabled = true; $('send').disabled = true; $('restart').disabled = true;
 }
+window.restartIce = async () => {
+  pc.restartIce();
+  await pc.setLocalDescription(await pc.createOffer());
+  send({type: 'offer', sdp: pc.localDescription.sdp});
+  note('restart offered');
+};
 function hangUp() { send({type: 'bye'}); end('hung up'); }
 $('connect').onclick = () => connect().catch(e => note('connect: ' + e));
 $('hangup').onclick = hangUp;
+$('restart').onclick = () => window.restartIce().catch(e => note('restart: ' + e));
 $('send').onclick = () => { const t = $('msg').value; if (window.chat && t) { window.chat.send(t); chatLine('me', t); $('msg').value = ''; } };
 </script></body></html>
 """

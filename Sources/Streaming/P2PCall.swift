@@ -201,6 +201,17 @@ public final class P2PCall: Sendable {
         continuation.yield(.hungUp(reason: reason))
     }
 
+    /// An ICE restart mid-call: new credentials in a re-offer through the room, the peer's
+    /// answer applied when it comes; DTLS, SRTP and media go on over the new pair.
+    public func restartIce() async throws {
+        guard let signaling = state.withLock({ $0.signaling }) else { throw SignalingError("the call is not connected to a room") }
+        let pc = peerConnection
+        pc.restartIce()
+        let offer = try await pc.createOffer()
+        try await pc.setLocalDescription(offer)
+        signaling.sendOffer((pc.localDescription ?? offer).sdp)
+    }
+
     /// Says bye, leaves the room and closes the connection.
     public func hangUp() async {
         let (signaling, tasks) = state.withLock { s -> (SignalingClient?, [Task<Void, Never>]) in

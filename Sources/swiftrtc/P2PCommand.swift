@@ -14,9 +14,9 @@ enum P2PCommand {
     (`swiftrtc signal`, or `swiftrtc serve`). Whoever joins first offers when the other arrives;
     candidates trickle both ways. Sends our video and audio, plays the peer's (status line, and the
     test-pattern check as in `play`), and opens a data channel "chat": lines typed on stdin are
-    sent, the peer's messages are printed as "chat: TEXT" (the audio commands `mute`, `unmute`,
-    `speaker ID|default`, `volume 0..1` are taken as commands when there is a microphone or a
-    speaker). Ends on --duration, Ctrl-C, or when the peer hangs up. Exit code 0 only if the
+    sent, the peer's messages are printed as "chat: TEXT" (`restart-ice` restarts ICE by a
+    re-offer through the room; the audio commands `mute`, `unmute`, `speaker ID|default`,
+    `volume 0..1` are taken as commands when there is a microphone or a speaker). Ends on --duration, Ctrl-C, or when the peer hangs up. Exit code 0 only if the
     peer's video was decoded.
 
       --source S          testsrc (default), file:PATH or camera[:ID] (camera flags as in `publish --help`)
@@ -74,6 +74,16 @@ enum P2PCommand {
         try await call.start(video: videoTrack, audio: audio.track, insecure: insecure)
         say("p2p: joined \(url)")
         AudioOptions.startConsole(microphone: audio.microphone, speaker: speaker, command: "p2p")
+        StdinCommands.add(first: true) { words, _ in
+            guard words == ["restart-ice"] else { return false }
+            do {
+                try await call.restartIce()
+                say("p2p: ICE restart offered")
+            } catch {
+                printError("swiftrtc p2p: restart-ice: \(error)")
+            }
+            return true
+        }
         let chat = ChatConsole()
         let status = StatusLine()
         let progress = P2PProgress()
