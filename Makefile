@@ -79,6 +79,7 @@ bench: deps venv
 	.build/release/swiftrtc-bench --python $(PY) --aiortc-script bench/aiortc_connect.py \
 	  --aiortc-publish-script bench/aiortc_publish.py --swiftrtc .build/release/swiftrtc --json artifacts/bench.json
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/network_bench.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-network.json'
+	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/p2p_bench.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-p2p.json'
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/audio_latency.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-audio-latency.json'
 
 clean:

@@ -4,7 +4,8 @@
 /// speaks the room protocol at /rtc/v1/signal/ and interoperates with `swiftrtc p2p`.
 /// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers; Restart ICE re-offers with new
 /// credentials (`window.restartIce()`). Tests read `window.pc`, `window.chat`, `window.chatLog`
-/// and `window.log`.
+/// and `window.log`; `window.timing` has `offerAt` (peer joined, offer started) and
+/// `firstFrameAt` (the peer's first video frame on screen), performance.now() ms.
 public let callPage = """
 <!doctype html>
 <html><head><meta charset="utf-8"><title>SwiftRTC call</title>
@@ -24,7 +25,7 @@ state: <span id="state">idle</span></div>
 <div id="chatlog"></div>
 <div id="bar2" style="padding:0 8px"><input id="msg" placeholder="message"> <button id="send" disabled>Send</button></div>
 <script>
-window.log = []; window.chatLog = []; window.pc = null; window.chat = null;
+window.log = []; window.chatLog = []; window.pc = null; window.chat = null; window.timing = {};
 let ws = null, stream = null, pending = [], ended = false;
 const $ = id => document.getElementById(id);
 const note = m => { window.log.push(m); };
@@ -54,6 +55,7 @@ async function connect() {
   pc = window.pc = new RTCPeerConnection({iceServers});
   stream.getTracks().forEach(t => pc.addTrack(t, stream));
   pc.ontrack = e => { $('video').srcObject = e.streams[0] || new MediaStream([e.track]); };
+  $('video').requestVideoFrameCallback(() => { window.timing.firstFrameAt = performance.now(); });
   pc.onicecandidate = e => send(e.candidate ? {type: 'candidate', ...e.candidate.toJSON()} : {type: 'candidate', candidate: ''});
   pc.onconnectionstatechange = () => state(pc.connectionState);
   pc.ondatachannel = e => { if (e.channel.label === 'chat') useChannel(e.channel); };
@@ -65,6 +67,7 @@ async function connect() {
     try {
       if (m.type === 'joined') state(m.peers ? 'waiting for the offer' : 'waiting for the peer');
       else if (m.type === 'peer-joined') {
+        window.timing.offerAt = performance.now();
         useChannel(pc.createDataChannel('chat'));
         await pc.setLocalDescription(await pc.createOffer());
         send({type: 'offer', sdp: pc.localDescription.sdp});

@@ -96,6 +96,7 @@ enum P2PCommand {
                 case .joined(let peers):
                     status.say(peers == 0 ? "p2p: waiting for the other peer" : "p2p: the other peer is here; waiting for its offer")
                 case .negotiating(let offerer):
+                    progress.negotiating(at: (now() - started) * 1000)
                     status.say(offerer ? "p2p: the peer joined; offering" : "p2p: offer received; answering")
                 case .remoteTracks(let video, let remoteAudio):
                     playback.attach(video: video, audio: remoteAudio)
@@ -143,6 +144,10 @@ enum P2PCommand {
             summary["chatSent"] = chat.sent
             summary["chatReceived"] = chat.received
             summary["hungUp"] = progress.hungUp ?? NSNull()
+            // From starting the offer (or receiving it) to the first decoded frame of the peer.
+            if let first = summary["firstFrameMs"] as? Double, let negotiated = progress.negotiatedMs {
+                summary["offerToFirstFrameMs"] = first - negotiated
+            }
             if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
             if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             try writeJSON(summary, to: statsPath)
@@ -157,7 +162,11 @@ final class P2PProgress: @unchecked Sendable {
     private let lock = NSLock()
     private var connectedMs: Double?
     private var hangUpReason: String?
+    private var negotiationMs: Double?
     var connectMs: Double? { lock.withLock { connectedMs } }
+    /// When the first offer was started or received (ms since start).
+    var negotiatedMs: Double? { lock.withLock { negotiationMs } }
+    func negotiating(at ms: Double) { lock.withLock { if negotiationMs == nil { negotiationMs = ms } } }
     var hungUp: String? {
         get { lock.withLock { hangUpReason } }
         set { lock.withLock { hangUpReason = newValue } }
