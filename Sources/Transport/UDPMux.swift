@@ -77,6 +77,7 @@ public final class MuxEndpoint: PacketIO {
     }
 
     public var localAddresses: [SocketAddress] { [advertised] }
+    public var batchSocket: UDPSocket? { mux?.socket }
 
     func deliver(_ bytes: UnsafeRawBufferPointer, from: SocketAddress) {
         onReceive?(bytes, from, advertised)
