@@ -30,7 +30,8 @@ final class MediaTransport: @unchecked Sendable {
     var onDTLSConnected: ((SRTPKeyingMaterial?) -> Void)?
     var onDTLSFailed: ((String) -> Void)?
     var onDTLSClosed: (() -> Void)?
-    var onRTP: ((RTPPacket, Int) -> Void)?
+    /// A received RTP packet, parsed and as plaintext bytes (after SRTP).
+    var onRTP: ((RTPPacket, [UInt8]) -> Void)?
     var onRTCP: (([RTCPPacket]) -> Void)?
     var onApplicationData: (([UInt8]) -> Void)?
     /// SCTP for data channels once DTLS is up (PeerConnection+DataChannel.swift): its packets
@@ -162,7 +163,7 @@ final class MediaTransport: @unchecked Sendable {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
                     congestion.received(packet, now: .now)
-                    onRTP?(packet, plain.count)
+                    onRTP?(packet, plain)
                 } catch {
                     counters.malformedRTP += 1
                 }
@@ -202,6 +203,33 @@ final class MediaTransport: @unchecked Sendable {
             counters.srtpErrors += 1
         }
         return false
+    }
+
+    /// The forwarding fast path (loop thread): the plaintext RTP packet in `slot[0..<length]`
+    /// (a slot of `batch`) gets its transport-wide sequence number at `transportCCOffset`, is
+    /// protected in place and queued on `batch` when this connection sends on a shared socket
+    /// (else sent at once). False when it cannot leave (no keys or path yet, SRTP failed).
+    func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
+                        batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
+        guard let srtp, let (local, remote) = ice.selectedPair else {
+            counters.sendsWithoutPath += 1
+            return false
+        }
+        if let offset = transportCCOffset {
+            congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: now)
+        }
+        let protected: Int
+        do { protected = try srtp.protectRTP(in: slot, length: length) } catch {
+            counters.srtpErrors += 1
+            return false
+        }
+        counters.rtpSent += 1
+        if relays.isEmpty, let socket = io.batchSocket {
+            batch.commit(length: protected, socket: socket, to: remote)
+        } else if !sendDatagram(Array(slot[0..<protected]), from: local, to: remote) {
+            counters.sendErrors += 1
+        }
+        return true
     }
 
     /// Protects and sends a compound RTCP packet; any thread.
