@@ -12,12 +12,17 @@ import TURN
 /// thread touches it; sends from other threads hop there first.
 final class MediaTransport: @unchecked Sendable {
     // @unchecked: every member is used on `loop`'s thread only (see `sendRTP`).
-    let loop: EventLoop
+    // What every forwarded packet touches comes first: stored properties are laid out in this
+    // order, and with hundreds of connections on a relay each extra cache line is a miss.
     let io: PacketIO
     let ice: ICEAgent
+    private(set) var srtp: SRTPSession?
+    /// TURN allocations (see MediaTransport+TURN.swift).
+    var relays: [RelayAllocation] = []
+    private(set) var counters = TransportCounters()
+    let loop: EventLoop
     let certificate: DTLSCertificate
     private(set) var dtls: DTLSTransport?
-    private(set) var srtp: SRTPSession?
     private(set) var dtlsRole: DTLSRole?
     private var earlyDTLS: [[UInt8]] = []
     private var lastDTLSSource: SocketAddress?
@@ -42,8 +47,6 @@ final class MediaTransport: @unchecked Sendable {
     /// A TURN allocation failed; `fatal` when it was the last hope (relay-only, none left).
     var onTURNError: ((String, _ fatal: Bool) -> Void)?
 
-    /// TURN allocations (see MediaTransport+TURN.swift).
-    var relays: [RelayAllocation] = []
     /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
     var gatherHosts = true
     var gatheringStarted = false
@@ -53,7 +56,6 @@ final class MediaTransport: @unchecked Sendable {
     private(set) var socketsClosed = false
     private var socketsClosedWaiters: [() -> Void] = []
 
-    private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
     private(set) lazy var congestion = CongestionController(transport: self, startBitrate: startBitrate)
     /// Set before media flows (PeerConnection's configuration).

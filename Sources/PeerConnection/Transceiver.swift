@@ -142,6 +142,8 @@ public final class RtpSender: @unchecked Sendable {
     var mid: String? { didSet { midBytes = mid.map { Array($0.utf8) } ?? [] } }
     /// `mid` as the extension element carries it (made once, not per packet).
     private var midBytes: [UInt8] = []
+    /// The fast path's last payload type (loop thread).
+    private var lastForwardedPayloadType: UInt8?
     private let orientationID = Mutex<UInt8?>(nil)
     /// The id of urn:3gpp:video-orientation on this m-line (nil: not negotiated). Set on the loop
     /// thread at negotiation, read by the encode queue and when forwarding.
@@ -336,10 +338,13 @@ public final class RtpSender: @unchecked Sendable {
             counters.withLock { $0.dropped += 1 }
             return false
         }
+        // The payload type set is only touched when it changes (hashing per packet showed).
+        let newType = patch.payloadType != lastForwardedPayloadType
+        lastForwardedPayloadType = patch.payloadType
         counters.withLock {
             $0.packets += 1
             $0.bytes += written.length
-            $0.payloadTypes.insert(patch.payloadType)
+            if newType { $0.payloadTypes.insert(patch.payloadType) }
         }
         return true
     }

@@ -20,7 +20,9 @@ final class RelaySession: @unchecked Sendable {
     var connected = false
     /// Player only: per kind, our sender on this player's connection and the payload type the
     /// player numbered the publisher's codec with.
-    var route: [MediaKind: (RtpSender, UInt8)] = [:]
+    func route(_ kind: MediaKind) -> (RtpSender, UInt8)? { kind == .video ? videoRoute : audioRoute }
+    private var audioRoute: (RtpSender, UInt8)?
+    private var videoRoute: (RtpSender, UInt8)?
     /// Player only: per kind, what the relay keeps about the stream it sends this player
     /// (stored properties, not a dictionary: touched per packet).
     private var audioOutput = PlayerOutput()
@@ -52,11 +54,12 @@ final class RelaySession: @unchecked Sendable {
 
     /// Matches this player's negotiated codecs to what the publisher sends.
     func mapCodecs(from stream: RelayStream) {
-        route.removeAll()
+        audioRoute = nil
+        videoRoute = nil
         for t in pc.transceivers where t.currentDirection?.sends == true {
             guard let published = stream.publishedCodec(t.kind),
                   let mine = t.negotiatedCodecs.first(where: { sameCodec($0, published) }) else { continue }
-            route[t.kind] = (t.sender, mine.payloadType)
+            if t.kind == .video { videoRoute = (t.sender, mine.payloadType) } else { audioRoute = (t.sender, mine.payloadType) }
         }
     }
 }

@@ -121,7 +121,7 @@ final class RelayStream: @unchecked Sendable {
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             for player in players.values where player.connected {
-                guard let (sender, pt) = player.route[kind] else { continue }
+                guard let (sender, pt) = player.route(kind) else { continue }
                 guard let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
                                                         kind: kind, clockRate: clockRate, now: now) else {
                     counters.packetsDropped += 1
@@ -147,7 +147,7 @@ final class RelayStream: @unchecked Sendable {
         let now = ContinuousClock.now
         switch packet {
         case .nack(let nack):
-            guard let (sender, pt) = player.route[kind] else { return }
+            guard let (sender, pt) = player.route(kind) else { return }
             player.output(kind) { $0.resends.interval = $0.roundTrip.rtt ?? .milliseconds(100) }
             let clockRate = clockRate(kind)
             let orientation = kind == .video ? orientationID : nil
@@ -174,11 +174,11 @@ final class RelayStream: @unchecked Sendable {
             batch.flush()
         case .pli, .fir:
             // The player's own tracker first: a FIR repeating its command number is not a new request.
-            guard let ssrc = player.route[.video]?.0.ssrc else { return }
+            guard let ssrc = player.route(.video)?.0.ssrc else { return }
             if player.keyframeRequests?.ssrc != ssrc { player.keyframeRequests = KeyframeRequestTracker(ssrc: ssrc) }
             if player.keyframeRequests?.handle(packet, now: now) == true { requestKeyframe(now: now) }
         case .receiverReport(let rr):
-            guard let ssrc = player.route[kind]?.0.ssrc else { return }
+            guard let ssrc = player.route(kind)?.0.ssrc else { return }
             for block in rr.reports where block.ssrc == ssrc { player.output(kind) { $0.roundTrip.handle(block, arrival: now) } }
         default:
             break
@@ -194,7 +194,7 @@ final class RelayStream: @unchecked Sendable {
             var cname: (UInt32, String)?
             for kind in [MediaKind.audio, .video] {
                 let output = player.output(kind) { $0 }
-                guard let (sender, _) = player.route[kind], let translator = senderReports[kind], let source = translator.sourceSSRC,
+                guard let (sender, _) = player.route(kind), let translator = senderReports[kind], let source = translator.sourceSSRC,
                       let offset = output.rewriter.timestampOffset(forSource: source),
                       let sr = translator.report(ssrc: sender.ssrc, source: source, timestampOffset: offset,
                                                  packetCount: output.packetsSent, octetCount: output.octetsSent, now: now) else { continue }
