@@ -45,6 +45,10 @@ extension PeerConnection {
         /// keyframe would overshoot 300 kbit/s by far. On a slower link the delay-based side
         /// brings it down within a few hundred ms of the first feedback.
         public var startBitrate = 1_000_000
+        /// Answer transport-wide-cc (the extension, hence the peer's transport-cc feedback and a
+        /// send-side estimate per connection). A relay's players turn it off: forwarding cannot
+        /// follow a per-player estimate (no layers to pick), so it would only cost CPU.
+        public var transportWideCC = true
         public init() {}
     }
 }

@@ -162,6 +162,18 @@ final class CongestionController {
         _ = transport.transmitRTP(bytes)
     }
 
+    /// The forwarding fast path's stamp: the next transport-wide sequence number into the
+    /// 2 placeholder bytes at `offset` of a packet written in place, `wireSize` bytes once protected.
+    func stampForwarded(_ p: UnsafeMutableRawBufferPointer, at offset: Int, wireSize: Int, now: ContinuousClock.Instant) {
+        guard offset + 2 <= p.count else { return }
+        let seq = nextTransportSequence
+        nextTransportSequence &+= 1
+        p[offset] = UInt8(truncatingIfNeeded: seq >> 8)
+        p[offset + 1] = UInt8(truncatingIfNeeded: seq)
+        if firstSent == nil { firstSent = now }
+        estimator.onPacketSent(transportSequence: seq, size: wireSize, at: now, probeClusterID: nil)
+    }
+
     /// Writes the next transport-wide sequence number into the packet's placeholder.
     private func stamp(_ bytes: inout [UInt8], id: UInt8) -> UInt16? {
         let seq = nextTransportSequence

@@ -12,12 +12,17 @@ import TURN
 /// thread touches it; sends from other threads hop there first.
 final class MediaTransport: @unchecked Sendable {
     // @unchecked: every member is used on `loop`'s thread only (see `sendRTP`).
-    let loop: EventLoop
+    // What every forwarded packet touches comes first: stored properties are laid out in this
+    // order, and with hundreds of connections on a relay each extra cache line is a miss.
     let io: PacketIO
     let ice: ICEAgent
+    private(set) var srtp: SRTPSession?
+    /// TURN allocations (see MediaTransport+TURN.swift).
+    var relays: [RelayAllocation] = []
+    private(set) var counters = TransportCounters()
+    let loop: EventLoop
     let certificate: DTLSCertificate
     private(set) var dtls: DTLSTransport?
-    private(set) var srtp: SRTPSession?
     private(set) var dtlsRole: DTLSRole?
     private var earlyDTLS: [[UInt8]] = []
     private var lastDTLSSource: SocketAddress?
@@ -30,7 +35,8 @@ final class MediaTransport: @unchecked Sendable {
     var onDTLSConnected: ((SRTPKeyingMaterial?) -> Void)?
     var onDTLSFailed: ((String) -> Void)?
     var onDTLSClosed: (() -> Void)?
-    var onRTP: ((RTPPacket, Int) -> Void)?
+    /// A received RTP packet, parsed and as plaintext bytes (after SRTP).
+    var onRTP: ((RTPPacket, [UInt8]) -> Void)?
     var onRTCP: (([RTCPPacket]) -> Void)?
     var onApplicationData: (([UInt8]) -> Void)?
     /// SCTP for data channels once DTLS is up (PeerConnection+DataChannel.swift): its packets
@@ -41,8 +47,6 @@ final class MediaTransport: @unchecked Sendable {
     /// A TURN allocation failed; `fatal` when it was the last hope (relay-only, none left).
     var onTURNError: ((String, _ fatal: Bool) -> Void)?
 
-    /// TURN allocations (see MediaTransport+TURN.swift).
-    var relays: [RelayAllocation] = []
     /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
     var gatherHosts = true
     var gatheringStarted = false
@@ -52,7 +56,6 @@ final class MediaTransport: @unchecked Sendable {
     private(set) var socketsClosed = false
     private var socketsClosedWaiters: [() -> Void] = []
 
-    private(set) var counters = TransportCounters()
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
     private(set) lazy var congestion = CongestionController(transport: self, startBitrate: startBitrate)
     /// Set before media flows (PeerConnection's configuration).
@@ -162,7 +165,7 @@ final class MediaTransport: @unchecked Sendable {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
                     congestion.received(packet, now: .now)
-                    onRTP?(packet, plain.count)
+                    onRTP?(packet, plain)
                 } catch {
                     counters.malformedRTP += 1
                 }
@@ -202,6 +205,33 @@ final class MediaTransport: @unchecked Sendable {
             counters.srtpErrors += 1
         }
         return false
+    }
+
+    /// The forwarding fast path (loop thread): the plaintext RTP packet in `slot[0..<length]`
+    /// (a slot of `batch`) gets its transport-wide sequence number at `transportCCOffset`, is
+    /// protected in place and queued on `batch` when this connection sends on a shared socket
+    /// (else sent at once). False when it cannot leave (no keys or path yet, SRTP failed).
+    func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
+                        batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
+        guard let srtp, let (local, remote) = ice.selectedPair else {
+            counters.sendsWithoutPath += 1
+            return false
+        }
+        if let offset = transportCCOffset {
+            congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: now)
+        }
+        let protected: Int
+        do { protected = try srtp.protectRTP(in: slot, length: length) } catch {
+            counters.srtpErrors += 1
+            return false
+        }
+        counters.rtpSent += 1
+        if relays.isEmpty, let socket = io.batchSocket {
+            batch.commit(length: protected, socket: socket, to: remote)
+        } else if !sendDatagram(Array(slot[0..<protected]), from: local, to: remote) {
+            counters.sendErrors += 1
+        }
+        return true
     }
 
     /// Protects and sends a compound RTCP packet; any thread.

@@ -164,7 +164,8 @@ extension PeerConnection {
         let remoteDirection = TransceiverDirection(rawValue: m.direction.rawValue) ?? .sendrecv
         let direction = t.direction.intersection(remoteDirection.reversed)
         // Accepted with the offer's ids (RFC 8285 §6): mid, and for video the orientation.
-        let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind) && (1...255).contains($0.id) }
+        let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind) && (1...255).contains($0.id)
+            && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC) }
             .map { (id: $0.id, uri: $0.uri) }
         return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
                                  codecs: chosen, extensions: extensions, sender: t.sender)
@@ -308,7 +309,7 @@ extension PeerConnection {
         for problem in iceServers.problems { emit(.error(problem)) }
         t.gatherHosts = !relayOnly
         t.addRelays(iceServers.turn)
-        t.onRTP = { [weak self] packet, size in self?.route(packet, size: size) }
+        t.onRTP = { [weak self] packet, bytes in self?.route(packet, bytes: bytes) }
         t.onRTCP = { [weak self] packets in self?.route(packets) }
         setGathering(.gathering)
         t.gather()

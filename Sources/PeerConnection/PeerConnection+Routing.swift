@@ -34,7 +34,8 @@ extension PeerConnection {
         }
     }
 
-    func route(_ packet: RTPPacket, size: Int) {
+    func route(_ packet: RTPPacket, bytes: [UInt8]) {
+        let size = bytes.count
         var target = bySSRC[packet.ssrc]
         if target == nil, let id = midExtensionID, let data = packet.extensionData(id: id),
            let mid = String(validating: data, as: UTF8.self), let t = byMid[mid] {
@@ -54,11 +55,12 @@ extension PeerConnection {
             return
         }
         var packet = packet
+        var bytes = bytes
         if let apt = target.rtxAssociations[packet.payloadType] {
             guard let original = unwrapRTX(packet, repairing: apt, on: target) else { return }
-            packet = original
+            (packet, bytes) = original
         }
-        target.receiver.deliver(packet, size: size)
+        target.receiver.deliver(packet, bytes: bytes)
         trackForNack(packet, on: target, now: .now)
         if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: .now) }
         if let mid = target.mid {
@@ -94,7 +96,7 @@ extension PeerConnection {
     }
 
     /// The original packet an RTX packet carries (nil: padding, or no stream it could repair).
-    private func unwrapRTX(_ packet: RTPPacket, repairing apt: UInt8, on t: RtpTransceiver) -> RTPPacket? {
+    private func unwrapRTX(_ packet: RTPPacket, repairing apt: UInt8, on t: RtpTransceiver) -> (RTPPacket, [UInt8])? {
         let media = t.rtxRepairs[packet.ssrc] ?? t.receiver.remoteSSRCs.filter { t.rtxRepairs[$0] == nil && $0 != packet.ssrc }.first
         guard let media, let bytes = try? RTXPayload.unwrap(packet.serialize(), originalSSRC: media, originalPayloadType: apt),
               let original = try? RTPPacket(parsing: bytes) else {
@@ -102,7 +104,7 @@ extension PeerConnection {
             return nil
         }
         rtxReceived += 1
-        return original
+        return (original, bytes)
     }
 
     func sender(ssrc: UInt32) -> RtpSender? {

@@ -2,6 +2,7 @@ import RTP
 import AudioProcessing
 import Media
 import RTPMedia
+import Transport
 import Synchronization
 
 /// W3C `RTCRtpTransceiverInit`.
@@ -138,7 +139,11 @@ public final class RtpSender: @unchecked Sendable {
     private let nextSequence = Mutex<UInt16>(UInt16.random(in: 0...UInt16.max))
     weak var transport: MediaTransport?
     var midExtensionID: UInt8?
-    var mid: String?
+    var mid: String? { didSet { midBytes = mid.map { Array($0.utf8) } ?? [] } }
+    /// `mid` as the extension element carries it (made once, not per packet).
+    private var midBytes: [UInt8] = []
+    /// The fast path's last payload type (loop thread).
+    private var lastForwardedPayloadType: UInt8?
     private let orientationID = Mutex<UInt8?>(nil)
     /// The id of urn:3gpp:video-orientation on this m-line (nil: not negotiated). Set on the loop
     /// thread at negotiation, read by the encode queue and when forwarding.
@@ -294,6 +299,56 @@ public final class RtpSender: @unchecked Sendable {
         sendPrepared(packet)
     }
 
+    /// The forwarding fast path (a relay's fan-out; loop thread): writes `source` — a validated
+    /// view of another connection's plaintext packet — as this peer receives it straight into
+    /// the next slot of `batch` (our SSRC, `sequenceNumber`, `timestamp`, `payloadType`; our mid,
+    /// the video-orientation element under our id, a transport-wide sequence number), protects
+    /// it there and queues it for the batch's sendmmsg. The same bytes as `forward(_:)` would
+    /// send, without an `RTPPacket` or any allocation. `retransmission`: a NACKed packet, sent
+    /// on our RTX stream (RFC 4588) when the peer negotiated rtx for `payloadType`, else as is.
+    /// False when it did not go out (no path or keys yet, packet too large).
+    @discardableResult
+    public func forward(_ source: RTPHeaderView, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8,
+                        videoOrientationID: UInt8?, retransmission: Bool = false, into batch: UDPSendBatch,
+                        now: ContinuousClock.Instant) -> Bool {
+        guard let transport else {
+            counters.withLock { $0.dropped += 1 }
+            return false
+        }
+        var patch = RTPHeaderPatch(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
+                                   midID: mid == nil ? nil : midExtensionID, mid: midBytes,
+                                   orientationSourceID: videoOrientationID, orientationID: videoOrientationExtensionID,
+                                   transportCCID: transportCCExtensionID)
+        var osn: UInt16?
+        if retransmission, let rtxSSRC, let rtxPT = rtx.withLock({ state -> (UInt8, UInt16)? in
+            guard let pt = state.payloadTypes[payloadType] else { return nil }
+            defer { state.sequence &+= 1 }
+            return (pt, state.sequence)
+        }) {
+            osn = sequenceNumber
+            patch.ssrc = rtxSSRC
+            patch.payloadType = rtxPT.0
+            patch.sequenceNumber = rtxPT.1
+        }
+        let slot = batch.slot()
+        guard let written = source.write(patch, rtxOriginalSequence: osn,
+                                         into: UnsafeMutableRawBufferPointer(rebasing: slot[0..<(slot.count - 64)])),
+              transport.queueForwarded(slot: slot, length: written.length, transportCCOffset: written.transportCCOffset,
+                                       batch: batch, now: now) else {
+            counters.withLock { $0.dropped += 1 }
+            return false
+        }
+        // The payload type set is only touched when it changes (hashing per packet showed).
+        let newType = patch.payloadType != lastForwardedPayloadType
+        lastForwardedPayloadType = patch.payloadType
+        counters.withLock {
+            $0.packets += 1
+            $0.bytes += written.length
+            if newType { $0.payloadTypes.insert(patch.payloadType) }
+        }
+        return true
+    }
+
     /// Resends a packet this sender sent before (its plaintext bytes from the history): on the
     /// RTX stream when the peer negotiated rtx for its payload type (RFC 4588), else as it was;
     /// either way with a new transport-wide sequence number. Any thread.
@@ -378,13 +433,18 @@ public final class RtpReceiver: @unchecked Sendable {
     /// The remote SSRCs seen on this m-line.
     public var remoteSSRCs: Set<UInt32> { ssrcs.withLock { $0 } }
 
-    func deliver(_ packet: RTPPacket, size: Int) {
+    /// The same with the packet's plaintext bytes (after SRTP; after RTX unwrapping), for a
+    /// forwarder that rewrites them in place instead of re-serializing `RTPPacket`s.
+    public var onRTPBytes: (@Sendable (RTPPacket, [UInt8]) -> Void)?
+
+    func deliver(_ packet: RTPPacket, bytes: [UInt8]) {
         counters.withLock {
             $0.packets += 1
-            $0.bytes += size
+            $0.bytes += bytes.count
             $0.payloadTypes.insert(packet.payloadType)
         }
         ssrcs.withLock { _ = $0.insert(packet.ssrc) }
         onRTP?(packet)
+        onRTPBytes?(packet, bytes)
     }
 }

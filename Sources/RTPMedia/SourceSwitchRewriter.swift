@@ -55,6 +55,12 @@ public struct SourceSwitchRewriter: Sendable {
         source == nil ? nil : output &- sequenceDelta
     }
 
+    /// What is added to `ssrc`'s timestamps on the way out (to translate its sender reports);
+    /// nil unless it is the current source.
+    public func timestampOffset(forSource ssrc: UInt32) -> UInt32? {
+        source == ssrc ? timestampDelta : nil
+    }
+
     /// RFC 3550 serial arithmetic: `a` is after `b` within half the sequence space.
     static func isNewer(_ a: UInt16, than b: UInt16) -> Bool {
         a != b && (a &- b) < 0x8000

@@ -5,11 +5,14 @@ import Foundation
 struct RelayCounters: Sendable {
     var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
     var nacksReceived = 0, retransmissionsSent = 0, packetsDropped = 0
+    /// NACKed packets not resent: the same player had them resent less than its RTT ago.
+    var retransmissionsSuppressed = 0
 
     static func + (a: Self, b: Self) -> Self {
         Self(packetsIn: a.packetsIn + b.packetsIn, bytesIn: a.bytesIn + b.bytesIn, packetsOut: a.packetsOut + b.packetsOut,
              bytesOut: a.bytesOut + b.bytesOut, nacksReceived: a.nacksReceived + b.nacksReceived,
-             retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped)
+             retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped,
+             retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed)
     }
 }
 
@@ -37,6 +40,8 @@ enum RelayMetrics {
         metric("swiftrtc_nacks_received_total", "counter", "Sequence numbers players NACKed.", [("", Double(total.nacksReceived))])
         metric("swiftrtc_retransmissions_sent_total", "counter", "Packets resent from the history.",
                [("", Double(total.retransmissionsSent))])
+        metric("swiftrtc_retransmissions_suppressed_total", "counter", "NACKed packets not resent: resent to that player less than its RTT ago.",
+               [("", Double(total.retransmissionsSuppressed))])
         metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",

@@ -16,6 +16,10 @@ func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDir
     config.videoCodecs = videoCodecs
     config.answerCodecOrder = codecOrder
     config.remoteTransceiverDirection = direction
+    // Publishers get transport-cc feedback from us; towards players nothing could use a
+    // per-player estimate, and at 480 players its stamps, feedback and timers were ~20% of
+    // the relay's CPU.
+    config.transportWideCC = direction != .sendonly
     return try PeerConnection(configuration: config, loop: loop) { _, ufrag in
         SessionMuxEndpoint(mux: mux, ufrag: ufrag, advertised: advertised)
     }
@@ -30,6 +34,8 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
     private let mux: UDPMux
     private let advertised: SocketAddress?
     private var endpoints: [MuxEndpoint] = []
+    /// The mux's socket, for batched fan-out sends (`UDPSendBatch`); kept, not looked up per packet.
+    private(set) var batchSocket: UDPSocket?
     var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
 
     init(mux: UDPMux, ufrag: String, advertised: SocketAddress?) {
@@ -42,6 +48,7 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
         let endpoint = mux.endpoint(ufrag: ufrag, advertised: advertised)
         endpoint.onReceive = { [weak self] bytes, from, local in self?.onReceive?(bytes, from, local) }
         endpoints.append(endpoint)
+        if batchSocket == nil { batchSocket = endpoint.batchSocket }
     }
 
     var localAddresses: [SocketAddress] { endpoints.first?.localAddresses ?? [] }
@@ -54,6 +61,7 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
     func close() {
         for endpoint in endpoints { endpoint.close() }
         endpoints.removeAll()
+        batchSocket = nil
         onReceive = nil
     }
 }

@@ -89,11 +89,14 @@ public final class RelayServer: Sendable {
         try await loop.submit { [self] in scheduleFeedback() }
     }
 
-    /// Once a second: receiver reports and REMB to every publisher (loop thread).
+    /// Once a second: receiver reports and REMB to every publisher, sender reports to every player (loop thread).
     private func scheduleFeedback() {
         loop.schedule(at: .now.advanced(by: .seconds(1))) { [weak self] in
             guard let self else { return }
-            for stream in self.state.value.streams.values { stream.sendPublisherFeedback(maxBitrate: 5_000_000) }
+            for stream in self.state.value.streams.values {
+                stream.sendPublisherFeedback(maxBitrate: 5_000_000)
+                stream.sendPlayerReports()
+            }
             self.scheduleFeedback()
         }
     }

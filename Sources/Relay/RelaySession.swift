@@ -20,10 +20,15 @@ final class RelaySession: @unchecked Sendable {
     var connected = false
     /// Player only: per kind, our sender on this player's connection and the payload type the
     /// player numbered the publisher's codec with.
-    var route: [MediaKind: (RtpSender, UInt8)] = [:]
-    /// Player only: per kind, sequence numbers and timestamps that continue when the stream's
-    /// publisher is replaced (the player keeps its SSRC and SRTP state throughout).
-    var rewriters: [MediaKind: SourceSwitchRewriter] = [:]
+    func route(_ kind: MediaKind) -> (RtpSender, UInt8)? { kind == .video ? videoRoute : audioRoute }
+    private var audioRoute: (RtpSender, UInt8)?
+    private var videoRoute: (RtpSender, UInt8)?
+    /// Player only: per kind, what the relay keeps about the stream it sends this player
+    /// (stored properties, not a dictionary: touched per packet).
+    private var audioOutput = PlayerOutput()
+    private var videoOutput = PlayerOutput()
+    /// Player only: this player's PLIs and FIRs (a repeated FIR number is one request).
+    var keyframeRequests: KeyframeRequestTracker?
 
     init(id: String, secret: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String) {
         self.id = id
@@ -34,26 +39,43 @@ final class RelaySession: @unchecked Sendable {
         self.remoteAddress = remoteAddress
     }
 
-    /// `packet` with this player's continuous sequence number and timestamp; nil to drop it.
-    func continuous(_ packet: RTPPacket, kind: MediaKind, clockRate: Int, now: ContinuousClock.Instant) -> RTPPacket? {
-        guard let (seq, ts) = rewriters[kind, default: SourceSwitchRewriter()]
-            .rewrite(ssrc: packet.ssrc, sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
-                     clockRate: clockRate, now: now) else { return nil }
-        var out = packet
-        out.sequenceNumber = seq
-        out.timestamp = ts
-        return out
+    func output<R>(_ kind: MediaKind, _ body: (inout PlayerOutput) -> R) -> R {
+        switch kind {
+        case .audio: return body(&audioOutput)
+        case .video: return body(&videoOutput)
+        }
+    }
+
+    /// This player's continuous sequence number and timestamp for a source packet; nil to drop it.
+    func continuous(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, kind: MediaKind, clockRate: Int,
+                    now: ContinuousClock.Instant) -> (sequenceNumber: UInt16, timestamp: UInt32)? {
+        output(kind) { $0.rewriter.rewrite(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, clockRate: clockRate, now: now) }
     }
 
     /// Matches this player's negotiated codecs to what the publisher sends.
     func mapCodecs(from stream: RelayStream) {
-        route.removeAll()
+        audioRoute = nil
+        videoRoute = nil
         for t in pc.transceivers where t.currentDirection?.sends == true {
             guard let published = stream.publishedCodec(t.kind),
                   let mine = t.negotiatedCodecs.first(where: { sameCodec($0, published) }) else { continue }
-            route[t.kind] = (t.sender, mine.payloadType)
+            if t.kind == .video { videoRoute = (t.sender, mine.payloadType) } else { audioRoute = (t.sender, mine.payloadType) }
         }
     }
+}
+
+/// One player's output stream of one kind.
+struct PlayerOutput {
+    /// Sequence numbers and timestamps that continue when the stream's publisher is replaced
+    /// (the player keeps its SSRC and SRTP state throughout).
+    var rewriter = SourceSwitchRewriter()
+    /// NACKed numbers resent to this player less than its RTT ago are not resent again.
+    var resends = RetransmissionSuppressor()
+    /// RTT from the player's reports on our sender reports.
+    var roundTrip = SenderReportRoundTrip()
+    /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
+    var packetsSent: UInt32 = 0
+    var octetsSent: UInt32 = 0
 }
 
 /// Same codec on the wire: name and clock rate, and for H.264 the packetization mode.

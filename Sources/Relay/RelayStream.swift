@@ -1,6 +1,7 @@
 import PeerConnection
 import RTP
 import RTPMedia
+import Transport
 
 /// One app/stream on the relay: at most one publisher and any number of players. Everything
 /// here runs on the relay's event loop (publisher and player callbacks are delivered there).
@@ -10,17 +11,19 @@ final class RelayStream: @unchecked Sendable {
     let name: String
     var publisher: RelaySession?
     var players: [String: RelaySession] = [:]
-    /// The publisher's recent packets per kind, to answer players' NACKs (about one second of
-    /// 720p video; audio is not NACKed by browsers but kept the same way). Never suppressed:
+    /// The publisher's recent packets per kind (their plaintext bytes, as they arrived), to
+    /// answer players' NACKs without copies (about one second of 720p video; audio is not NACKed
+    /// by browsers but kept the same way). Resends are deduped per player (`PlayerOutput`):
     /// every player may ask for the same packet.
-    private var videoHistory = RelayStream.makeHistory()
-    private var audioHistory = RelayStream.makeHistory()
-    private static func makeHistory() -> RTPHistory<RTPPacket> {
-        var h = RTPHistory<RTPPacket>(capacity: 1024)
-        h.rtt = .zero
-        return h
-    }
-    private var lastKeyframeRequest: ContinuousClock.Instant?
+    private var videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
+    private var audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
+    /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
+    /// answers the players that ask meanwhile).
+    private var keyframeRequests: KeyframeRequestTracker?
+    /// The publisher's NTP ↔ RTP mapping per kind (its sender reports), for players' reports.
+    private var senderReports: [MediaKind: SenderReportTranslator] = [:]
+    /// One packet's fan-out to every player, written in place and sent with one sendmmsg.
+    private let batch = UDPSendBatch()
     /// The id the publisher negotiated for urn:3gpp:video-orientation: forwarded packets keep
     /// that element under each player's own id (a player that did not negotiate it gets the
     /// frames unrotated — the relay does not transcode).
@@ -56,8 +59,9 @@ final class RelayStream: @unchecked Sendable {
 
     func attachPublisher(_ session: RelaySession) {
         publisher = session
-        videoHistory = Self.makeHistory()
-        audioHistory = Self.makeHistory()
+        videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
+        audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
+        senderReports = [:]
         reception.removeAll()
         lastPublisherPacketAt = nil
         clockRates = [:]
@@ -66,11 +70,14 @@ final class RelayStream: @unchecked Sendable {
             .negotiatedHeaderExtensions.first { $0.uri == RTPExtensionURI.videoOrientation }?.id
         for t in session.pc.transceivers {
             let kind = t.kind
-            t.receiver.onRTP = { [weak self] packet in self?.forward(packet, kind: kind) }
-            // Sender reports give our receiver reports their LSR/DLSR, so the publisher gets an RTT.
+            t.receiver.onRTPBytes = { [weak self] packet, bytes in self?.forward(packet, bytes: bytes, kind: kind) }
+            // Sender reports give our receiver reports their LSR/DLSR, so the publisher gets an
+            // RTT, and players' sender reports their NTP ↔ RTP mapping.
             t.receiver.onRTCP = { [weak self] packet in
                 guard let self, case .senderReport(let sr) = packet else { return }
-                self.reception[sr.ssrc]?.recordSenderReport(sr, arrival: .now)
+                let now = ContinuousClock.now
+                self.reception[sr.ssrc]?.recordSenderReport(sr, arrival: now)
+                self.senderReports[kind, default: SenderReportTranslator(clockRate: self.clockRate(kind))].record(sr, arrival: now)
             }
         }
         for player in players.values { player.mapCodecs(from: self) }
@@ -88,7 +95,12 @@ final class RelayStream: @unchecked Sendable {
         }
     }
 
-    private func forward(_ packet: RTPPacket, kind: MediaKind) {
+    private func history(_ kind: MediaKind) -> RTPHistory<[UInt8]> { kind == .video ? videoHistory : audioHistory }
+
+    /// One publisher packet to every player: its header is validated once (`RTPHeaderView`),
+    /// then per player written in place with the player's SSRC, continuous sequence number and
+    /// timestamp, payload type and extensions, protected, and all of them sent with one sendmmsg.
+    private func forward(_ packet: RTPPacket, bytes: [UInt8], kind: MediaKind) {
         let now = ContinuousClock.now
         if reception[packet.ssrc] == nil, reception.count < 8 {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
@@ -96,50 +108,103 @@ final class RelayStream: @unchecked Sendable {
         reception[packet.ssrc]?.record(packet, arrival: now)
         lastPublisherPacketAt = now
         counters.packetsIn += 1
-        counters.bytesIn += packet.payload.count + 12
-        bitrate.add(bytes: packet.payload.count + 12)
+        counters.bytesIn += bytes.count
+        bitrate.add(bytes: bytes.count)
         switch kind {
-        case .video: videoHistory.store(packet, size: packet.payload.count + 12, sequenceNumber: packet.sequenceNumber, sentAt: now)
-        case .audio: audioHistory.store(packet, size: packet.payload.count + 12, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        case .video: videoHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
         if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRate(kind)
-        for player in players.values where player.connected {
-            guard let (sender, pt) = player.route[kind] else { continue }
-            guard let out = player.continuous(packet, kind: kind, clockRate: clockRate, now: now) else {
-                counters.packetsDropped += 1
-                continue
+        let payloadBytes = UInt32(truncatingIfNeeded: packet.payload.count)
+        bytes.withUnsafeBytes { raw in
+            guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
+            for player in players.values where player.connected {
+                guard let (sender, pt) = player.route(kind) else { continue }
+                guard let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
+                                                        kind: kind, clockRate: clockRate, now: now) else {
+                    counters.packetsDropped += 1
+                    continue
+                }
+                guard sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientation,
+                                     into: batch, now: now) else { continue }
+                player.output(kind) { out in
+                    out.packetsSent &+= 1
+                    out.octetsSent &+= payloadBytes
+                }
+                counters.packetsOut += 1
+                counters.bytesOut += bytes.count
             }
-            sender.forward(out, payloadType: pt, videoOrientationID: orientation)
-            counters.packetsOut += 1
-            counters.bytesOut += packet.payload.count + 12
         }
+        batch.flush()
     }
 
-    /// Players' feedback: NACKs are answered from the history, keyframe requests go to the publisher.
+    /// Players' feedback: NACKs are answered from the history (deduped per player within its
+    /// RTT; on the player's RTX stream when it negotiated rtx), keyframe requests go to the
+    /// publisher, receiver reports give the player's RTT.
     private func feedback(_ packet: RTCPPacket, kind: MediaKind, from player: RelaySession) {
+        let now = ContinuousClock.now
         switch packet {
         case .nack(let nack):
-            guard let (sender, pt) = player.route[kind] else { return }
+            guard let (sender, pt) = player.route(kind) else { return }
+            player.output(kind) { $0.resends.interval = $0.roundTrip.rtt ?? .milliseconds(100) }
+            let clockRate = clockRate(kind)
+            let orientation = kind == .video ? orientationID : nil
             // One request per sequence number, however often a (hostile) NACK repeats it.
             // The player asks by the sequence numbers it saw, which continue across publishers.
             var seen = Set<UInt16>()
-            let wanted = nack.lostSequenceNumbers.filter { seen.insert($0).inserted }
-                .compactMap { player.rewriters[kind]?.sourceSequence(forOutput: $0) }
-            counters.nacksReceived += wanted.count
-            let now = ContinuousClock.now
-            let packets = kind == .video ? videoHistory.packets(for: wanted, now: now) : audioHistory.packets(for: wanted, now: now)
-            let clockRate = clockRate(kind)
-            for p in packets {
-                guard let out = player.continuous(p, kind: kind, clockRate: clockRate, now: now) else { continue }
-                sender.forward(out, payloadType: pt, videoOrientationID: kind == .video ? orientationID : nil)
-                counters.retransmissionsSent += 1
+            for output in nack.lostSequenceNumbers where seen.insert(output).inserted {
+                guard let source = player.output(kind, { $0.rewriter.sourceSequence(forOutput: output) }) else { continue }
+                counters.nacksReceived += 1
+                guard let bytes = history(kind).packet(sequenceNumber: source) else { continue }
+                guard player.output(kind, { $0.resends.shouldResend(output, now: now) }) else {
+                    counters.retransmissionsSuppressed += 1
+                    continue
+                }
+                bytes.withUnsafeBytes { raw in
+                    guard let view = try? RTPHeaderView(raw),
+                          let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
+                                                            kind: kind, clockRate: clockRate, now: now),
+                          sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientation,
+                                         retransmission: true, into: batch, now: now) else { return }
+                    counters.retransmissionsSent += 1
+                }
             }
+            batch.flush()
         case .pli, .fir:
-            requestKeyframe()
+            // The player's own tracker first: a FIR repeating its command number is not a new request.
+            guard let ssrc = player.route(.video)?.0.ssrc else { return }
+            if player.keyframeRequests?.ssrc != ssrc { player.keyframeRequests = KeyframeRequestTracker(ssrc: ssrc) }
+            if player.keyframeRequests?.handle(packet, now: now) == true { requestKeyframe(now: now) }
+        case .receiverReport(let rr):
+            guard let ssrc = player.route(kind)?.0.ssrc else { return }
+            for block in rr.reports where block.ssrc == ssrc { player.output(kind) { $0.roundTrip.handle(block, arrival: now) } }
         default:
             break
+        }
+    }
+
+    /// Sender reports to every player, per kind, about once a second: the publisher's NTP ↔ RTP
+    /// mapping in the player's rewritten timestamps (so it can line audio up with video), with
+    /// this player's packet and octet counts; its receiver reports on them give its RTT.
+    func sendPlayerReports(now: ContinuousClock.Instant = .now) {
+        for player in players.values where player.connected {
+            var packets: [RTCPPacket] = []
+            var cname: (UInt32, String)?
+            for kind in [MediaKind.audio, .video] {
+                let output = player.output(kind) { $0 }
+                guard let (sender, _) = player.route(kind), let translator = senderReports[kind], let source = translator.sourceSSRC,
+                      let offset = output.rewriter.timestampOffset(forSource: source),
+                      let sr = translator.report(ssrc: sender.ssrc, source: source, timestampOffset: offset,
+                                                 packetCount: output.packetsSent, octetCount: output.octetsSent, now: now) else { continue }
+                player.output(kind) { $0.roundTrip.sent(sr, at: now) }
+                packets.append(.senderReport(sr))
+                cname = cname ?? (sender.ssrc, sender.cname)
+            }
+            guard let (ssrc, name) = cname else { continue }
+            packets.append(.sourceDescription(SourceDescription(ssrc: ssrc, cname: name)))
+            player.pc.sendRTCP(packets)
         }
     }
 
@@ -157,14 +222,14 @@ final class RelayStream: @unchecked Sendable {
         publisher.pc.sendRTCP(packets)
     }
 
-    /// PLI to the publisher (at most a few per second), e.g. when a player joins.
-    func requestKeyframe() {
-        let now = ContinuousClock.now
-        if let last = lastKeyframeRequest, now - last < .milliseconds(200) { return }
+    /// PLI to the publisher (at most one per 200 ms), e.g. when a player joins.
+    func requestKeyframe(now: ContinuousClock.Instant = .now) {
         guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
-              let source = t.receiver.remoteSSRCs.first else { return }
-        lastKeyframeRequest = now
-        publisher.pc.sendRTCP([.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)])
+              let source = t.receiver.remoteSSRCs.min() else { return }
+        if keyframeRequests?.ssrc != source { keyframeRequests = KeyframeRequestTracker(ssrc: source, minInterval: .milliseconds(200)) }
+        let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)
+        guard keyframeRequests?.handle(pli, now: now) == true else { return }
+        publisher.pc.sendRTCP([pli])
     }
 
     private func noteVideoSize(_ packet: RTPPacket) {

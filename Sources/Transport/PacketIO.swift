@@ -10,6 +10,13 @@ public protocol PacketIO: AnyObject {
     @discardableResult
     func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool
     func close()
+    /// The one socket every send goes out on, when there is one (a shared server port): sends
+    /// may then be batched (`UDPSendBatch`) with other connections' on the same socket.
+    var batchSocket: UDPSocket? { get }
+}
+
+extension PacketIO {
+    public var batchSocket: UDPSocket? { nil }
 }
 
 extension PacketIO {

@@ -66,17 +66,22 @@ public final class UDPMux: @unchecked Sendable {
 /// A connection's view of a shared mux socket.
 public final class MuxEndpoint: PacketIO {
     weak var mux: UDPMux?
+    private let socket: UDPSocket
     let ufrag: String
     private let advertised: SocketAddress
     public var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
 
     init(mux: UDPMux, ufrag: String, advertised: SocketAddress) {
         self.mux = mux
+        self.socket = mux.socket
         self.ufrag = ufrag
         self.advertised = advertised
     }
 
     public var localAddresses: [SocketAddress] { [advertised] }
+    /// Held strongly (a weak load per forwarded packet showed in profiles); a closed socket
+    /// sends nothing.
+    public var batchSocket: UDPSocket? { socket }
 
     func deliver(_ bytes: UnsafeRawBufferPointer, from: SocketAddress) {
         onReceive?(bytes, from, advertised)

@@ -8,6 +8,7 @@ public final class UDPSocket: @unchecked Sendable {
     public let fd: Int32
     public let localAddress: SocketAddress
     private var closed = false
+    public var isClosed: Bool { closed }
 
     public init(bind address: SocketAddress, receiveBuffer: Int32 = 4 << 20, sendBuffer: Int32 = 4 << 20) throws(TransportError) {
         let family = address.isIPv4 ? AF_INET : AF_INET6

@@ -123,7 +123,7 @@ private func relayPhase(_ options: Options, rows: inout [Row], extra: inout [Str
     let relay: RelayBenchResult
     do {
         relay = try await relayBenchmark(swiftrtc: options.swiftrtc, series: options.fanout, window: options.fanoutWindow,
-                                         budget: options.fanoutBudget)
+                                         budget: options.fanoutBudget, server: options.server)
     } catch {
         rows.append(Row("relay.fanout.max_players_under_1pct_loss", nil, "players", note: "failed: \(error)"))
         return
@@ -133,7 +133,8 @@ private func relayPhase(_ options: Options, rows: inout [Row], extra: inout [Str
     rows.append(Row("relay.play.connect_ms", median(relay.playConnectMs), "ms", note: connectNote))
     rows.append(Row("relay.play.first_frame_ms", median(relay.playFirstFrameMs), "ms", note: connectNote))
 
-    let best = relay.steps.last(where: \.passed)
+    // The largest N before the first failing one (later steps are only the reported counts).
+    let best = relay.steps.prefix(while: \.passed).last
     let measuredUpTo = relay.steps.last?.players ?? 0
     let seriesNote = "one `swiftrtc publish` (a busy 1280x720@30 Y4M clip, since the test pattern codes to ~0.6 Mbps; H.264 --bitrate 1500, no audio) -> `swiftrtc serve` -> N players in the bench process (PeerConnections that remove SRTP and count RTP, no decoding); per N: \(Int(options.fanoutWindow)) s window after 1.5 s settling; loss from the players' sequence-number gaps; relay CPU from /proc/PID/stat. Largest N with loss < 1% and the relay within one core"
         + (relay.steps.last?.passed == true ? " (every N tried passed, up to \(measuredUpTo): a lower bound)" : "")
@@ -153,7 +154,7 @@ private func relayPhase(_ options: Options, rows: inout [Row], extra: inout [Str
     // The floor, at each N the relay was measured at, with the publisher's packet rate.
     progress("relay: forwarding floor (recv + sendmmsg to N sockets), 2 s at some of the N above")
     var floors: [Int: FloorResult] = [:]
-    let floorAt: Set<Int> = [1, 10, 80, best?.players ?? 0, relay.steps.last?.players ?? 0]
+    let floorAt: Set<Int> = relayReportedPlayerCounts.union([1, 10, 80, best?.players ?? 0, relay.steps.last?.players ?? 0])
     for step in relay.steps where floorAt.contains(step.players) {
         let pps = step.inboundPPS > 0 ? step.inboundPPS : 150
         if let f = forwardFloor(destinations: step.players, packetsPerSecond: pps, seconds: 2) { floors[step.players] = f }
@@ -172,7 +173,18 @@ private func relayPhase(_ options: Options, rows: inout [Row], extra: inout [Str
 
     let at = best ?? relay.steps.last
     let floorNote = "a thread that receives one UDP stream (1200-byte datagrams at the publisher's measured packet rate, in 30 bursts a second) and re-sends each datagram's bytes to N sockets with one sendmmsg: its thread CPU / datagrams sent; no SRTP, no RTP parsing, no per-player state"
-    if let at {
+    let serverName = options.server.map { "the server at \($0.url) (pid \($0.pid))" } ?? "the relay"
+    for step in relay.steps where relayReportedPlayerCounts.contains(step.players) {
+        let n = step.players
+        let relayPer = step.relayCPUPerPacketUs
+        let floorPer = floors[n]?.cpuPerPacketUs
+        rows.append(Row("relay.cpu_per_forwarded_packet.\(n)_players", relayPer, "us/packet",
+                        note: "\(serverName): its whole CPU (unprotect in, per-player rewrite + SRTP protect + send out, RTCP, timers) / packets sent to players; \(n) players, loss \(String(format: "%.2f", step.loss * 100))%"))
+        rows.append(Row("relay.floor.cpu_per_forwarded_packet.\(n)_players", floorPer, "us/packet", note: floorNote))
+        rows.append(Row("relay.vs_floor.\(n)_players", zipRatio(relayPer, floorPer), "ratio", target: n == 480 ? .atMost(1.5) : nil,
+                        note: "CPU per forwarded packet / the floor's at the same N and packet rate, measured in this run"))
+    }
+    if let at, !relayReportedPlayerCounts.contains(at.players) {
         let relayPer = at.relayCPUPerPacketUs
         let floorPer = floors[at.players]?.cpuPerPacketUs
         rows.append(Row("relay.cpu_per_forwarded_packet.\(at.players)_players", relayPer, "us/packet",

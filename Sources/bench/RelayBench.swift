@@ -92,10 +92,17 @@ struct RelayBenchResult {
     var notes: [String] = []
 }
 
-/// The relay's HTTP API on 127.0.0.1.
+/// The server's HTTP API: our relay on 127.0.0.1, or any SRS-compatible server (`--server-url`).
 struct RelayAPI {
-    let port: UInt16
-    var base: String { "http://127.0.0.1:\(port)" }
+    /// scheme://host:port, no trailing slash.
+    let base: String
+    init(port: UInt16) { base = "http://127.0.0.1:\(port)" }
+    init(base: String) { self.base = base.hasSuffix("/") ? String(base.dropLast()) : base }
+    /// host:port of `base`, for webrtc:// stream URLs (whose API is then at that port).
+    var authority: String {
+        let rest = base.split(separator: "/", omittingEmptySubsequences: true)
+        return rest.count >= 2 ? String(rest[1]) : base
+    }
 
     func get(_ path: String) async -> [String: Any]? {
         guard let r = try? await HTTPClient(timeout: .seconds(3)).send(method: "GET", url: base + path), r.status == 200 else { return nil }
@@ -125,6 +132,8 @@ struct RelayAPI {
     func stream(_ name: String) async -> (packetsIn: Int, packetsOut: Int, active: Bool, kbps: Double)? {
         guard let streams = await get("/api/v1/streams/")?["streams"] as? [[String: Any]],
               let s = streams.first(where: { ($0["name"] as? String) == name }) else { return nil }
+        // SRS lists no packet counts (its streams have frames and bytes): 0, and the caller
+        // counts what the players received instead.
         let packets = s["packets"] as? [String: Any]
         let number = { (v: Any?) in (v as? NSNumber)?.doubleValue ?? 0 }
         return (Int(number(packets?["in"])), Int(number(packets?["out"])),
@@ -149,15 +158,33 @@ private func runCLI(_ swiftrtc: String, _ args: [String], name: String, timeout:
     return object
 }
 
+/// Player counts whose CPU per forwarded packet, floor and ratio are rows of their own.
+let relayReportedPlayerCounts: Set<Int> = [16, 48, 480]
+
 /// The whole relay phase. `series` is the increasing list of player counts; `budget` bounds the
 /// fan-out steps' total wall time (a step is not started once it is spent).
-func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Double, runs: Int = 3) async throws -> RelayBenchResult {
-    guard let httpPort = freeLoopbackPort(Int32(SOCK_STREAM.rawValue)), let udpPort = freeLoopbackPort(Int32(SOCK_DGRAM.rawValue)) else {
-        throw BenchError("no free loopback ports")
+/// `server`: measure that already running SRS-compatible server (API base URL, its pid for the
+/// CPU) instead of a `swiftrtc serve` child.
+func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Double, runs: Int = 3,
+                    server: (url: String, pid: Int32)? = nil) async throws -> RelayBenchResult {
+    let relay: ChildProcess?
+    let api: RelayAPI
+    let relayPID: Int32
+    if let server {
+        relay = nil
+        api = RelayAPI(base: server.url)
+        relayPID = server.pid
+    } else {
+        guard let httpPort = freeLoopbackPort(Int32(SOCK_STREAM.rawValue)), let udpPort = freeLoopbackPort(Int32(SOCK_DGRAM.rawValue)) else {
+            throw BenchError("no free loopback ports")
+        }
+        let child = try ChildProcess(swiftrtc, ["serve", "--http", "127.0.0.1:\(httpPort)", "--udp", "127.0.0.1:\(udpPort)"],
+                                     logPath: benchTempDirectory + "/relay.log")
+        relay = child
+        api = RelayAPI(port: httpPort)
+        relayPID = child.pid
     }
-    let relay = try ChildProcess(swiftrtc, ["serve", "--http", "127.0.0.1:\(httpPort)", "--udp", "127.0.0.1:\(udpPort)"],
-                                 logPath: benchTempDirectory + "/relay.log")
-    let api = RelayAPI(port: httpPort)
+    func relayLog() -> String { relay?.logTail() ?? "(external server at \(api.base), pid \(relayPID))" }
     var publisher: ChildProcess?
     var players: [BenchPlayer] = []
     let loops = [try EventLoop(name: "bench-players-0"), try EventLoop(name: "bench-players-1")]
@@ -167,17 +194,17 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         players = []
         for l in loops { l.shutdown() }
         await publisher?.stop()
-        await relay.stop()
+        await relay?.stop()
     }
     do {
         var up = false
         for _ in 0..<300 {
             up = await api.get("/api/v1/versions/") != nil
-            if up || !relay.isRunning { break }
+            if up || !(relay?.isRunning ?? true) { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        guard up else { throw BenchError("swiftrtc serve did not answer on \(api.base): \(relay.logTail())") }
-        let host = "webrtc://127.0.0.1:\(httpPort)/live"
+        guard up else { throw BenchError("the server did not answer on \(api.base): \(relayLog())") }
+        let host = "webrtc://\(api.authority)/live"
 
         // connectMs of publish (default options: test pattern 720p30 H.264 + tone), median of `runs`.
         progress("relay: swiftrtc publish x \(runs) (connectMs)")
@@ -201,6 +228,10 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
             try await Task.sleep(for: .milliseconds(100))
             if let s = await api.stream("bench"), s.active {
                 if let f = firstIn, s.packetsIn > f + 30 { flowing = true }
+                if server != nil {   // no packet counts to watch: give the media two seconds
+                    try await Task.sleep(for: .seconds(2))
+                    flowing = true
+                }
                 if firstIn == nil { firstIn = s.packetsIn }
             }
         }
@@ -217,6 +248,7 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         // with a note; the steps measured so far stand.
         let started = monotonicSeconds()
         for n in series {
+            if result.steps.contains(where: { !$0.passed }), !relayReportedPlayerCounts.contains(n) { continue }
             if monotonicSeconds() - started > budget {
                 result.notes.append("stopped before \(n) players: the fan-out time budget (\(Int(budget)) s) was spent")
                 break
@@ -253,14 +285,14 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
             }
             let joinSeconds = monotonicSeconds() - joinStarted
             try await Task.sleep(for: .milliseconds(1500))   // join keyframes, settle
-            guard let s0 = await api.stream("bench"), let cpu0 = processCPUSeconds(pid: relay.pid) else {
-                throw BenchError("relay stats unavailable: \(relay.logTail())")
+            guard let s0 = await api.stream("bench"), let cpu0 = processCPUSeconds(pid: relayPID) else {
+                throw BenchError("relay stats unavailable: \(relayLog())")
             }
             let snap0 = players.map(\.counter.snapshot)
             let bench0 = processCPUSeconds(), wall0 = monotonicSeconds(), drops0 = udpReceiveBufferErrors()
             try await Task.sleep(for: .seconds(window))
-            guard let s1 = await api.stream("bench"), let cpu1 = processCPUSeconds(pid: relay.pid) else {
-                throw BenchError("relay stats unavailable: \(relay.logTail())")
+            guard let s1 = await api.stream("bench"), let cpu1 = processCPUSeconds(pid: relayPID) else {
+                throw BenchError("relay stats unavailable: \(relayLog())")
             }
             let snap1 = players.map(\.counter.snapshot)
             let bench1 = processCPUSeconds(), wall1 = monotonicSeconds(), drops1 = udpReceiveBufferErrors()
@@ -270,15 +302,22 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
                 if let h0 = a.highest, let h1 = b.highest { expected += Int(h1 - h0) } else { expected += b.received - a.received }
             }
             let wall = wall1 - wall0
-            let step = FanoutStep(players: n, seconds: wall, inboundPPS: Double(s1.packetsIn - s0.packetsIn) / wall,
-                                  relaySent: s1.packetsOut - s0.packetsOut, expected: expected, received: received,
+            // A server without packet counts (SRS): what the players received stands for what it sent.
+            let counted = s1.packetsOut > s0.packetsOut
+            let step = FanoutStep(players: n, seconds: wall,
+                                  inboundPPS: counted ? Double(s1.packetsIn - s0.packetsIn) / wall : Double(expected) / Double(n) / wall,
+                                  relaySent: counted ? s1.packetsOut - s0.packetsOut : received, expected: expected, received: received,
                                   relayCores: (cpu1 - cpu0) / wall, benchCores: (bench1 - bench0) / wall, joinSeconds: joinSeconds,
                                   udpReceiveBufferDrops: drops0.flatMap { d0 in drops1.map { $0 - d0 } })
             result.steps.append(step)
             result.publisherKbps = s1.kbps
             progress(String(format: "relay: %3d players (joined in %.1f s): loss %.3f%%, relay %.2f cores, %.1f us CPU per forwarded packet, %.0f packets/s in, bench process %.2f cores",
                             n, joinSeconds, step.loss * 100, step.relayCores, step.relayCPUPerPacketUs ?? 0, step.inboundPPS, step.benchCores))
-            if !step.passed { break }
+            // Past the first failing N only the counts the report names are still measured
+            // (their CPU per forwarded packet is wanted even when loss went over 1%).
+            if !step.passed || result.steps.contains(where: { !$0.passed }) {
+                guard series.contains(where: { $0 > n && relayReportedPlayerCounts.contains($0) }) else { break }
+            }
         }
     } catch {
         await tearDown()

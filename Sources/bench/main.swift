@@ -5,6 +5,7 @@ let usage = """
 usage: swiftrtc-bench [--runs N] [--srtp-seconds S] [--json PATH] [--python PATH] [--aiortc-script PATH]
                       [--aiortc-publish-script PATH] [--swiftrtc PATH] [--pipeline-seconds S]
                       [--fanout N,N,…] [--fanout-window S] [--fanout-budget S] [--only PHASE,…]
+                      [--server-url URL --server-pid PID]
 
 Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
   1. SRTP protect rates: libsrtp2's srtp_protect vs our OpenSSL backend, alone and followed by
@@ -40,7 +41,11 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --aiortc-publish-script PATH (default bench/aiortc_publish.py)
   --swiftrtc PATH      the CLI the relay phase runs (default .build/release/swiftrtc)
   --pipeline-seconds S measured seconds per publish-pipeline and latency run (default 5)
-  --fanout N,N,…       player counts, increasing (default 1,5,10,20,40,80,160,240,320,400,480)
+  --fanout N,N,…       player counts, increasing (default 1,5,10,16,20,40,48,80,160,240,320,400,480);
+                       CPU per forwarded packet, the floor and their ratio get a row each at 16, 48, 480
+  --server-url URL     relay phase: measure this running SRS-compatible server (its HTTP API, e.g.
+                       http://127.0.0.1:1985) instead of starting `swiftrtc serve`; needs --server-pid
+  --server-pid PID     that server's process id (its CPU is read from /proc/PID/stat)
   --fanout-window S    seconds measured per player count (default 4)
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
   --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
@@ -56,10 +61,13 @@ struct Options {
     var aiortcPublishScript = "bench/aiortc_publish.py"
     var swiftrtc = ".build/release/swiftrtc"
     var pipelineSeconds = 5.0
-    var fanout = [1, 5, 10, 20, 40, 80, 160, 240, 320, 400, 480]
+    var fanout = [1, 5, 10, 16, 20, 40, 48, 80, 160, 240, 320, 400, 480]
     var fanoutWindow = 4.0
     var fanoutBudget = 120.0
     var only: Set<String>?
+    var serverURL: String?
+    var serverPID: Int32?
+    var server: (url: String, pid: Int32)? { serverURL.flatMap { url in serverPID.map { (url, $0) } } }
 
     func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
@@ -116,11 +124,18 @@ func parseOptions(_ args: [String]) -> Options? {
             let names = Set(list.split(separator: ",").map(String.init))
             guard !names.isEmpty, names.isSubset(of: phases) else { return nil }
             options.only = names
+        case "--server-url":
+            guard let u = value(), u.hasPrefix("http://") || u.hasPrefix("https://") else { return nil }
+            options.serverURL = u
+        case "--server-pid":
+            guard let n = value().flatMap({ Int32($0) }), n > 0 else { return nil }
+            options.serverPID = n
         default:
             return nil
         }
         i += 1
     }
+    guard (options.serverURL == nil) == (options.serverPID == nil) else { return nil }
     return options
 }
 

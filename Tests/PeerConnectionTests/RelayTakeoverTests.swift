@@ -23,13 +23,7 @@ final class PatternLog: VideoRenderer, Sendable {
     let http = HTTPClient(timeout: .seconds(10))
 
     func whip(_ relay: RelayServer, _ pc: PeerConnection, endpoint: String) async throws {
-        try await pc.setLocalDescription(try await pc.createOffer())
-        await pc.waitForGatheringComplete()
-        let offer = try #require(pc.localDescription).sdp
-        let response = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/\(endpoint)/?app=live&stream=takeover",
-                                           headers: [("Content-Type", "application/sdp")], body: Array(offer.utf8))
-        #expect(response.status == 201, "\(endpoint): \(response.status) \(response.text)")
-        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: response.text))
+        try await relayExchange(relay, pc, endpoint: endpoint, stream: "takeover", http: http)
     }
 
     func publisher(_ relay: RelayServer) async throws -> (PeerConnection, VideoSource) {

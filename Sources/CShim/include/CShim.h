@@ -32,3 +32,12 @@ void swiftrtc_dtls_set_retransmit_timer(struct ssl_st *_Nonnull ssl, unsigned in
 /// malloc_trim(0) (glibc; <malloc.h> is not in Swift's Glibc module): gives free heap pages back
 /// to the OS. Returns 1 if memory was released. A no-op returning 0 elsewhere.
 int swiftrtc_release_free_heap(void);
+
+// ---- batched UDP sends (udp_batch.c) ----
+/// Sends `count` datagrams on the UDP socket `fd` with sendmmsg(2) (Linux; one sendto each
+/// elsewhere): datagram i is `lengths[i]` bytes at `buffers[i]` to the address in `names[i]`
+/// (`name_lengths[i]` bytes). A datagram the kernel refuses (EAGAIN, ENOBUFS, ...) is skipped,
+/// as UDP is best effort. Returns how many were sent; `*failed` gets how many were not.
+int swiftrtc_send_datagrams(int fd, void *_Nullable const *_Nonnull buffers, const size_t *_Nonnull lengths,
+                            const void *_Nonnull names, size_t name_stride, const uint32_t *_Nonnull name_lengths,
+                            unsigned int count, unsigned int *_Nonnull failed);
