@@ -8,12 +8,16 @@ Run inside the loopback-only namespace: interop/run.sh -k access
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import http.client
 import os
 import re
 import socket
+import struct
 import subprocess
 import time
+import zlib
 
 import pytest
 
@@ -120,22 +124,67 @@ def ghost_offer(i: int) -> str:
             "a=rtcp-mux\r\na=rtpmap:96 VP8/90000\r\n")
 
 
+def stun_binding_request(username: str, password: str) -> bytes:
+    """An ICE connectivity check as a controlling full agent nominating the pair (RFC 8445
+    7.1.2): USERNAME, PRIORITY, ICE-CONTROLLING, USE-CANDIDATE, MESSAGE-INTEGRITY, FINGERPRINT."""
+    def attr(kind: int, value: bytes) -> bytes:
+        return struct.pack(">HH", kind, len(value)) + value + b"\0" * (-len(value) % 4)
+    tid = os.urandom(12)
+    body = (attr(0x0006, username.encode()) + attr(0x0024, struct.pack(">I", 1853824767))
+            + attr(0x802A, os.urandom(8)) + attr(0x0025, b""))
+    header = lambda extra: struct.pack(">HHI", 0x0001, len(body) + extra, 0x2112A442) + tid
+    mac = hmac.new(password.encode(), header(24) + body, hashlib.sha1).digest()
+    body += attr(0x0008, mac)
+    crc = zlib.crc32(header(8) + body) ^ 0x5354554E
+    return header(8) + body + attr(0x8028, struct.pack(">I", crc))
+
+
+def fail_dtls(answer: str, ours: str) -> None:
+    """Passes ICE with the relay's answer, then sends a handshake record no DTLS server accepts:
+    the session's DTLS fails (not a timeout, not a DELETE)."""
+    ufrag = re.search(r"a=ice-ufrag:(\S+)", answer).group(1)
+    pwd = re.search(r"a=ice-pwd:(\S+)", answer).group(1)
+    host, port = re.search(r"a=candidate:\S+ 1 udp \d+ (\S+) (\d+) typ host", answer).groups()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(0.1)
+        request = stun_binding_request(f"{ufrag}:{ours}", pwd)
+        for _ in range(30):   # retransmitted like a real check while the relay's loop is busy
+            sock.sendto(request, (host, int(port)))
+            try:
+                response, _ = sock.recvfrom(2048)
+                break
+            except TimeoutError:
+                continue
+        else:
+            raise AssertionError(f"no answer to the connectivity check for {ours}")
+        assert struct.unpack(">H", response[:2])[0] == 0x0101, response[:2].hex()   # binding success
+        # A DTLS 1.2 handshake record whose ClientHello is cut short: a decode error at once.
+        sock.sendto(bytes.fromhex("16fefd0000000000000000000c010000020000000000000002feff"), (host, int(port)))
+
+
 @pytest.mark.timeout(180)
 def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
-    """5,000 WHIP sessions created and DELETEd, 500 more left to time out: RSS back within 5 MB,
-    the fd count unchanged, nothing listed. (Each ended session used to keep ~53-120 KB: the
+    """5,000 WHIP sessions created and DELETEd, 500 more left to time out, 300 whose DTLS fails
+    after ICE: RSS back within 5 MB, the fd count unchanged, nothing listed. (Each ended session used to keep ~53-120 KB: the
     PeerConnection's event handler held its own session.)"""
     relay = Relay(swift_bin, artifact_dir / "relay.log", extra_args=("--connect-timeout", "0.5", "--max-pending-per-ip", "1000"))
     logs.append(("relay output", lambda: relay.text()[-5000:]))
     pid = relay.process.proc.pid
     conn = http.client.HTTPConnection(relay.host, relay.http_port, timeout=15)
 
-    def create(i: int) -> str:
+    def create(i: int, answer: list | None = None) -> str:
         conn.request("POST", f"/rtc/v1/whip/?app=live&stream=s{i}", ghost_offer(i), {"Content-Type": "application/sdp"})
         r = conn.getresponse()
-        r.read()
+        body = r.read()
         assert r.status == 201, (i, r.status)
+        if answer is not None:
+            answer.append(body.decode())
         return r.getheader("Location")
+
+    def failed_dtls(i: int) -> None:
+        answer: list = []
+        create(i, answer)
+        fail_dtls(answer[0], f"g{i:07d}")
 
     def delete(location: str) -> None:
         conn.request("DELETE", location)
@@ -148,6 +197,8 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
             delete(create(i))
         for i in range(500):   # and the burst of ghosts once, so its first-use high-water is in the base
             create(20_000 + i)
+        for i in range(50):
+            failed_dtls(30_000 + i)
         deadline = time.monotonic() + 15
         while relay.streams() and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -157,6 +208,8 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
         for i in range(5000):
             delete(create(1000 + i))
         deleted_s = time.monotonic() - t0
+        for i in range(300):
+            failed_dtls(40_000 + i)
         for i in range(500):
             create(10_000 + i)
         # Every ghost ends 0.5 s after it was made and the relay hands freed heap back 2 s after
@@ -168,10 +221,11 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
             listed = relay.streams()
             if (end_rss - base_rss <= 5 and not listed) or time.monotonic() > deadline:
                 break
+        failed = len(re.findall(r"publisher \S+ left \S+ \(failed\)", relay.text()))
     finally:
         conn.close()
         relay.close()
-    doc = {"baseRssMb": base_rss, "endRssMb": end_rss, "baseFds": base_fds, "endFds": end_fds,
+    doc = {"failedDtlsSessions": failed, "baseRssMb": base_rss, "endRssMb": end_rss, "baseFds": base_fds, "endFds": end_fds,
            "createDeleteSeconds": deleted_s, "listedAfter": listed}
     write_json(artifact_dir / "leak.json", doc)
     print(f"5000 create+DELETE in {deleted_s:.1f} s, 500 timed out: RSS {base_rss:.1f} → {end_rss:.1f} MB, "
@@ -180,6 +234,7 @@ def test_relay_sessions_do_not_leak(swift_bin, artifact_dir, logs):
     # <=: the relay may have closed our idle keep-alive connection meanwhile (10 s read timeout).
     assert end_fds <= base_fds, doc
     assert listed == [], doc
+    assert failed >= 350, f"the failed-DTLS sessions should end as failed: {doc}"
 
 
 @pytest.mark.timeout(90)

@@ -2,9 +2,10 @@ import Glibc
 import STUN
 
 /// One UDP socket shared by many connections (a server such as the echo endpoint or the relay).
-/// A datagram from a known remote address goes to the connection that address belongs to; a
-/// STUN request from a new address is routed by the local ufrag in its USERNAME, and teaches
-/// the mux that address.
+/// A STUN request is routed by the local ufrag in its USERNAME and teaches the mux its address
+/// (also an address another connection had: a client that starts a new session from the same
+/// port while its old one is still ending must reach the new one); anything else goes to the
+/// connection its address belongs to.
 public final class UDPMux: @unchecked Sendable {
     // @unchecked: used only on `loop`'s thread (connections are created there too).
     public let loop: EventLoop
@@ -36,21 +37,25 @@ public final class UDPMux: @unchecked Sendable {
         for (address, owner) in byAddress where owner === endpoint { byAddress[address] = nil }
     }
 
-    private func route(_ bytes: UnsafeRawBufferPointer, from: SocketAddress) {
+    func route(_ bytes: UnsafeRawBufferPointer, from: SocketAddress) {
+        // STUN (first byte 0-3) is the only kind parsed here; media and DTLS go by address.
+        if bytes.count >= 20, bytes[0] < 4, let endpoint = requestOwner(bytes) {
+            if byAddress[from] !== endpoint { byAddress[from] = endpoint }
+            endpoint.deliver(bytes, from: from)
+            return
+        }
         if let endpoint = byAddress[from] {
             endpoint.deliver(bytes, from: from)
             return
         }
-        guard bytes.count >= 20, bytes[0] < 4,
-              let message = try? STUNMessage(parsing: Array(bytes)),
-              let username = message.username,
-              let localUfrag = username.split(separator: ":", maxSplits: 1).first,
-              let endpoint = byUfrag[String(localUfrag)] else {
-            unroutedDatagrams += 1
-            return
-        }
-        byAddress[from] = endpoint
-        endpoint.deliver(bytes, from: from)
+        unroutedDatagrams += 1
+    }
+
+    /// The connection a STUN request with USERNAME "ourUfrag:theirs" is for.
+    private func requestOwner(_ bytes: UnsafeRawBufferPointer) -> MuxEndpoint? {
+        guard let message = try? STUNMessage(parsing: Array(bytes)), let username = message.username,
+              let localUfrag = username.split(separator: ":", maxSplits: 1).first else { return nil }
+        return byUfrag[String(localUfrag)]
     }
 
     public func close() {
