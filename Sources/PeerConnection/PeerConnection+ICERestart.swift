@@ -16,7 +16,7 @@ extension PeerConnection {
 
     /// The credentials of a description (BUNDLE: its first live m-line's, else the session's).
     func iceCredentials(of sdp: SDP.SessionDescription) -> ICECredentials? {
-        let first = sdp.media.first(where: { $0.port != 0 }) ?? sdp.media.first
+        let first = sdp.transportSection
         guard let ufrag = first?.iceUfrag ?? sdp.iceUfrag, let pwd = first?.icePwd ?? sdp.icePwd else { return nil }
         return ICECredentials(ufrag: ufrag, pwd: pwd)
     }

@@ -117,8 +117,9 @@ extension PeerConnection {
             localSetup = role == .client ? "active" : "passive"
         } else {
             localSetup = configuration.answererDTLSRole == .client ? "active" : "passive"
-            if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .active { localSetup = "passive" }
-            if offer.media.first.flatMap({ $0.setup ?? offer.setup }) == .passive { localSetup = "active" }
+            let offered = offer.transportSection?.setup ?? offer.setup
+            if offered == .active { localSetup = "passive" }
+            if offered == .passive { localSetup = "active" }
         }
         let sections = offer.media.enumerated().map { index, m in answerSection(for: m, index: index) }
         // The peer restarts ICE: so do we, with new credentials (a lite agent keeps its own when
@@ -252,7 +253,7 @@ extension PeerConnection {
 
     /// What every remote description must carry for our transport, checked before anything changes.
     func validateRemote(_ sdp: SDP.SessionDescription) throws {
-        guard let first = sdp.media.first(where: { $0.port != 0 }) ?? sdp.media.first else {
+        guard let first = sdp.transportSection else {
             throw PeerConnectionError("setRemoteDescription: the description has no m= line")
         }
         guard (first.iceUfrag ?? sdp.iceUfrag) != nil, (first.icePwd ?? sdp.icePwd) != nil else {
@@ -411,9 +412,10 @@ extension PeerConnection {
             ended = ended || m.endOfCandidates
         }
         if ended { transport.ice.endOfRemoteCandidates(now: .now) }
-        // DTLS: role from a=setup, fingerprints from the remote.
-        let offerSetup = (offer.media.first?.setup ?? offer.setup) ?? .actpass
-        let answerSetup = (answer.media.first?.setup ?? answer.setup) ?? .active
+        // DTLS: role from a=setup (of the live m-line carrying the transport: a rejected first
+        // m-line has none, and reading it made both sides DTLS clients), fingerprints from the remote.
+        let offerSetup = (offer.transportSection?.setup ?? offer.setup) ?? .actpass
+        let answerSetup = (answer.transportSection?.setup ?? answer.setup) ?? .active
         let weAreOfferer = localIsOffer
         let role: DTLSRole
         switch (offerSetup, answerSetup) {
@@ -441,4 +443,10 @@ extension PeerConnection {
         updateConnectionState()
         for t in newTracks { emit(.track(t)) }
     }
+}
+
+extension SDP.SessionDescription {
+    /// The m-section whose transport attributes count: the first one not rejected (port 0), else
+    /// the first (BUNDLE puts ICE and DTLS on a live section; a rejected one carries none).
+    var transportSection: SDP.MediaDescription? { media.first { $0.port != 0 } ?? media.first }
 }

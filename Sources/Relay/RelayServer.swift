@@ -328,8 +328,13 @@ public final class RelayServer: Sendable {
             // Weak: the session owns the pc, whose handler this is (a strong capture was a cycle
             // that kept every ended session's PeerConnection alive).
             pc.onEvent = { [weak self, weak session] event in
-                guard case .connectionStateChanged(let s) = event, let self, let session else { return }
-                self.sessionStateChanged(session, s)
+                guard let self, let session else { return }
+                switch event {
+                case .connectionStateChanged(let s): self.sessionStateChanged(session, s)
+                // Why a session failed (DTLS, TURN) belongs in the operator's log.
+                case .error(let why): self.log("serve: \(session.role.rawValue) \(session.id): \(why)")
+                default: break
+                }
             }
             log("serve: \(role.rawValue) \(id) for \(key) from \(remote)")
             _ = self.loop.schedule(at: .now.advanced(by: self.connectTimeout)) { [weak self, weak session] in
