@@ -261,7 +261,8 @@ extension PeerConnection {
         }
     }
 
-    /// The remote offer's m-lines with no transceiver of ours (loop thread): each gets a new one
+    /// The remote offer's m-lines with no transceiver of ours (loop thread, JSEP §5.10): each
+    /// takes our first unassociated addTrack transceiver of its kind, or else gets a new one
     /// like W3C's "recvonly" (the app may widen it). A recycled m-line is new in this sense:
     /// its new mid names no transceiver.
     func associateTransceivers(with offer: SDP.SessionDescription) {
@@ -269,6 +270,11 @@ extension PeerConnection {
             let mid = m.mid ?? String(index)
             guard !transceiverList.contains(where: { $0.mid == mid }) else { continue }
             let kind: MediaKind = m.kind == "audio" ? .audio : .video
+            if m.port != 0, let t = transceiverList.first(where: { $0.kind == kind && $0.createdByAddTrack && $0.mid == nil && !$0.isStopped }) {
+                t.mid = mid
+                negotiation.matchedByRemoteOffer.append(t)
+                continue
+            }
             let t = makeTransceiver(kind, TransceiverInit(direction: configuration.remoteTransceiverDirection), codecs: nil)
             t.mid = mid
             negotiation.madeByRemoteOffer.append(t)

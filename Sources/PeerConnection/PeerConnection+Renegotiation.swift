@@ -12,6 +12,8 @@ struct NegotiationState {
     var stableRemote: (sdp: SDP.SessionDescription, type: SdpType, description: SessionDescription)?
     /// Transceivers the pending remote offer created; a remote rollback removes them.
     var madeByRemoteOffer: [RtpTransceiver] = []
+    /// Our addTrack transceivers the pending remote offer gave a mid; a remote rollback takes it back.
+    var matchedByRemoteOffer: [RtpTransceiver] = []
     /// Stopped transceivers whose m-line the last answer rejected: gone from `transceivers` once stable.
     var stopNegotiated: [RtpTransceiver] = []
     /// Every mid either side ever put in a description: a recycled m-line gets a new one (JSEP §5.2.2).
@@ -94,6 +96,7 @@ extension PeerConnection {
             negotiation.stableRemote = (remoteSDP, remoteType, d)
         }
         negotiation.madeByRemoteOffer = []
+        negotiation.matchedByRemoteOffer = []
         removeStoppedTransceivers()
         negotiation.fired = false
         updateNegotiationNeeded()
@@ -146,6 +149,8 @@ extension PeerConnection {
         transceiverList.removeAll { t in made.contains { $0 === t } }
         snapshot.withLock { $0.transceivers = transceiverList }
         negotiation.madeByRemoteOffer = []
+        for t in negotiation.matchedByRemoteOffer { t.mid = nil }
+        negotiation.matchedByRemoteOffer = []
         rolledBack()
     }
 

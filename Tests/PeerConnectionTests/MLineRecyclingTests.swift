@@ -43,7 +43,7 @@ func decodedFrames(_ t: RtpTransceiver) throws -> FrameLog {
     return log
 }
 
-@Suite("m-line recycling (JSEP §5.2.2)")
+@Suite("m-line recycling and addTrack matching (JSEP §5.2.2, §5.10)")
 struct MLineRecyclingTests {
     @Test("stop, renegotiate, addTrack: the offer reuses the rejected m-line with a new mid; frames flow on it")
     func recycleInOffer() async throws {
@@ -116,6 +116,65 @@ struct MLineRecyclingTests {
         #expect(eventsA.tracks.contains { $0 === taken })
         let log = try decodedFrames(taken)
         #expect(await feed([pattern.capturer], until: [log], count: 8), "decoded \(log.all.count) frames")
+        await a.close()
+        await b.close()
+    }
+
+    @Test("the answerer's addTrack before the offer: the offer's new m-line takes that transceiver; video both ways")
+    func answererTrackMatched() async throws {
+        let a = try loopbackPeer(), b = try loopbackPeer()
+        let eventsB = EventLog(b)
+        try await a.addTransceiver(.audio)
+        try await negotiate(a, b)
+        try await a.waitConnected(timeout: .seconds(10))
+
+        let atB = PatternTrack("b"), atA = PatternTrack("a")
+        let senderB = try await b.addTrack(atB.track, codecs: [.vp8])
+        let senderA = try await a.addTrack(atA.track, codecs: [.vp8])
+        try encodeEveryFrame(senderA)
+        try encodeEveryFrame(senderB)
+        try await a.setLocalDescription()
+        try await b.setRemoteDescription(try #require(a.localDescription))
+        let ours = try #require(b.transceivers.first { $0.sender === senderB })
+        #expect(ours.mid == "1", "matched to the offer's new m-line")
+        #expect(b.transceivers.count == 2, "no extra recvonly transceiver: \(b.transceivers.map(\.kind))")
+
+        // Rolled back, the match is undone; offered again, it is made again.
+        try await b.setRemoteDescription(SessionDescription(type: .rollback, sdp: ""))
+        #expect(ours.mid == nil && b.transceivers.count == 2)
+        try await b.setRemoteDescription(try #require(a.localDescription))
+        #expect(ours.mid == "1")
+        try await b.setLocalDescription()
+        #expect(eventsB.tracks.contains { $0 === ours }, "the track event names our transceiver")
+        eventsB.clear()
+        try await a.setRemoteDescription(try #require(b.localDescription))
+        #expect(b.localDescription?.sdp.contains("a=msid:- \(senderB.trackId)") == true, "our track is in the answer")
+        #expect(ours.currentDirection == .sendrecv)
+        let theirs = try #require(a.transceivers.first { $0.sender === senderA })
+        #expect(theirs.currentDirection == .sendrecv)
+        let logA = try decodedFrames(theirs), logB = try decodedFrames(ours)
+        #expect(await feed([atA.capturer, atB.capturer], until: [logA, logB], count: 8),
+                "decoded at a: \(logA.all.count), at b: \(logB.all.count)")
+        #expect(await eventually(timeout: .milliseconds(300)) { eventsB.negotiationNeeded > 0 } == false,
+                "nothing left to negotiate for b once its track went out in the answer")
+        await a.close()
+        await b.close()
+    }
+
+    @Test("a transceiver from addTransceiver is not matched to a remote offer's m-line")
+    func addTransceiverNotMatched() async throws {
+        let a = try loopbackPeer(), b = try loopbackPeer()
+        let mine = try await b.addTransceiver(.video)
+        try await a.addTransceiver(.video)
+        try await negotiate(a, b)
+        #expect(mine.mid == nil && mine.currentDirection == nil)
+        #expect(b.transceivers.count == 2)
+        let made = try #require(b.transceivers.first { $0 !== mine })
+        #expect(made.mid == "0" && made.currentDirection == .recvonly)
+        // Ours still asks for its own m-line, which b's next offer adds.
+        try await renegotiate(b, a)
+        #expect(mine.mid == "1" && mine.currentDirection == .sendonly)
+        #expect(sections(b).mids == ["0", "1"])
         await a.close()
         await b.close()
     }
