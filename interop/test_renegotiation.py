@@ -6,6 +6,8 @@ every re-offer on the same connection with answerReoffer()):
 And step by step (`swiftrtc jsep`, the test carrying the SDP between the two):
 - Swift stops its video transceiver, renegotiates, adds a new video track: its offer recycles the
   rejected m-line (same m-line count, new mid) and Chromium decodes the new track there;
+- Chromium stops its video transceiver, renegotiates and adds a new video track: Swift answers the
+  offer that recycles the m-line it had (a new transceiver with the new mid) and decodes it;
 - Swift calls addTrack, then Chromium offers a new video m-line: Swift's transceiver is matched to
   it (no extra one), and video is decoded both ways on that one m-line."""
 from __future__ import annotations
@@ -170,8 +172,21 @@ window.offerAudio = async () => {
   await waitGatheringComplete(pc);
   return pc.localDescription.sdp;
 };
-window.offerVideoToo = async () => {
+window.offerAudioVideo = async () => {
+  await window.offerAudio();
   window.pc.addTrack(window.camera.getVideoTracks()[0], window.camera);
+  await window.pc.setLocalDescription();
+  await waitGatheringComplete(window.pc);
+  return window.pc.localDescription.sdp;
+};
+window.stopVideo = async () => {
+  window.pc.getTransceivers().find((t) => t.receiver.track.kind === 'video' && !t.stopped).stop();
+  await window.pc.setLocalDescription();
+  return window.pc.localDescription.sdp;
+};
+window.offerVideoToo = async () => {
+  // A clone: the camera track may still belong to a sender that was stopped.
+  window.pc.addTrack(window.camera.getVideoTracks()[0].clone(), window.camera);
   await window.pc.setLocalDescription();
   await waitGatheringComplete(window.pc);
   return window.pc.localDescription.sdp;
@@ -217,6 +232,22 @@ def decoded(page, mid: str) -> int:
     return ((page.call("videoInbound", timeout=10) or {}).get(mid) or {}).get("framesDecoded", 0)
 
 
+def chromium_offers(swift: SwiftJSEP, page, function: str) -> tuple[str, str]:
+    """The offer page function `function` makes, Swift's answer to it (applied in Chromium)."""
+    offer = page.call(function, timeout=30)
+    answer = swift("answer", sdp=offer)["sdp"]
+    page.call("applyAnswer", answer, timeout=10)
+    return offer, answer
+
+
+def swift_offers(swift: SwiftJSEP, page, function: str = "answerReoffer") -> tuple[str, str]:
+    """Swift's offer, Chromium's answer to it from page function `function` (applied in Swift)."""
+    offer = swift("offer")["sdp"]
+    answer = page.call(function, offer, timeout=30)
+    swift("setAnswer", sdp=answer)
+    return offer, answer
+
+
 @pytest.fixture
 def swift_jsep(swift_bin, page, artifact_dir, logs):
     page.evaluate(CHROMIUM_JS)
@@ -232,22 +263,18 @@ def test_swift_recycles_stopped_video_mline_with_chromium(swift_jsep, page):
     swift = swift_jsep
     swift("addTransceiver", kind="audio", direction="sendrecv")
     swift("addTrack", kind="video")
-    first = swift("offer")["sdp"]
-    swift("setAnswer", sdp=page.call("answerOffer", first, timeout=30))
+    first, _ = swift_offers(swift, page, "answerOffer")
     swift("waitConnected")
     audio_mid, old_mid = mids_of(first)
     wait_until(lambda: decoded(page, old_mid) > 5, 20, "Chromium decoded no frame of the first video track")
 
     swift("stop", mid=old_mid)
-    stopping = swift("offer")["sdp"]
+    stopping, _ = swift_offers(swift, page)
     assert m_lines(stopping)[1].startswith("m=video 0 "), m_lines(stopping)
-    swift("setAnswer", sdp=page.call("answerReoffer", stopping, timeout=30))
     assert [t["kind"] for t in swift.transceivers()] == ["audio"], "the stopped transceiver is gone once negotiated"
 
     track = swift("addTrack", kind="video")["trackId"]
-    recycling = swift("offer")["sdp"]
-    answer = page.call("answerReoffer", recycling, timeout=30)
-    swift("setAnswer", sdp=answer)
+    recycling, answer = swift_offers(swift, page)
     assert len(m_lines(recycling)) == len(m_lines(first)) == 2, m_lines(recycling)
     new_mid = mids_of(recycling)[1]
     assert mids_of(recycling)[0] == audio_mid and new_mid not in (audio_mid, old_mid), mids_of(recycling)
@@ -271,16 +298,13 @@ def test_swift_recycles_stopped_video_mline_with_chromium(swift_jsep, page):
 @pytest.mark.timeout(90)
 def test_chromium_offer_takes_swift_added_track(swift_jsep, page):
     swift = swift_jsep
-    first = page.call("offerAudio", timeout=30)
-    page.call("applyAnswer", swift("answer", sdp=first)["sdp"], timeout=10)
+    first, _ = chromium_offers(swift, page, "offerAudio")
     swift("waitConnected")
     track = swift("addTrack", kind="video")["trackId"]
     before = swift.transceivers()
     assert [(t["kind"], t["mid"]) for t in before] == [("audio", mids_of(first)[0]), ("video", None)], before
 
-    offer = page.call("offerVideoToo", timeout=30)
-    answer = swift("answer", sdp=offer)["sdp"]
-    page.call("applyAnswer", answer, timeout=10)
+    offer, answer = chromium_offers(swift, page, "offerVideoToo")
     video_mid = mids_of(offer)[1]
     after = swift.transceivers()
     assert len(after) == 2, f"Swift's addTrack transceiver must take the offered m-line, not a new one: {after}"
@@ -292,3 +316,25 @@ def test_chromium_offer_takes_swift_added_track(swift_jsep, page):
     wait_until(lambda: swift.transceivers()[1]["framesDecoded"] > 15, 20,
                f"Swift decoded no frames of Chromium's camera on the same m-line: {swift.transceivers()}")
     assert page.call("videoInbound", timeout=10)[video_mid]["frameWidth"] == 320
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(90)
+def test_chromium_recycles_swift_stopped_mline(swift_jsep, page):
+    swift = swift_jsep
+    first, _ = chromium_offers(swift, page, "offerAudioVideo")
+    swift("waitConnected")
+    audio_mid, old_mid = mids_of(first)
+    stopping, _ = chromium_offers(swift, page, "stopVideo")
+    assert m_lines(stopping)[1].startswith("m=video 0 "), m_lines(stopping)
+    assert [t["kind"] for t in swift.transceivers()] == ["audio"], "Swift's stopped transceiver is gone once negotiated"
+
+    recycling, answer = chromium_offers(swift, page, "offerVideoToo")
+    assert len(m_lines(recycling)) == 2, f"Chromium did not recycle the m-line: {m_lines(recycling)}"
+    new_mid = mids_of(recycling)[1]
+    assert mids_of(recycling)[0] == audio_mid and new_mid not in (audio_mid, old_mid), mids_of(recycling)
+    assert mids_of(answer) == [audio_mid, new_mid] and bundle(answer) == [audio_mid, new_mid], answer
+    video = [t for t in swift.transceivers() if t["kind"] == "video"]
+    assert [(t["mid"], t["currentDirection"]) for t in video] == [(new_mid, "recvonly")], video
+    wait_until(lambda: [t for t in swift.transceivers() if t["mid"] == new_mid][0]["framesDecoded"] > 15, 20,
+               f"Swift decoded no frames of Chromium's new track on the recycled m-line: {swift.transceivers()}")
