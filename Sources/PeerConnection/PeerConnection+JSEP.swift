@@ -15,40 +15,57 @@ extension PeerConnection {
     }
 
     /// The offer (loop thread). A re-offer keeps the m-lines we have, in their order with their
-    /// mids (JSEP §5.2.2); new transceivers and the application m-line go after them.
+    /// mids (JSEP §5.2.2); a new transceiver takes the first m-line whose rejection was
+    /// negotiated (recycled, any kind, with a new mid), else goes after them with the
+    /// application m-line.
     func makeOffer() throws -> SessionDescription {
         guard !closed else { throw PeerConnectionError("createOffer: the connection is closed") }
         let current = localSDP?.media ?? []
-        var used = Set(current.enumerated().map { $1.mid ?? String($0) })
+        let currentMids = current.enumerated().map { $1.mid ?? String($0) }
+        var used = negotiation.usedMids.union(currentMids)
         used.formUnion(transceiverList.compactMap(\.mid) + [dataChannels.mid].compactMap { $0 })
+        // New: not stopped and not in the current m-lines (a mid from an earlier, unapplied createOffer is kept).
+        let new = transceiverList.filter { t in !t.isStopped && t.mid.map { !currentMids.contains($0) } ?? true }
         var next = 0
-        for t in transceiverList where t.mid == nil && !t.isStopped {
+        for t in new where t.mid == nil {
             while used.contains(String(next)) { next += 1 }
             t.mid = String(next)
             used.insert(String(next))
         }
+        var waiting = new[...]
         var sections: [LocalMediaSection] = []
-        var placed = Set<String>()
         for (index, m) in current.enumerated() {
-            let mid = m.mid ?? String(index)
-            placed.insert(mid)
+            let mid = currentMids[index]
             if m.kind == "application", mid == dataChannels.mid, let data = offeredDataSection(usedMids: &used) {
                 sections.append(data)
             } else if let t = transceiverList.first(where: { $0.mid == mid }) {
+                sections.append(offerSection(for: t))
+            } else if isRecyclable(index: index, mid: mid), let t = waiting.popFirst() {
                 sections.append(offerSection(for: t))
             } else {
                 sections.append(LocalMediaSection(kind: m.kind, mid: mid, rejected: true, proto: m.proto, direction: .inactive,
                                                   codecs: [], extensions: [], sender: nil, rawFormats: m.formats))
             }
         }
-        for t in transceiverList where t.mid.map({ !placed.contains($0) }) == true { sections.append(offerSection(for: t)) }
-        if dataChannels.mid.map({ !placed.contains($0) }) ?? true, let data = offeredDataSection(usedMids: &used) {
+        for t in waiting { sections.append(offerSection(for: t)) }
+        if dataChannels.mid.map({ !currentMids.contains($0) }) ?? true, let data = offeredDataSection(usedMids: &used) {
             sections.append(data)
         }
         localSetup = "actpass"
         if iceRestartWanted { pendingCredentials = pendingCredentials ?? .random() }
         return SessionDescription(type: .offer, sdp: writeSDP(sessionParameters(credentials: pendingCredentials ?? credentials),
                                                               sections: sections, bundle: true))
+    }
+
+    /// Whether m-line `index` (mid `mid`, no transceiver of ours) may be recycled: it is rejected
+    /// (port 0) in the current local or remote description of the last completed negotiation.
+    func isRecyclable(index: Int, mid: String) -> Bool {
+        guard !transceiverList.contains(where: { $0.mid == mid }), mid != dataChannels.mid else { return false }
+        return [negotiation.stableLocal?.sdp, negotiation.stableRemote?.sdp].contains { sdp in
+            guard let sdp, index < sdp.media.count else { return false }
+            let m = sdp.media[index]
+            return (m.mid ?? String(index)) == mid && m.port == 0
+        }
     }
 
     /// One transceiver's m-line in our offer: what was negotiated if it was (payload types and
@@ -208,6 +225,7 @@ extension PeerConnection {
         }
         localSDP = parsed
         localType = description.type
+        negotiation.usedMids.formUnion(mids(of: parsed))
         sessionVersion += 1
         if transport == nil { try startTransport(controlling: description.type == .offer) } else { applyLocalCredentials(parsed) }
         if description.type == .answer { try finishNegotiation(local: parsed, remote: remoteSDP, localIsOffer: false) }
@@ -223,20 +241,13 @@ extension PeerConnection {
             throw PeerConnectionError("setRemoteDescription: \(error)")
         }
         try validateRemote(parsed)
+        if description.type == .offer { try validateRemoteOffer(parsed) }
         // Glare: an offer while ours is out rolls ours back (W3C implicit rollback, perfect negotiation).
         if description.type == .offer, signalingState == .haveLocalOffer { try rollbackLocal() }
         switch (description.type, signalingState) {
         case (.offer, .stable), (.offer, .haveRemoteOffer):
             setSignaling(.haveRemoteOffer)
-            for (index, m) in parsed.media.enumerated() where m.kind == "audio" || m.kind == "video" {
-                let mid = m.mid ?? String(index)
-                if !transceiverList.contains(where: { $0.mid == mid }) {
-                    // A new m-line gets a transceiver like W3C's "recvonly" one; the app may widen it.
-                    let t = makeTransceiver(m.kind == "audio" ? .audio : .video, TransceiverInit(direction: configuration.remoteTransceiverDirection), codecs: nil)
-                    t.mid = mid
-                    negotiation.madeByRemoteOffer.append(t)
-                }
-            }
+            associateTransceivers(with: parsed)
         case (.answer, .haveLocalOffer), (.pranswer, .haveLocalOffer):
             setSignaling(.stable)
         default:
@@ -244,10 +255,59 @@ extension PeerConnection {
         }
         remoteSDP = parsed
         remoteType = description.type
+        negotiation.usedMids.formUnion(mids(of: parsed))
         snapshot.withLock { $0.remoteDescription = description }
         if description.type == .answer || description.type == .pranswer, let localSDP {
             try finishNegotiation(local: localSDP, remote: parsed, localIsOffer: true)
             negotiationFinished()
+        }
+    }
+
+    /// The remote offer's m-lines with no transceiver of ours (loop thread, JSEP §5.10): each
+    /// takes our first unassociated addTrack transceiver of its kind, or else gets a new one
+    /// like W3C's "recvonly" (the app may widen it). A recycled m-line is new in this sense:
+    /// its new mid names no transceiver.
+    func associateTransceivers(with offer: SDP.SessionDescription) {
+        for (index, m) in offer.media.enumerated() where m.kind == "audio" || m.kind == "video" {
+            let mid = m.mid ?? String(index)
+            guard !transceiverList.contains(where: { $0.mid == mid }) else { continue }
+            let kind: MediaKind = m.kind == "audio" ? .audio : .video
+            if m.port != 0, let t = transceiverList.first(where: { $0.kind == kind && $0.createdByAddTrack && $0.mid == nil && !$0.isStopped }) {
+                t.mid = mid
+                negotiation.matchedByRemoteOffer.append(t)
+                continue
+            }
+            let t = makeTransceiver(kind, TransceiverInit(direction: configuration.remoteTransceiverDirection), codecs: nil)
+            t.mid = mid
+            negotiation.madeByRemoteOffer.append(t)
+        }
+    }
+
+    func mids(of sdp: SDP.SessionDescription) -> [String] {
+        sdp.media.enumerated().map { $1.mid ?? String($0) }
+    }
+
+    /// A remote offer keeps every m-line of the current negotiation in its place (JSEP §5.2.2):
+    /// only one rejected in the current descriptions may come back with a new mid (recycled).
+    func validateRemoteOffer(_ offer: SDP.SessionDescription) throws {
+        let theirs = mids(of: offer)
+        if let duplicate = Dictionary(grouping: theirs, by: { $0 }).first(where: { $1.count > 1 })?.key {
+            throw PeerConnectionError("setRemoteDescription: mid \(duplicate) is on more than one m-line")
+        }
+        guard let current = negotiation.stableLocal?.sdp else { return }
+        let ours = mids(of: current)
+        guard theirs.count >= ours.count else {
+            throw PeerConnectionError("setRemoteDescription: the offer has \(theirs.count) m-lines, the current session \(ours.count); m-lines cannot be removed, only rejected")
+        }
+        for (index, mid) in ours.enumerated() where theirs[index] != mid {
+            let rejected = current.media[index].port == 0
+                || negotiation.stableRemote.map { index < $0.sdp.media.count && $0.sdp.media[index].port == 0 } == true
+            guard rejected else {
+                throw PeerConnectionError("setRemoteDescription: m-line \(index) has mid \(theirs[index]) in the offer but \(mid) in the session; only a rejected m-line may take a new mid")
+            }
+            guard !ours.contains(theirs[index]) else {
+                throw PeerConnectionError("setRemoteDescription: m-line \(index) recycles mid \(theirs[index]), which m-line \(ours.firstIndex(of: theirs[index]) ?? 0) already has")
+            }
         }
     }
 
@@ -334,6 +394,7 @@ extension PeerConnection {
             let wasReceiving = t.currentDirection?.receives == true
             defer { if t.currentDirection?.receives == true, !wasReceiving { newTracks.append(t) } }
             if m.port == 0 {
+                if !negotiation.stopNegotiated.contains(where: { $0 === t }) { negotiation.stopNegotiated.append(t) }
                 t.markStopped()
                 t.currentDirection = .inactive
                 t.negotiatedCodecs = []

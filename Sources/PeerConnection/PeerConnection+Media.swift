@@ -22,16 +22,24 @@ extension PeerConnection {
     /// W3C `addTrack`: a sendrecv transceiver carrying `track`.
     @discardableResult
     public func addTrack(_ track: VideoTrack, streamIds: [String] = [], codecs: [RtpCodecCapability]? = nil) async throws -> RtpSender {
-        let t = try await addTransceiver(.video, TransceiverInit(direction: .sendrecv, streamIds: streamIds), codecs: codecs)
-        t.sender.replaceTrack(track)
-        return t.sender
+        try await addTrackTransceiver(.video, streamIds: streamIds, codecs: codecs) { $0.replaceTrack(track) }
     }
 
     @discardableResult
     public func addTrack(_ track: AudioTrack, streamIds: [String] = []) async throws -> RtpSender {
-        let t = try await addTransceiver(.audio, TransceiverInit(direction: .sendrecv, streamIds: streamIds))
-        t.sender.replaceTrack(track)
-        return t.sender
+        try await addTrackTransceiver(.audio, streamIds: streamIds, codecs: nil) { $0.replaceTrack(track) }
+    }
+
+    /// A sendrecv transceiver for addTrack, marked so a remote offer can match it (JSEP §5.10).
+    private func addTrackTransceiver(_ kind: MediaKind, streamIds: [String], codecs: [RtpCodecCapability]?,
+                                     attach: @escaping @Sendable (RtpSender) -> Void) async throws -> RtpSender {
+        try await loop.submit { [self] in
+            guard !closed else { throw PeerConnectionError("addTrack: the connection is closed") }
+            let t = makeTransceiver(kind, TransceiverInit(direction: .sendrecv, streamIds: streamIds), codecs: codecs)
+            t.createdByAddTrack = true
+            attach(t.sender)
+            return t.sender
+        }
     }
 
     /// Creates the encode and decode streams the negotiation calls for (loop thread).

@@ -12,6 +12,12 @@ struct NegotiationState {
     var stableRemote: (sdp: SDP.SessionDescription, type: SdpType, description: SessionDescription)?
     /// Transceivers the pending remote offer created; a remote rollback removes them.
     var madeByRemoteOffer: [RtpTransceiver] = []
+    /// Our addTrack transceivers the pending remote offer gave a mid; a remote rollback takes it back.
+    var matchedByRemoteOffer: [RtpTransceiver] = []
+    /// Stopped transceivers whose m-line the last answer rejected: gone from `transceivers` once stable.
+    var stopNegotiated: [RtpTransceiver] = []
+    /// Every mid either side ever put in a description: a recycled m-line gets a new one (JSEP §5.2.2).
+    var usedMids: Set<String> = []
 }
 
 /// Renegotiation (JSEP §5.2.2/§5.3.2): `negotiationneeded`, implicit `setLocalDescription()`,
@@ -90,8 +96,28 @@ extension PeerConnection {
             negotiation.stableRemote = (remoteSDP, remoteType, d)
         }
         negotiation.madeByRemoteOffer = []
+        negotiation.matchedByRemoteOffer = []
+        removeStoppedTransceivers()
         negotiation.fired = false
         updateNegotiationNeeded()
+    }
+
+    /// Transceivers whose stop was negotiated leave the list (as browsers do); their m-lines stay
+    /// in the descriptions, rejected, until a new transceiver recycles them. The others keep
+    /// their m-line indices: those belong to the descriptions, not to this list.
+    func removeStoppedTransceivers() {
+        let mids = localSDP.map(mids(of:)) ?? []
+        // Also those stopped before any description carried them.
+        let gone = negotiation.stopNegotiated + transceiverList.filter { $0.isStopped && $0.mid.map { !mids.contains($0) } ?? true }
+        negotiation.stopNegotiated = []
+        guard !gone.isEmpty else { return }
+        transceiverList.removeAll { t in gone.contains { $0 === t } }
+        for t in gone {
+            if let mid = t.mid, byMid[mid] === t { byMid[mid] = nil }
+            t.sender.transport = nil
+        }
+        bySSRC = bySSRC.filter { _, t in !gone.contains { $0 === t } }
+        snapshot.withLock { $0.transceivers = transceiverList }
     }
 
     /// `setLocalDescription(.rollback)`: our pending offer is dropped; mids it gave out are free again.
@@ -123,6 +149,8 @@ extension PeerConnection {
         transceiverList.removeAll { t in made.contains { $0 === t } }
         snapshot.withLock { $0.transceivers = transceiverList }
         negotiation.madeByRemoteOffer = []
+        for t in negotiation.matchedByRemoteOffer { t.mid = nil }
+        negotiation.matchedByRemoteOffer = []
         rolledBack()
     }
 

@@ -31,6 +31,9 @@ public final class RtpTransceiver: @unchecked Sendable {
     public let sender: RtpSender
     public let receiver: RtpReceiver
     var mLineIndex: Int?
+    /// Made by `addTrack` (not `addTransceiver`): a remote offer's new m-line of this kind may take
+    /// it over while it has no mid (JSEP §5.10).
+    var createdByAddTrack = false
     /// Negotiated rtx payload type → the payload type it repairs (loop thread).
     var rtxAssociations: [UInt8: UInt8] = [:]
     /// The peer's RTX SSRC → the SSRC it repairs, from its `a=ssrc-group:FID` (loop thread).

@@ -17,6 +17,7 @@ commands:
   devices  list cameras with their formats and controls (--json)
   photo    take a still from a camera with exposure, ISO, white balance, zoom, torch, focus settings
   probe    offer audio+video to a WHIP-style URL, send raw RTP, report what returns
+  jsep     one PeerConnection driven by JSON lines on stdin (scripted negotiation tests)
 """
 
 let argv = Array(CommandLine.arguments.dropFirst())
@@ -30,6 +31,7 @@ do {
     case "signal": code = try await SignalCommand.run(Array(argv.dropFirst()))
     case "p2p": code = try await P2PCommand.run(Array(argv.dropFirst()))
     case "probe": code = try await ProbeCommand.run(Array(argv.dropFirst()))
+    case "jsep": code = try await JSEPCommand.run(Array(argv.dropFirst()))
     case "publish": code = try await PublishCommand.run(Array(argv.dropFirst()))
     case "devices": code = try await DevicesCommand.run(Array(argv.dropFirst()))
     case "photo": code = try await PhotoCommand.run(Array(argv.dropFirst()))
