@@ -78,7 +78,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "RTP", "DTLS", "SRTP", "Transport",
+        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media", "HTTP", "SDP"]),

@@ -312,7 +312,7 @@ final class MediaTransport: @unchecked Sendable {
     private func rearmTimer() {
         if let timerID { loop.cancelTimer(timerID) }
         timerID = nil
-        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()] + relays.map { $0.client.pollTimeout() }).compactMap { $0 }
+        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()] + relays.map { $0.pollTimeout() }).compactMap { $0 }
         guard let next = deadlines.min() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
@@ -321,7 +321,7 @@ final class MediaTransport: @unchecked Sendable {
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
             self.dataChannels?.handleTimeout(now: now)
-            for relay in self.relays { relay.client.handleTimeout(now: now) }
+            for relay in self.relays { relay.handleTimeout(now: now) }
             self.pump()
         }
     }
