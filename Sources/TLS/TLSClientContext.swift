@@ -135,6 +135,9 @@ public enum TLSSession {
         let first = ERR_get_error()
         ERR_clear_error()
         guard first != 0 else { return "unknown TLS error" }
+        // OpenSSL 3 keeps errno for system errors (a file that cannot be opened) in the code.
+        let code = swiftrtc_ERR_system_errno(first)
+        if code != 0 { return String(cString: strerror(code)) }
         if let reason = ERR_reason_error_string(first) { return String(cString: reason) }
         return "OpenSSL error \(first)"
     }
