@@ -49,7 +49,7 @@ extension MediaTransport {
         for server in servers {
             let sameFamily = io.localAddresses.filter { $0.isIPv4 == server.address.isIPv4 }
             guard let base = sameFamily.first(where: { $0.isLoopback == server.address.isLoopback }) ?? sameFamily.first else {
-                onTURNError?("TURN server \(server.address): no local socket of its address family", false)
+                setupFailed("TURN server \(server.address): no local socket of its address family")
                 continue
             }
             var config = TURNConfiguration(server: server.address, username: server.username, password: server.password)
@@ -57,24 +57,30 @@ extension MediaTransport {
             let relay = RelayAllocation(client: TURNClient(configuration: config), base: base, url: server.url)
             if config.transport.isStream {
                 do throws(TURNSetupError) {
-                    // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
-                    do { relay.stream = try TCPStream(connectTo: server.address) } catch { throw TURNSetupError(error.description) }
                     if config.transport == .tls {
                         // The handshake runs on the loop like the rest; the Allocate waits in it.
+                        // Made first: a CA file that does not load needs no connection to tell.
                         do {
                             relay.tls = try TLSClient(host: server.url.host, display: server.url.host,
                                                       trust: TLSTrust(caFile: server.tlsCAFile), now: .now)
                         } catch { throw TURNSetupError(error.message) }
                     }
+                    // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
+                    do { relay.stream = try TCPStream(connectTo: server.address) } catch { throw TURNSetupError(error.description) }
                 } catch {
-                    relay.stream?.close()
-                    onTURNError?("TURN server \(server.url): \(error.reason)", false)
+                    setupFailed("TURN server \(server.url): \(error.reason)")
                     continue
                 }
                 watch(relay)
             }
             relays.append(relay)
         }
+    }
+
+    /// A server that gets no allocation at all: reported now, and kept for the relay-only failure.
+    private func setupFailed(_ reason: String) {
+        relaySetupErrors.append(reason)
+        onTURNError?(reason, false)
     }
 
     /// Reads the TCP stream on the loop: whole frames go to the client core.

@@ -43,6 +43,8 @@ final class MediaTransport: @unchecked Sendable {
 
     /// TURN allocations (see MediaTransport+TURN.swift).
     var relays: [RelayAllocation] = []
+    /// Why servers got no allocation at all (no TCP connection, a TLS set-up error).
+    var relaySetupErrors: [String] = []
     /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
     var gatherHosts = true
     var gatheringStarted = false
@@ -83,7 +85,10 @@ final class MediaTransport: @unchecked Sendable {
         }
         for relay in relays { relay.client.start(now: now) }
         if !gatherHosts, relays.isEmpty {
-            onTURNError?("iceTransportPolicy relay, but no usable turn: server: there is nothing to gather", true)
+            // The servers' own errors say more than "none left", when there were servers.
+            let reason = relaySetupErrors.isEmpty ? "iceTransportPolicy relay, but no usable turn: server: there is nothing to gather"
+                                                  : relaySetupErrors.joined(separator: "; ")
+            onTURNError?(reason, true)
         }
         finishGatheringIfSettled(now: now)
         pump()

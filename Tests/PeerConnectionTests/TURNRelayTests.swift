@@ -137,6 +137,28 @@ import Transport
         #expect(try #require(a.localDescription).sdp.contains(" typ relay") == false)
         await a.close()
     }
+
+    /// A server that never gets an allocation (no TCP connection; a CA file that does not load)
+    /// is the relay-only connection's failure, in its own words.
+    @Test("a TURN server that cannot be set up fails the relay-only connection with why")
+    func setupErrorsAreTheFailure() async throws {
+        // Bound and not listening: a connection to it is refused.
+        let (unlistened, port) = try boundTCPSocket()
+        defer { close(unlistened) }
+        let refused = try loopbackPeer {
+            $0.iceServers = [IceServer(urls: ["turn:127.0.0.1:\(port)?transport=tcp"], username: "u", credential: "p")]
+            $0.iceTransportPolicy = .relay
+        }
+        await expectFailsAtOnce(refused, "connection failed: TURN server turn:127.0.0.1:\(port)?transport=tcp: cannot connect TCP to 127.0.0.1:\(port): Connection refused")
+        await refused.close()
+
+        let badCA = try loopbackPeer {
+            $0.iceServers = [IceServer(urls: ["turns:127.0.0.1:\(port)"], username: "u", credential: "p", tlsCAFile: "/nonexistent/ca.pem")]
+            $0.iceTransportPolicy = .relay
+        }
+        await expectFailsAtOnce(badCA, "connection failed: TURN server turns:127.0.0.1:\(port)?transport=tcp: cannot load the CA certificates in /nonexistent/ca.pem: No such file or directory")
+        await badCA.close()
+    }
 }
 
 /// A TCP listener on 127.0.0.1 that accepts one connection, reads what comes, then answers
@@ -148,19 +170,12 @@ final class TCPAnswerer: Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init(_ reply: Reply) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        guard bound, listen(listener, 1) == 0 else {
+        let (listener, port) = try boundTCPSocket()
+        guard listen(listener, 1) == 0 else {
             close(listener)
-            throw TransportError("cannot listen on 127.0.0.1")
+            throw TransportError("cannot listen on 127.0.0.1:\(port)")
         }
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
         Thread.detachNewThread { [self] in
             let connection = accept(listener, nil, nil)
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -182,4 +197,21 @@ final class TCPAnswerer: Sendable {
         guard done.wait(timeout: .now() + 5) == .success else { return nil }
         return count.withLock { $0 }
     }
+}
+
+/// A TCP socket bound to 127.0.0.1 on a port of the kernel's choosing.
+func boundTCPSocket() throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard fd >= 0, bound else {
+        close(fd)
+        throw TransportError("cannot bind a TCP socket on 127.0.0.1")
+    }
+    return (fd, UInt16(bigEndian: address.sin_port))
 }
