@@ -43,12 +43,12 @@ final class MediaTransport: @unchecked Sendable {
 
     /// TURN allocations (see MediaTransport+TURN.swift).
     var relays: [RelayAllocation] = []
-    /// Why servers got no allocation at all (no TCP connection, a TLS set-up error).
-    var relaySetupErrors: [String] = []
     /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
     var gatherHosts = true
     var gatheringStarted = false
     var iceGatheringFinished = false
+    /// Why TURN servers got no allocation at all (no TCP connection, a TLS set-up error).
+    var relaySetupErrors: [String] = []
     /// After `close`: waiting for the servers to answer Refresh(0) (a 438 needs one retry).
     var lingerTimer: Int?
     private(set) var socketsClosed = false
