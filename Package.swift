@@ -50,8 +50,11 @@ let package = Package(
         // Data channels: DCEP and the usrsctp association glue.
         .target(name: "SCTP", dependencies: ["CUsrSCTP"]),
 
+        // TLS client: the shared SSL_CTX per trust setting, and a sans-I/O memory-BIO client
+        // (TURN over TLS); the HTTP client runs the same sessions over its socket.
+        .target(name: "TLS", dependencies: ["COpenSSL"]),
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
-        .target(name: "HTTP", dependencies: ["COpenSSL"]),
+        .target(name: "HTTP", dependencies: ["COpenSSL", "TLS"]),
         .target(name: "Transport", dependencies: ["STUN", "CShim"]),
         // WebSocket (RFC 6455), sans-I/O: handshake, frames, messages, closing.
         .target(name: "WebSocket", dependencies: ["COpenSSL"]),
@@ -75,7 +78,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "RTP", "DTLS", "SRTP", "Transport",
+        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
         .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media", "HTTP", "SDP"]),
@@ -94,6 +97,7 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
         .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),

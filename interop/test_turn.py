@@ -1,6 +1,7 @@
 """TURN (RFC 8656) against coturn: Swift connects to aiortc and to Chromium only through relay candidates.
 
-coturn (Debian `coturn`) is started here on 127.0.0.1 with a static user. The direct path is
+coturn (Debian `coturn`) is started here on 127.0.0.1 with a static user (and, for turns:, a TLS
+listener with a server certificate from a throwaway CA made here with the openssl CLI). The direct path is
 blocked twice: each peer gathers relay candidates only (`--ice-transport-policy relay` on the
 Swift side, RTCIceTransportPolicy "relay" on aiortc's), and, inside the private network
 namespace interop/run.sh makes, an nftables table drops every UDP datagram on loopback that
@@ -36,21 +37,65 @@ def udp_port_free(port: int) -> bool:
             return False
 
 
+def tcp_accepts(port: int) -> bool:
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def make_test_pki(directory: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate it signed for localhost and 127.0.0.1: (ca, cert, key)."""
+    require(shutil.which("openssl") is not None, "openssl not found (apt-get install -y openssl)")
+    ca, ca_key = directory / "turn-ca.pem", directory / "turn-ca.key"
+    cert, key, csr = directory / "turn-server.pem", directory / "turn-server.key", directory / "turn-server.csr"
+    ext = directory / "turn-server.ext"
+    ext.write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    for args in (["req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=SwiftRTC interop TURN CA",
+                  "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"],
+                 ["req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+                 ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
+                  "-extfile", ext]):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, timeout=30)
+    return ca, cert, key
+
+
+class TurnServer(tuple):
+    """(address, port, process), as the tests unpack it; with TLS also `tls_port` and `ca_file`."""
+    tls_port: int | None = None
+    ca_file: Path | None = None
+
+
+#: Indirect parameter of `turn_server`: a TLS listener too (turns:).
+TLS = {"tls": True}
+
+
 @pytest.fixture
 def turn_server(request, artifact_dir, logs):
-    """coturn on a free port; indirect parametrization adds command-line options."""
-    extra = list(getattr(request, "param", []))
+    """coturn on a free port; indirect parametrization adds command-line options (a list), or
+    `TLS` (a dict: {"tls": True, "args": [...]}) a TLS listener on a second port."""
+    param = getattr(request, "param", [])
+    tls = isinstance(param, dict) and param.get("tls", False)
+    extra = list(param.get("args", []) if isinstance(param, dict) else param)
     binary = shutil.which("turnserver")
     require(binary is not None, "turnserver not found (apt-get install -y coturn; it is in the Makefile's APT_PACKAGES)")
     port = free_port()
     while not udp_port_free(port):
         port = free_port()
+    tls_args, tls_port, ca = ["--no-tls"], None, None
+    if tls:
+        ca, cert, key = make_test_pki(artifact_dir)
+        tls_port = free_port()
+        while tls_port == port:
+            tls_port = free_port()
+        tls_args = ["--tls-listening-port", str(tls_port), "--cert", str(cert), "--pkey", str(key)]
     # -n: not Debian's /etc/turnserver.conf (it logs to syslog); the log goes to turnserver.out.
     # stdbuf: line-buffered, so the session lines are there when the test reads them.
     stdbuf = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
     args = [*stdbuf, binary, "-n", "-v", "--lt-cred-mech", "--user", f"{USER}:{PASSWORD}",
             "--user", f"{PEER_USER}:{PASSWORD}", "--realm", REALM,
-            "--no-tls", "--no-dtls", "--listening-ip", "127.0.0.1", "--listening-port", str(port),
+            *tls_args, "--no-dtls", "--listening-ip", "127.0.0.1", "--listening-port", str(port),
             "--relay-ip", "127.0.0.1", "--min-port", str(RELAY_PORTS[0]), "--max-port", str(RELAY_PORTS[1]),
             # Both peers' relayed addresses are on 127.0.0.1: coturn refuses loopback peers otherwise.
             "--allow-loopback-peers", "--no-cli", "--log-file", "stdout",
@@ -58,12 +103,14 @@ def turn_server(request, artifact_dir, logs):
     proc = ManagedProcess(args, artifact_dir / "turnserver.out")
     logs.append(("turnserver output", proc.text))
     deadline = time.monotonic() + 10
-    while udp_port_free(port):
+    while udp_port_free(port) or (tls_port is not None and not tcp_accepts(tls_port)):
         if proc.proc.poll() is not None or time.monotonic() > deadline:
             proc.close()
-            pytest.fail(f"turnserver did not start on 127.0.0.1:{port}:\n{proc.text()[-2000:]}")
+            pytest.fail(f"turnserver did not start on 127.0.0.1:{port} (TLS: {tls_port}):\n{proc.text()[-2000:]}")
         time.sleep(0.05)
-    yield f"127.0.0.1:{port}", port, proc
+    server = TurnServer((f"127.0.0.1:{port}", port, proc))
+    server.tls_port, server.ca_file = tls_port, ca
+    yield server
     proc.close()
 
 
@@ -151,9 +198,11 @@ def candidate_types(sdp: str) -> set[str]:
     return {line.split(" typ ")[1].split()[0] for line in sdp.splitlines() if line.startswith("a=candidate:")}
 
 
-def turn_args(turn_address: str, password: str = PASSWORD, transport: str = "udp") -> list[str]:
-    return ["--ice-server", f"turn:{turn_address}?transport={transport}", "--ice-username", USER,
-            "--ice-credential", password, "--ice-transport-policy", "relay"]
+def turn_args(turn_address: str, password: str = PASSWORD, transport: str = "udp", ca_file: Path | None = None) -> list[str]:
+    """Relay-only through `turn_address`; `transport` "tls" means a turns: URL (address = the TLS listener)."""
+    url = f"turns:{turn_address}?transport=tcp" if transport == "tls" else f"turn:{turn_address}?transport={transport}"
+    ca = ["--ice-ca-file", str(ca_file)] if ca_file else []
+    return ["--ice-server", url, "--ice-username", USER, "--ice-credential", password, *ca, "--ice-transport-policy", "relay"]
 
 
 def probe_through_turn(binary, answerer, name: str, turn_address: str, artifact_dir, logs, duration: float = 3,
@@ -174,14 +223,17 @@ def probe_through_turn(binary, answerer, name: str, turn_address: str, artifact_
 
 @pytest.mark.swift_offerer
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("transport", ["udp", "tcp"])
+@pytest.mark.parametrize("transport, turn_server", [("udp", []), ("tcp", []), ("tls", TLS)], indirect=["turn_server"],
+                         ids=["udp", "tcp", "tls"])
 def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, need_aiortc, turn_server,
                                                  direct_path_blocked, artifact_dir, logs):
-    """`transport`: how Swift reaches coturn (aiortc always uses UDP); relayed traffic is UDP either way."""
+    """`transport`: how Swift reaches coturn (aiortc always uses UDP); relayed traffic is UDP either way.
+    tls: turns:localhost:PORT, the certificate checked against the test CA (--ice-ca-file) and the name."""
     turn_address, _, turn_proc = turn_server
     answerer = relay_answerer(turn_address)
-    code, output, samples = probe_through_turn(swift_probe_bin, answerer, "aiortc", turn_address, artifact_dir, logs,
-                                               transport=transport)
+    swift_address = f"localhost:{turn_server.tls_port}" if transport == "tls" else turn_address
+    code, output, samples = probe_through_turn(swift_probe_bin, answerer, "aiortc", swift_address, artifact_dir, logs,
+                                               transport=transport, ca_file=turn_server.ca_file)
     offer = next((l for l in answerer.log if l.startswith("offer:")), "")
     answer = next((l for l in answerer.log if l.startswith("answer:")), "")
     # Both sides offered relay candidates only: no host path to fall back on.
@@ -190,6 +242,11 @@ def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, nee
     assert code == 0, f"swiftrtc probe exited {code}:\n{output[-3000:]}"
     report = load_probe_json(artifact_dir / "probe.json", output)
     assert report["selectedLocalCandidateType"] == "relay", report
+    # W3C relayProtocol and url of the selected local (relay) candidate.
+    assert report["selectedLocalRelayProtocol"] == transport, report
+    expected_url = (f"turns:{swift_address}?transport=tcp" if transport == "tls"
+                    else f"turn:{turn_address}?transport={transport}")
+    assert report["selectedLocalCandidateUrl"] == expected_url, report
     assert growing(samples, lambda s: s["packetsReceived"].get("audio")), samples
     assert growing(samples, lambda s: s["packetsReceived"].get("video")), samples
     check_probe_json(report)
@@ -197,12 +254,16 @@ def test_swift_and_aiortc_connect_through_coturn(transport, swift_probe_bin, nee
     assert report["transport"]["turnChannelDataSent"] > 100, report["transport"]
     assert report["transport"]["turnChannelDataReceived"] > 100, report["transport"]
     assert report["transport"]["turnAllocationsOverTCP"] == (1 if transport == "tcp" else 0), report["transport"]
+    assert report["transport"]["turnAllocationsOverTLS"] == (1 if transport == "tls" else 0), report["transport"]
     # coturn's side of our allocation: challenged, allocated, permission and channel, released on close.
     released = f"refreshed, realm=<{REALM}>, username=<{USER}>, lifetime=0"
     session = swift_session_log(turn_proc, released)
     for line in ["incoming packet ALLOCATE processed, success", "incoming packet CREATE_PERMISSION processed, success",
                  "incoming packet CHANNEL_BIND processed, success", released]:
         assert line in session, f"coturn did not log {line!r} for our user:\n{session}"
+    if transport == "tls":
+        # coturn's session line names the TLS version and cipher it negotiated with us.
+        assert f"username=<{USER}>, lifetime=600, cipher=" in session and "method=TLSv1." in session, session
     if direct_path_blocked is not None:
         write_json(artifact_dir / "nft.json", {"directUDPDropped": direct_path_blocked()})
 
@@ -219,6 +280,29 @@ def test_wrong_turn_password_fails_clearly(swift_probe_bin, need_aiortc, turn_se
     expected = f"TURN server {turn_address} rejected the credentials for user {USER} (401 Unauthorized)"
     assert expected in output, f"no clear error in:\n{output[-3000:]}"
     assert elapsed < 15, f"the failure took {elapsed:.1f} s to show: it should not wait for ICE timeouts"
+
+
+@pytest.mark.swift_offerer
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("turn_server", [TLS], indirect=True)
+def test_untrusted_turns_certificate_fails_clearly(swift_probe_bin, need_aiortc, turn_server, artifact_dir, logs):
+    """Without --ice-ca-file the test CA is not trusted: the handshake fails, there is no relay candidate."""
+    turn_address, _, turn_proc = turn_server
+    tls_address = f"127.0.0.1:{turn_server.tls_port}"
+    answerer = relay_answerer(turn_address)
+    started = time.monotonic()
+    code, output, _ = probe_through_turn(swift_probe_bin, answerer, "aiortc", tls_address, artifact_dir, logs,
+                                         duration=1, sample=lambda: {}, transport="tls")
+    elapsed = time.monotonic() - started
+    assert code == 1, f"probe with an untrusted turns: certificate exited {code}:\n{output[-3000:]}"
+    expected = (f"TURN server {tls_address}: TLS handshake with 127.0.0.1 failed: "
+                "certificate verify failed (unable to get local issuer certificate)")
+    assert expected in output, f"no clear error in:\n{output[-3000:]}"
+    assert elapsed < 15, f"the failure took {elapsed:.1f} s to show: it should not wait for ICE timeouts"
+    offer = next((l for l in answerer.log if l.startswith("offer:")), "")
+    assert "relay" not in candidate_types(offer), f"a relay candidate without a trusted TURN server:\n{offer}"
+    # coturn never saw an Allocate from us: nothing was sent before the certificate was checked.
+    assert swift_session_log(turn_proc, "ALLOCATE", timeout=0.5) == "", turn_proc.text()[-3000:]
 
 
 @pytest.mark.swift_offerer

@@ -55,6 +55,8 @@ static inline int swiftrtc_hmac_sha1(const swiftrtc_hmac_sha1_key *k, const void
 
 // TLS client (Sources/HTTP): macros over SSL_ctrl / SSL_CTX_ctrl and SSL_OP_BIT options.
 static inline long swiftrtc_SSL_set_tlsext_host_name(SSL *s, const char *name) { return SSL_set_tlsext_host_name(s, name); }
+// OpenSSL 3 puts errno in the code of a system error (ERR_SYSTEM_ERROR); 0 for other errors.
+static inline int swiftrtc_ERR_system_errno(unsigned long e) { return ERR_SYSTEM_ERROR(e) ? (int)(e & ERR_SYSTEM_MASK) : 0; }
 static inline long swiftrtc_SSL_CTX_set_tls_client_mode(SSL_CTX *c) { return SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER); }
 // A peer closing without close_notify reads as end of stream; HTTP framing catches truncation.
 static inline uint64_t swiftrtc_SSL_CTX_set_tls_client_options(SSL_CTX *c) { return SSL_CTX_set_options(c, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION); }

@@ -14,6 +14,8 @@ struct TURNServerEntry: Sendable {
     var address: SocketAddress
     var username: String
     var password: String
+    /// turns: only: a CA file trusted besides the system store.
+    var tlsCAFile: String?
 }
 
 /// `Configuration.iceServers` parsed and resolved once, when the PeerConnection is made.
@@ -25,7 +27,7 @@ struct ResolvedIceServers: Sendable {
 }
 
 /// Bad URLs and TURN servers without credentials throw (as W3C's constructor does); a name that
-/// does not resolve or a transport not implemented yet is skipped and reported.
+/// does not resolve or a transport not implemented (stuns:, turns: over DTLS) is skipped and reported.
 func resolveIceServers(_ servers: [IceServer],
                        resolve: (String, UInt16) throws(TransportError) -> [SocketAddress] = Resolver.resolve)
     throws(PeerConnectionError) -> ResolvedIceServers {
@@ -39,8 +41,13 @@ func resolveIceServers(_ servers: [IceServer],
             if url.scheme.isTURN, server.username?.isEmpty ?? true || server.credential == nil {
                 throw PeerConnectionError("iceServers: \(text) needs a username and a credential")
             }
-            if url.scheme.isSecure {
-                result.problems.append("iceServers: \(text): TLS to STUN/TURN servers (stuns:, turns:) is not implemented yet; skipped")
+            if url.scheme == .stuns {
+                result.problems.append("iceServers: \(text): STUN over TLS (stuns:) is not implemented; skipped")
+                continue
+            }
+            if url.scheme == .turns, url.transport == .udp {
+                result.problems.append("iceServers: \(text): TURN over DTLS (turns: with transport=udp) is not implemented; "
+                                       + "use transport=tcp (TLS); skipped")
                 continue
             }
             let address: SocketAddress
@@ -53,7 +60,8 @@ func resolveIceServers(_ servers: [IceServer],
             }
             if url.scheme.isTURN {
                 result.turn.append(TURNServerEntry(url: url, address: address, username: server.username ?? "",
-                                                   password: server.credential ?? ""))
+                                                   password: server.credential ?? "",
+                                                   tlsCAFile: url.scheme == .turns ? server.tlsCAFile : nil))
             } else if !result.stun.contains(address) {
                 result.stun.append(address)
             }

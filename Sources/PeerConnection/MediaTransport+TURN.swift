@@ -1,5 +1,6 @@
 import ICE
 import STUN
+import TLS
 import Transport
 import TURN
 
@@ -11,13 +12,30 @@ final class RelayAllocation {
     var server: SocketAddress { client.configuration.server }
     var relayed: SocketAddress?
     var settled = false
-    /// TURN over TCP: the connection and the framing of what it carries.
+    /// TURN over TCP or TLS: the connection and the framing of what it carries.
     var stream: TCPStream?
     var framer = TURNStreamFramer()
+    /// TURN over TLS (turns:): the TLS client between the stream and the framer.
+    var tls: TLSClient?
+    /// The ICE server URL, as stats report it.
+    let url: ICEServerURL
 
-    init(client: TURNClient, base: SocketAddress) {
+    init(client: TURNClient, base: SocketAddress, url: ICEServerURL) {
         self.client = client
         self.base = base
+        self.url = url
+    }
+
+    /// W3C `relayProtocol`: how we reach the server.
+    var relayProtocol: String { client.configuration.transport.rawValue }
+
+    func pollTimeout() -> ContinuousClock.Instant? {
+        [client.pollTimeout(), tls?.pollTimeout()].compactMap { $0 }.min()
+    }
+
+    func handleTimeout(now: ContinuousClock.Instant) {
+        do throws(TLSError) { try tls?.handleTimeout(now: now) } catch { client.connectionFailed(error.message) }
+        client.handleTimeout(now: now)
     }
 }
 
@@ -31,22 +49,38 @@ extension MediaTransport {
         for server in servers {
             let sameFamily = io.localAddresses.filter { $0.isIPv4 == server.address.isIPv4 }
             guard let base = sameFamily.first(where: { $0.isLoopback == server.address.isLoopback }) ?? sameFamily.first else {
-                onTURNError?("TURN server \(server.address): no local socket of its address family", false)
+                setupFailed("TURN server \(server.address): no local socket of its address family")
                 continue
             }
             var config = TURNConfiguration(server: server.address, username: server.username, password: server.password)
-            config.transport = server.url.transport == .tcp ? .tcp : .udp
-            let relay = RelayAllocation(client: TURNClient(configuration: config), base: base)
-            if config.transport == .tcp {
-                // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
-                do { relay.stream = try TCPStream(connectTo: server.address) } catch {
-                    onTURNError?("TURN server \(server.url): \(error)", false)
+            config.transport = server.url.scheme == .turns ? .tls : server.url.transport == .tcp ? .tcp : .udp
+            let relay = RelayAllocation(client: TURNClient(configuration: config), base: base, url: server.url)
+            if config.transport.isStream {
+                do throws(TURNSetupError) {
+                    if config.transport == .tls {
+                        // The handshake runs on the loop like the rest; the Allocate waits in it.
+                        // Made first: a CA file that does not load needs no connection to tell.
+                        do {
+                            relay.tls = try TLSClient(host: server.url.host, display: server.url.host,
+                                                      trust: TLSTrust(caFile: server.tlsCAFile), now: .now)
+                        } catch { throw TURNSetupError(error.message) }
+                    }
+                    // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
+                    do { relay.stream = try TCPStream(connectTo: server.address) } catch { throw TURNSetupError(error.description) }
+                } catch {
+                    setupFailed("TURN server \(server.url): \(error.reason)")
                     continue
                 }
                 watch(relay)
             }
             relays.append(relay)
         }
+    }
+
+    /// A server that gets no allocation at all: reported now, and kept for the relay-only failure.
+    private func setupFailed(_ reason: String) {
+        relaySetupErrors.append(reason)
+        onTURNError?(reason, false)
     }
 
     /// Reads the TCP stream on the loop: whole frames go to the client core.
@@ -62,19 +96,33 @@ extension MediaTransport {
                     if case .closed = result { closed = true }
                     break
                 }
+                let received = Array(buffer[0..<n])
+                let bytes: [UInt8]
+                if let tls = relay.tls {
+                    do throws(TLSError) { bytes = try tls.receive(received) } catch {
+                        relay.client.connectionFailed(error.message)
+                        closed = true
+                        break
+                    }
+                } else {
+                    bytes = received
+                }
                 do {
-                    for frame in try relay.framer.append(Array(buffer[0..<n])) {
+                    for frame in try relay.framer.append(bytes) {
                         relay.client.handleDatagram(frame, now: .now)
                     }
                 } catch {
                     closed = true   // not TURN framing: nothing after it can be trusted
                     break
                 }
+                if relay.tls?.state == .closed { closed = true; break }
             }
             if closed {
-                self.loop.unregister(fd: stream.fd)
-                stream.close()
+                if let tls = relay.tls {
+                    do throws(TLSError) { try tls.streamEnded() } catch { relay.client.connectionFailed(error.message) }
+                }
                 relay.client.connectionClosed()
+                self.closeStream(relay)   // with TLS's alert, if the handshake failed
             }
             if self.lingerTimer != nil {
                 self.flush(relay)
@@ -98,11 +146,22 @@ extension MediaTransport {
 
     func flush(_ relay: RelayAllocation) {
         while let datagram = relay.client.pollTransmit() {
-            if let stream = relay.stream {
-                stream.send(datagram)
-            } else {
+            guard relay.client.configuration.transport.isStream else {
                 io.send(datagram, from: relay.base, to: relay.server)
+                continue
             }
+            if let tls = relay.tls {
+                do throws(TLSError) { try tls.send(datagram) } catch {
+                    relay.client.connectionFailed(error.message)
+                }
+            } else {
+                relay.stream?.send(datagram)
+            }
+        }
+        // Handshake messages and records, what the client sent or the TLS engine answered.
+        if let tls = relay.tls, let stream = relay.stream {
+            let output = tls.takeOutput()
+            if !output.isEmpty { stream.send(output) }
         }
     }
 
@@ -132,6 +191,7 @@ extension MediaTransport {
             bytes.withUnsafeBytes { demultiplex($0, from: peer, local: relayed) }
         case .failed(let error):
             relay.settled = true
+            closeStream(relay)
             let usable = relays.contains { $0.relayed != nil && $0.client.state == .allocated } || !relays.allSatisfy(\.settled)
             onTURNError?(error.description, !gatherHosts && !usable)
             finishGatheringIfSettled(now: now)
@@ -184,10 +244,24 @@ extension MediaTransport {
     }
 
     func closeRelayStreams() {
-        for relay in relays {
-            guard let stream = relay.stream else { continue }
-            loop.unregister(fd: stream.fd)
-            stream.close()
-        }
+        for relay in relays { closeStream(relay) }
     }
+
+    /// Ends a relay's TCP or TLS connection (close_notify first); its allocation goes with it.
+    func closeStream(_ relay: RelayAllocation) {
+        guard let stream = relay.stream else { return }
+        relay.stream = nil
+        if let tls = relay.tls {
+            tls.close()
+            stream.send(tls.takeOutput())
+        }
+        loop.unregister(fd: stream.fd)
+        stream.close()
+    }
+}
+
+/// Why a TCP or TLS connection to a TURN server could not be set up.
+private struct TURNSetupError: Error {
+    var reason: String
+    init(_ reason: String) { self.reason = reason }
 }

@@ -51,6 +51,8 @@ final class MediaTransport: @unchecked Sendable {
     var gatherHosts = true
     var gatheringStarted = false
     var iceGatheringFinished = false
+    /// Why TURN servers got no allocation at all (no TCP connection, a TLS set-up error).
+    var relaySetupErrors: [String] = []
     /// After `close`: waiting for the servers to answer Refresh(0) (a 438 needs one retry).
     var lingerTimer: Int?
     private(set) var socketsClosed = false
@@ -86,7 +88,10 @@ final class MediaTransport: @unchecked Sendable {
         }
         for relay in relays { relay.client.start(now: now) }
         if !gatherHosts, relays.isEmpty {
-            onTURNError?("iceTransportPolicy relay, but no usable turn: server: there is nothing to gather", true)
+            // The servers' own errors say more than "none left", when there were servers.
+            let reason = relaySetupErrors.isEmpty ? "iceTransportPolicy relay, but no usable turn: server: there is nothing to gather"
+                                                  : relaySetupErrors.joined(separator: "; ")
+            onTURNError?(reason, true)
         }
         finishGatheringIfSettled(now: now)
         pump()
@@ -342,7 +347,7 @@ final class MediaTransport: @unchecked Sendable {
     private func rearmTimer() {
         if let timerID { loop.cancelTimer(timerID) }
         timerID = nil
-        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()] + relays.map { $0.client.pollTimeout() }).compactMap { $0 }
+        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()] + relays.map { $0.pollTimeout() }).compactMap { $0 }
         guard let next = deadlines.min() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
@@ -351,7 +356,7 @@ final class MediaTransport: @unchecked Sendable {
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
             self.dataChannels?.handleTimeout(now: now)
-            for relay in self.relays { relay.client.handleTimeout(now: now) }
+            for relay in self.relays { relay.handleTimeout(now: now) }
             self.pump()
         }
     }

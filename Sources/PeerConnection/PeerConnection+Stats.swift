@@ -44,7 +44,12 @@ extension PeerConnection {
                 c["protocol"] = .string("udp")
                 let type = ice.localCandidateType(pair.local) ?? .prflx
                 c["candidateType"] = .string(type.rawValue)
-                if type == .relay { c["relayProtocol"] = .string("udp") }
+                if type == .relay {
+                    // W3C: how we reach the TURN server (udp, tcp, tls), and its URL.
+                    let relay = transport?.relays.first { $0.relayed == pair.local }
+                    c["relayProtocol"] = .string(relay?.relayProtocol ?? "udp")
+                    if let relay { c["url"] = .string(relay.url.description) }
+                }
                 report.add(c)
             }
             p["localCandidateId"] = .string(candidateIDs[pair.local] ?? "")
@@ -125,11 +130,17 @@ extension PeerConnection {
     /// `candidateType` of the selected pair's local candidate ("host", "srflx", "prflx",
     /// "relay"), or nil before a pair is selected.
     public func selectedLocalCandidateType() async -> String? {
+        guard case .string(let type)? = await selectedLocalCandidate()?["candidateType"] else { return nil }
+        return type
+    }
+
+    /// The `local-candidate` stats of the selected pair (for a relay: `relayProtocol`, `url`),
+    /// or nil before a pair is selected.
+    public func selectedLocalCandidate() async -> RTCStats? {
         let report = await getStats()
         guard let transport = report.ofType("transport").first,
               case .string(let pairID)? = transport["selectedCandidatePairId"],
-              case .string(let localID)? = report.stats[pairID]?["localCandidateId"],
-              case .string(let type)? = report.stats[localID]?["candidateType"] else { return nil }
-        return type
+              case .string(let localID)? = report.stats[pairID]?["localCandidateId"] else { return nil }
+        return report.stats[localID]
     }
 }

@@ -85,10 +85,14 @@ public struct IceServer: Sendable, Equatable {
     public var urls: [String]
     public var username: String?
     public var credential: String?
-    public init(urls: [String], username: String? = nil, credential: String? = nil) {
+    /// Not W3C: CA certificates (a PEM file) trusted for this server's `turns:` URLs besides the
+    /// system store, e.g. a test or private CA. The certificate must still name the URL's host.
+    public var tlsCAFile: String?
+    public init(urls: [String], username: String? = nil, credential: String? = nil, tlsCAFile: String? = nil) {
         self.urls = urls
         self.username = username
         self.credential = credential
+        self.tlsCAFile = tlsCAFile
     }
 }
 

@@ -7,14 +7,14 @@ public enum ChannelData {
         bytes.count >= 4 && (0x40...0x7F).contains(bytes[0])
     }
 
-    /// Frames `data` for `channel`. Over UDP padding is optional and we leave it out; over TCP the
-    /// message is padded to a multiple of 4 (§12.5). The length field never counts the padding.
+    /// Frames `data` for `channel`. Over UDP padding is optional and we leave it out; over TCP
+    /// and TLS the message is padded to a multiple of 4 (§12.5). The length field never counts the padding.
     public static func encode(channel: UInt16, data: [UInt8], transport: TURNTransport) -> [UInt8] {
         let length = UInt16(clamping: data.count)
         var out: [UInt8] = [UInt8(channel >> 8), UInt8(channel & 0xff), UInt8(length >> 8), UInt8(length & 0xff)]
         out.reserveCapacity(4 + data.count + 3)
         out += data.prefix(Int(length))
-        if transport == .tcp { out += [UInt8](repeating: 0, count: (4 - Int(length) % 4) % 4) }
+        if transport.isStream { out += [UInt8](repeating: 0, count: (4 - Int(length) % 4) % 4) }
         return out
     }
 

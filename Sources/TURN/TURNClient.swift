@@ -136,12 +136,24 @@ public final class TURNClient {
         }
     }
 
-    /// Over TCP: the connection to the server is gone, and with it the allocation (RFC 8656 §3.1).
+    /// Over TCP or TLS: the connection to the server is gone, and with it the allocation (RFC 8656 §3.1).
     public func connectionClosed() {
         switch state {
         case .releasing: state = .closed
         case .closed, .failed: break
-        default: enterFailed(TURNError(.connectionLost, "TURN server \(server) closed the TCP connection"))
+        default:
+            let connection = configuration.transport == .tls ? "TLS" : "TCP"
+            enterFailed(TURNError(.connectionLost, "TURN server \(server) closed the \(connection) connection"))
+        }
+    }
+
+    /// Over TLS: the handshake (the certificate included) or a record failed; `reason` says how.
+    /// The allocation, made or not, is lost with the connection.
+    public func connectionFailed(_ reason: String) {
+        switch state {
+        case .releasing: state = .closed
+        case .closed, .failed: break
+        default: enterFailed(TURNError(.tlsFailed, "TURN server \(server): \(reason)"))
         }
     }
 
@@ -230,7 +242,7 @@ public final class TURNClient {
     }
 
     func retransmitOrFail(id: [UInt8], _ transaction: Transaction, now: ContinuousClock.Instant) {
-        let reliable = configuration.transport == .tcp
+        let reliable = configuration.transport.isStream
         if !reliable, transaction.tries < configuration.maxTries {
             var t = transaction
             t.tries += 1

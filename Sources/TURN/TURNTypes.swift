@@ -1,9 +1,11 @@
 import STUN
 
-/// How the client reaches the TURN server. Over TCP there are no retransmissions and
-/// ChannelData is padded to 4 bytes (RFC 8656 §12.5).
+/// How the client reaches the TURN server. Over TCP and TLS-over-TCP (RFC 8656 §3.1) the
+/// framing is the same: no retransmissions, and ChannelData padded to 4 bytes (§12.5).
 public enum TURNTransport: String, Sendable, Hashable {
-    case udp, tcp
+    case udp, tcp, tls
+    /// A byte stream (TCP, TLS): reliable, framed by `TURNStreamFramer`.
+    public var isStream: Bool { self != .udp }
 }
 
 public struct TURNConfiguration: Sendable {
@@ -63,6 +65,8 @@ public struct TURNError: Error, Sendable, Equatable, CustomStringConvertible {
         case malformedResponse
         /// The TCP connection to the server closed or broke.
         case connectionLost
+        /// The TLS connection to the server failed: handshake, certificate, or a bad record.
+        case tlsFailed
     }
     public var kind: Kind
     public var code: Int?

@@ -7,7 +7,7 @@ enum P2PCommand {
     usage: swiftrtc p2p URL [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N]
                             [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
                             [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
-                            [--ice-server URL]... [--ice-username U] [--ice-credential P]
+                            [--ice-server URL]... [--ice-username U] [--ice-credential P] [--ice-ca-file PATH]
                             [--ice-transport-policy all|relay] [--insecure] [camera flags]
 
     A direct call with one other peer: URL is a signaling room, ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME

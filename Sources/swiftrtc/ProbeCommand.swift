@@ -113,7 +113,12 @@ enum ProbeCommand {
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows
         result["transport"] = await pc.transportStatistics()
-        result["selectedLocalCandidateType"] = await pc.selectedLocalCandidateType() ?? NSNull()
+        let local = await pc.selectedLocalCandidate()
+        func text(_ key: String) -> Any { if case .string(let value)? = local?[key] { value } else { NSNull() } }
+        result["selectedLocalCandidateType"] = text("candidateType")
+        // For a relay candidate: how we reach the TURN server (udp, tcp, tls) and its URL.
+        result["selectedLocalRelayProtocol"] = text("relayProtocol")
+        result["selectedLocalCandidateUrl"] = text("url")
         if let jsonPath {
             let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
             try data.write(to: URL(fileURLWithPath: jsonPath))

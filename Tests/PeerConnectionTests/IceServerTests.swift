@@ -15,16 +15,34 @@ import Transport
         #expect(tcp.turn.first?.url.transport == .tcp)
     }
 
+    @Test func turnsIsTURNOverTLSWithTheServersCAFile() throws {
+        let servers = [IceServer(urls: ["turns:localhost", "turns:127.0.0.1:443?transport=tcp", "turn:127.0.0.1"],
+                                 username: "u", credential: "p", tlsCAFile: "/tmp/ca.pem")]
+        let resolved = try resolveIceServers(servers)
+        #expect(resolved.problems.isEmpty)
+        #expect(resolved.turn.map(\.address) == [SocketAddress(ip: .v4(0x7f00_0001), port: 5349),
+                                                 SocketAddress(ip: .v4(0x7f00_0001), port: 443),
+                                                 SocketAddress(ip: .v4(0x7f00_0001), port: 3478)])
+        #expect(resolved.turn.map(\.url.scheme) == [.turns, .turns, .turn])
+        #expect(resolved.turn.map(\.url.transport) == [.tcp, .tcp, .udp])
+        // The host the certificate must name is the URL's, not the resolved address.
+        #expect(resolved.turn.first?.url.host == "localhost")
+        // The CA file is for TLS only.
+        #expect(resolved.turn.map(\.tlsCAFile) == ["/tmp/ca.pem", "/tmp/ca.pem", nil])
+    }
+
     @Test func unresolvableAndUnsupportedServersAreReportedNotDropped() throws {
-        let servers = [IceServer(urls: ["stun:no-such-host.invalid", "turns:127.0.0.1"],
+        let servers = [IceServer(urls: ["stun:no-such-host.invalid", "stuns:127.0.0.1", "turns:127.0.0.1?transport=udp"],
                                  username: "u", credential: "p")]
         let resolved = try resolveIceServers(servers, resolve: { host, _ throws(TransportError) in
             throw TransportError("cannot resolve \"\(host)\": Name or service not known")
         })
         #expect(resolved.stun.isEmpty && resolved.turn.isEmpty)
-        #expect(resolved.problems.count == 2)
-        #expect(resolved.problems[0] == "iceServers: stun:no-such-host.invalid: cannot resolve \"no-such-host.invalid\": Name or service not known; skipped")
-        #expect(resolved.problems[1] == "iceServers: turns:127.0.0.1: TLS to STUN/TURN servers (stuns:, turns:) is not implemented yet; skipped")
+        #expect(resolved.problems == [
+            "iceServers: stun:no-such-host.invalid: cannot resolve \"no-such-host.invalid\": Name or service not known; skipped",
+            "iceServers: stuns:127.0.0.1: STUN over TLS (stuns:) is not implemented; skipped",
+            "iceServers: turns:127.0.0.1?transport=udp: TURN over DTLS (turns: with transport=udp) is not implemented; use transport=tcp (TLS); skipped",
+        ])
     }
 
     @Test func badURLsAndMissingCredentialsThrow() {

@@ -1,6 +1,9 @@
+import Foundation
+import Glibc
 import ICE
 import PeerConnection
 import STUN
+import Synchronization
 import Testing
 import Transport
 
@@ -94,18 +97,121 @@ import Transport
         let server = try MiniTURNServer()
         defer { server.stop() }
         let a = try relayPeer(server, password: "wrong")
-        _ = try await a.addTransceiver(.audio)
-        try await a.setLocalDescription(try await a.createOffer())
+        await expectFailsAtOnce(a, "connection failed: TURN server \(server.address) rejected the credentials for user u (401 Unauthorized)")
+        await a.close()
+    }
+
+    /// Offers, gathers, and expects the connection to fail within 2 s with `message`.
+    func expectFailsAtOnce(_ a: PeerConnection, _ message: String, sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            _ = try await a.addTransceiver(.audio)
+            try await a.setLocalDescription(try await a.createOffer())
+        } catch {
+            Issue.record("cannot offer: \(error)", sourceLocation: sourceLocation)
+        }
         let started = ContinuousClock.now
         await a.waitForGatheringComplete(timeout: .seconds(5))
         do {
             try await a.waitConnected(timeout: .seconds(5))
-            Issue.record("connected with a wrong password")
+            Issue.record("connected, but expected: \(message)", sourceLocation: sourceLocation)
         } catch {
-            #expect("\(error)" == "connection failed: TURN server \(server.address) rejected the credentials for user u (401 Unauthorized)")
+            #expect("\(error)" == message, sourceLocation: sourceLocation)
         }
-        #expect(ContinuousClock.now - started < .seconds(2))
-        #expect(a.peerConnectionState == .failed)
+        #expect(ContinuousClock.now - started < .seconds(2), sourceLocation: sourceLocation)
+        #expect(a.peerConnectionState == .failed, sourceLocation: sourceLocation)
+    }
+
+    /// turns: to a TCP server that answers the ClientHello with something that is not TLS, or
+    /// hangs up: the handshake error is the relay-only connection's failure, at once.
+    @Test("turns: to a server that does not speak TLS fails the relay-only connection with the handshake's error",
+          arguments: [TCPAnswerer.Reply.garbage, .hangUp])
+    func turnsHandshakeFailureFailsClearly(_ reply: TCPAnswerer.Reply) async throws {
+        let server = try TCPAnswerer(reply)
+        let a = try loopbackPeer {
+            $0.iceServers = [IceServer(urls: ["turns:127.0.0.1:\(server.port)?transport=tcp"], username: "u", credential: "p")]
+            $0.iceTransportPolicy = .relay
+        }
+        let reason = reply == .hangUp ? "connection closed by the server" : "wrong version number"
+        await expectFailsAtOnce(a, "connection failed: TURN server 127.0.0.1:\(server.port): TLS handshake with 127.0.0.1 failed: \(reason)")
+        #expect((server.received() ?? 0) > 0, "no ClientHello reached the server")
+        #expect(try #require(a.localDescription).sdp.contains(" typ relay") == false)
         await a.close()
     }
+
+    /// A server that never gets an allocation (no TCP connection; a CA file that does not load)
+    /// is the relay-only connection's failure, in its own words.
+    @Test("a TURN server that cannot be set up fails the relay-only connection with why")
+    func setupErrorsAreTheFailure() async throws {
+        // Bound and not listening: a connection to it is refused.
+        let (unlistened, port) = try boundTCPSocket()
+        defer { close(unlistened) }
+        let refused = try loopbackPeer {
+            $0.iceServers = [IceServer(urls: ["turn:127.0.0.1:\(port)?transport=tcp"], username: "u", credential: "p")]
+            $0.iceTransportPolicy = .relay
+        }
+        await expectFailsAtOnce(refused, "connection failed: TURN server turn:127.0.0.1:\(port)?transport=tcp: cannot connect TCP to 127.0.0.1:\(port): Connection refused")
+        await refused.close()
+
+        let badCA = try loopbackPeer {
+            $0.iceServers = [IceServer(urls: ["turns:127.0.0.1:\(port)"], username: "u", credential: "p", tlsCAFile: "/nonexistent/ca.pem")]
+            $0.iceTransportPolicy = .relay
+        }
+        await expectFailsAtOnce(badCA, "connection failed: TURN server turns:127.0.0.1:\(port)?transport=tcp: cannot load the CA certificates in /nonexistent/ca.pem: No such file or directory")
+        await badCA.close()
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that accepts one connection, reads what comes, then answers
+/// `reply` and closes.
+final class TCPAnswerer: Sendable {
+    enum Reply: Sendable { case garbage, hangUp }
+    let port: UInt16
+    private let count = Mutex(0)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ reply: Reply) throws {
+        let (listener, port) = try boundTCPSocket()
+        guard listen(listener, 1) == 0 else {
+            close(listener)
+            throw TransportError("cannot listen on 127.0.0.1:\(port)")
+        }
+        self.port = port
+        Thread.detachNewThread { [self] in
+            let connection = accept(listener, nil, nil)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            count.withLock { $0 = max(0, n) }
+            if reply == .garbage {
+                let text = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".utf8)
+                _ = text.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            close(connection)
+            close(listener)
+            done.signal()
+        }
+    }
+
+    /// Bytes the first read got (the ClientHello), once the exchange is over; nil if no client
+    /// came within 5 s (the accept thread then stays blocked until the process ends).
+    func received() -> Int? {
+        guard done.wait(timeout: .now() + 5) == .success else { return nil }
+        return count.withLock { $0 }
+    }
+}
+
+/// A TCP socket bound to 127.0.0.1 on a port of the kernel's choosing.
+func boundTCPSocket() throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard fd >= 0, bound else {
+        close(fd)
+        throw TransportError("cannot bind a TCP socket on 127.0.0.1")
+    }
+    return (fd, UInt16(bigEndian: address.sin_port))
 }

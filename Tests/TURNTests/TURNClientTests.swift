@@ -131,8 +131,10 @@ import Testing
         #expect(c.drainEvents() == [.failed(TURNError(.timeout, "TURN server 127.0.0.1:3478 did not answer the Allocate request (7 tries)"))])
     }
 
-    @Test func tcpSendsOnceAndPadsChannelData() throws {
-        var config = TURNConfiguration(server: FakeTURNServer.address, username: "u", password: "p", transport: .tcp)
+    /// TLS (turns:) frames as TCP does (RFC 8656 §3.1, §12.5): one try, padded ChannelData.
+    @Test(arguments: [TURNTransport.tcp, .tls])
+    func streamTransportsSendOnceAndPadChannelData(_ transport: TURNTransport) throws {
+        var config = TURNConfiguration(server: FakeTURNServer.address, username: "u", password: "p", transport: transport)
         config.reliableTimeout = .seconds(10)
         let c = TURNClient(configuration: config)
         c.start(now: t0)
@@ -141,7 +143,9 @@ import Testing
         c.handleTimeout(now: t0 + .seconds(10))
         #expect(c.pollTransmit() == nil)
         #expect(c.state == .failed)
-        #expect(ChannelData.encode(channel: 0x4000, data: [1, 2, 3, 4, 5], transport: .tcp) == [0x40, 0, 0, 5, 1, 2, 3, 4, 5, 0, 0, 0])
+        #expect(transport.isStream && !TURNTransport.udp.isStream)
+        #expect(ChannelData.encode(channel: 0x4000, data: [1, 2, 3, 4, 5], transport: transport) == [0x40, 0, 0, 5, 1, 2, 3, 4, 5, 0, 0, 0])
+        #expect(ChannelData.encode(channel: 0x4000, data: [1, 2, 3, 4], transport: transport) == [0x40, 0, 0, 4, 1, 2, 3, 4])
         #expect(ChannelData.encode(channel: 0x4000, data: [1, 2, 3, 4, 5], transport: .udp) == [0x40, 0, 0, 5, 1, 2, 3, 4, 5])
     }
 
@@ -150,6 +154,22 @@ import Testing
         c.connectionClosed()
         #expect(c.drainEvents() == [.failed(TURNError(.connectionLost, "TURN server 127.0.0.1:3478 closed the TCP connection"))])
         #expect(!c.send([1], to: peer, now: t0))
+    }
+
+    @Test func failedTLSFailsTheAllocationWithTheReason() throws {
+        let config = TURNConfiguration(server: FakeTURNServer.address, username: "u", password: "p", transport: .tls)
+        let c = TURNClient(configuration: config)
+        c.start(now: t0)
+        _ = c.drain()
+        let reason = "TLS handshake with turn.test failed: certificate verify failed (self-signed certificate)"
+        c.connectionFailed(reason)
+        #expect(c.drainEvents() == [.failed(TURNError(.tlsFailed, "TURN server 127.0.0.1:3478: \(reason)"))])
+        #expect(c.pollTimeout() == nil)
+        c.connectionClosed()   // the stream's end after that adds nothing
+        #expect(c.drainEvents().isEmpty)
+        let fresh = TURNClient(configuration: config)
+        fresh.connectionClosed()
+        #expect(fresh.drainEvents() == [.failed(TURNError(.connectionLost, "TURN server 127.0.0.1:3478 closed the TLS connection"))])
     }
 
     @Test func permissionThenIndicationsThenChannelData() throws {
