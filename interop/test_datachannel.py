@@ -301,6 +301,9 @@ def check_probe_report(report: dict) -> None:
     # We offered, the peer answered a=setup:active: we are the DTLS server, our ids are odd.
     assert report["id"] % 2 == 1, report
     assert report["maxMessageSize"] == 262144, report
+    # 100 messages of up to 256 KiB overfill the 4 MiB queue: each wait ends on bufferedamountlow
+    # as the peer's SACKs drain it below the 1 MiB threshold.
+    assert report["queueFullWaits"] >= 1 and report["bufferedAmountLowEvents"] >= report["queueFullWaits"], report
 
 
 @pytest.mark.swift_offerer

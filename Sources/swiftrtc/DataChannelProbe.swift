@@ -5,9 +5,12 @@ import SwiftRTC
 /// each expected back from the peer intact and in order.
 struct DataChannelProbe {
     var id = 0, sent = 0, echoed = 0, ok = false, seconds = 0.0, maxMessageSize = 0
+    /// Times the sender waited for the 4 MiB queue to drain, and bufferedamountlow events that ended a wait.
+    var queueFullWaits = 0, bufferedAmountLowEvents = 0
 
     var json: [String: Any] {
-        ["id": id, "sent": sent, "echoed": echoed, "ok": ok, "seconds": seconds, "maxMessageSize": maxMessageSize]
+        ["id": id, "sent": sent, "echoed": echoed, "ok": ok, "seconds": seconds, "maxMessageSize": maxMessageSize,
+         "queueFullWaits": queueFullWaits, "bufferedAmountLowEvents": bufferedAmountLowEvents]
     }
 
     /// The bytes every message is cut from (made once: a per-byte loop per message would
@@ -36,10 +39,12 @@ struct DataChannelProbe {
         let started = ContinuousClock.now
         channel.bufferedAmountLowThreshold = 1 << 20
         for i in 0..<count {
-            // W3C flow control: at most 4 MiB waiting in our queue.
+            // W3C flow control: at most 4 MiB waiting in our queue, sending again on bufferedamountlow.
+            if channel.bufferedAmount > 4 << 20 { report.queueFullWaits += 1 }
             while channel.bufferedAmount > 4 << 20 {
                 guard let event = await events.next() else { throw PeerConnectionError("the data channel closed while sending") }
                 if case .error(let why) = event { throw PeerConnectionError(why) }
+                if case .bufferedAmountLow = event { report.bufferedAmountLowEvents += 1 }
             }
             try channel.send(message(i, count: count, limit: limit))
             report.sent += 1
