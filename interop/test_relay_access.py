@@ -284,10 +284,10 @@ def test_hostile_clients_do_not_stall_viewers(swift_bin, artifact_dir, logs):
     """While a stream plays: 256 slow connections from one address (127.0.0.2, sending a header
     byte now and then) and a 2,000-m-line offer. The slow client gets its share of connections
     and 503 beyond it, others' requests are still served, the offer gets 400 at once, and the
-    viewer's frame rate stays up (640x360@30; status lines once a second)."""
+    viewer's frame rate stays up (1280x720@30, decoded; status lines once a second)."""
     relay = Relay(swift_bin, artifact_dir / "relay.log")
     logs.append(("relay output", relay.text))
-    pub = SwiftRun(swift_bin, "publish", [relay.whip_url("live", "busy"), "--source", "testsrc", "--size", "640x360",
+    pub = SwiftRun(swift_bin, "publish", [relay.whip_url("live", "busy"), "--source", "testsrc", "--size", "1280x720",
                                           "--duration", "16"], artifact_dir, "publish")
     slow: list[socket.socket] = []
     try:
