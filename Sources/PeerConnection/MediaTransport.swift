@@ -16,9 +16,10 @@ final class MediaTransport: @unchecked Sendable {
     // order, and with hundreds of connections on a relay each extra cache line is a miss.
     let io: PacketIO
     let ice: ICEAgent
-    private(set) var srtp: SRTPSession?
-    /// TURN allocations (see MediaTransport+TURN.swift).
-    var relays: [RelayAllocation] = []
+    private(set) var srtp: SRTPSession? { didSet { ForwardingEpoch.bump() } }
+    /// TURN allocations (see MediaTransport+TURN.swift). With any, forwarded packets leave
+    /// one by one (`queueForwarded`), not from a forwarding snapshot.
+    var relays: [RelayAllocation] = [] { didSet { ForwardingEpoch.bump() } }
     private(set) var counters = TransportCounters()
     let loop: EventLoop
     let certificate: DTLSCertificate
@@ -239,6 +240,19 @@ final class MediaTransport: @unchecked Sendable {
         return true
     }
 
+    /// What the forwarding fast path sends with when it can skip this transport per packet
+    /// (`RtpForwardingTarget`): the keys, the shared socket and the selected remote address.
+    /// Nil when packets must come through `queueForwarded` (closed, no keys or path yet, TURN,
+    /// a socket of our own). Any change to these bumps `ForwardingEpoch`.
+    func forwardingPath() -> (srtp: SRTPSession, socket: UDPSocket, remote: SocketAddress)? {
+        guard !closed, relays.isEmpty, let srtp, let (_, remote) = ice.selectedPair, let socket = io.batchSocket else { return nil }
+        return (srtp, socket, remote)
+    }
+
+    /// Fast-path packets counted as sent (they are counted here in bulk, not one by one).
+    func noteForwarded(_ packets: Int) { counters.rtpSent += packets }
+    func noteForwardingSRTPError() { counters.srtpErrors += 1 }
+
     /// Protects and sends a compound RTCP packet; any thread.
     func sendRTCP(_ packet: [UInt8]) {
         guard loop.inLoop else {
@@ -311,6 +325,8 @@ final class MediaTransport: @unchecked Sendable {
     }
 
     private func handle(_ event: ICEEvent) {
+        // Any ICE event may come with a new selected pair (or none): forwarding snapshots are remade.
+        ForwardingEpoch.bump()
         if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
             dtls.start(now: .now)
         }
@@ -318,6 +334,7 @@ final class MediaTransport: @unchecked Sendable {
     }
 
     private func handle(_ event: DTLSEvent) {
+        defer { ForwardingEpoch.bump() }
         switch event {
         case .connected(let keys, _):
             if let keys {
@@ -375,6 +392,7 @@ final class MediaTransport: @unchecked Sendable {
         }
         releaseRelays()
         closed = true
+        ForwardingEpoch.bump()
         congestion.close()
         ice.close()
         if let timerID { loop.cancelTimer(timerID) }

@@ -140,9 +140,15 @@ public final class RtpSender: @unchecked Sendable {
     /// apply it to the encoder.
     var onParametersChanged: (@Sendable (RtpSendParameters) -> Void)?
     private let nextSequence = Mutex<UInt16>(UInt16.random(in: 0...UInt16.max))
-    weak var transport: MediaTransport?
-    var midExtensionID: UInt8?
-    var mid: String? { didSet { midBytes = mid.map { Array($0.utf8) } ?? [] } }
+    // Everything a forwarding snapshot (`forwardingTarget`) copies bumps `ForwardingEpoch` when set.
+    weak var transport: MediaTransport? { didSet { ForwardingEpoch.bump() } }
+    var midExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
+    var mid: String? {
+        didSet {
+            midBytes = mid.map { Array($0.utf8) } ?? []
+            ForwardingEpoch.bump()
+        }
+    }
     /// `mid` as the extension element carries it (made once, not per packet).
     private var midBytes: [UInt8] = []
     /// The fast path's last payload type (loop thread).
@@ -152,7 +158,10 @@ public final class RtpSender: @unchecked Sendable {
     /// thread at negotiation, read by the encode queue and when forwarding.
     var videoOrientationExtensionID: UInt8? {
         get { orientationID.withLock { $0 } }
-        set { orientationID.withLock { $0 = newValue } }
+        set {
+            orientationID.withLock { $0 = newValue }
+            ForwardingEpoch.bump()
+        }
     }
     private let transportCCID = Mutex<UInt8?>(nil)
     /// The id of the transport-wide sequence number extension on this m-line (nil: not
@@ -160,7 +169,10 @@ public final class RtpSender: @unchecked Sendable {
     /// so the numbers follow the order on the wire (retransmissions and forwards included).
     var transportCCExtensionID: UInt8? {
         get { transportCCID.withLock { $0 } }
-        set { transportCCID.withLock { $0 = newValue } }
+        set {
+            transportCCID.withLock { $0 = newValue }
+            ForwardingEpoch.bump()
+        }
     }
     /// RTCP feedback about what this sender sends (NACK, PLI, FIR, REMB, TWCC, receiver reports).
     /// Called on the connection's loop thread.
@@ -350,6 +362,47 @@ public final class RtpSender: @unchecked Sendable {
             if newType { $0.payloadTypes.insert(patch.payloadType) }
         }
         return true
+    }
+
+    /// A snapshot of what `forward(_:sequenceNumber:…into:)` reads of this sender and its
+    /// transport, for a forwarder that sends to many senders per packet from a flat array
+    /// (`RtpForwardingTarget.send`): nothing here is touched per packet then. Valid until
+    /// `ForwardingEpoch.current` changes; `owners` must be kept alive as long as it is used.
+    /// Nil when this sender's packets must take `forward(_:…into:)` (no keys or path yet,
+    /// TURN, transport-wide sequence numbers to stamp, a mid over 16 bytes). Loop thread.
+    public func forwardingTarget() -> (target: RtpForwardingTarget, owners: [AnyObject])? {
+        guard transportCCExtensionID == nil, let transport, let path = transport.forwardingPath(),
+              midBytes.count <= 16 else { return nil }
+        var target = RtpForwardingTarget(ssrc: ssrc, srtp: Unmanaged.passUnretained(path.srtp),
+                                         socket: Unmanaged.passUnretained(path.socket))
+        if mid != nil, let id = midExtensionID {
+            target.midID = id
+            target.midLength = UInt8(midBytes.count)
+            withUnsafeMutableBytes(of: &target.mid) { $0.copyBytes(from: midBytes) }
+        }
+        target.orientationID = videoOrientationExtensionID ?? 0
+        guard target.setName(path.remote) else { return nil }
+        return (target, [path.srtp, path.socket, self])
+    }
+
+    /// Packets sent from a forwarding snapshot, counted in bulk: as `forward(_:…into:)`
+    /// counts each (packets, plaintext bytes, payload type; the transport's RTP sent).
+    public func noteForwarded(packets: Int, bytes: Int, payloadType: UInt8) {
+        guard packets > 0 else { return }
+        let newType = payloadType != lastForwardedPayloadType
+        lastForwardedPayloadType = payloadType
+        counters.withLock {
+            $0.packets += packets
+            $0.bytes += bytes
+            if newType { $0.payloadTypes.insert(payloadType) }
+        }
+        transport?.noteForwarded(packets)
+    }
+
+    /// A packet a forwarding snapshot could not send: dropped, as `forward(_:…into:)` counts it.
+    public func noteForwardingFailure(srtp: Bool) {
+        counters.withLock { $0.dropped += 1 }
+        if srtp { transport?.noteForwardingSRTPError() }
     }
 
     /// Resends a packet this sender sent before (its plaintext bytes from the history): on the

@@ -50,6 +50,14 @@ extension RTPHeaderView {
     /// Nil when `out` is too small. No allocation.
     public func write(_ patch: RTPHeaderPatch, rtxOriginalSequence: UInt16? = nil,
                       into out: UnsafeMutableRawBufferPointer) -> Written? {
+        patch.mid.withUnsafeBytes { mid in write(patch, mid: mid, rtxOriginalSequence: rtxOriginalSequence, into: out) }
+    }
+
+    /// The same, with the mid element's value taken from `mid` (`patch.mid` is not read): a
+    /// forwarder that keeps each destination's mid inline in a flat record writes from there,
+    /// without an array per destination.
+    public func write(_ patch: RTPHeaderPatch, mid: UnsafeRawBufferPointer, rtxOriginalSequence: UInt16? = nil,
+                      into out: UnsafeMutableRawBufferPointer) -> Written? {
         // The elements to write: (id, data length, source offset of the data or -1 for mid, -2 for zeros).
         var ids: (UInt8, UInt8, UInt8) = (0, 0, 0)
         var lengths: (Int, Int, Int) = (0, 0, 0)
@@ -63,7 +71,7 @@ extension RTPHeaderView {
             }
             count += 1
         }
-        if let id = patch.midID { add(id, patch.mid.count, -1) }
+        if let id = patch.midID { add(id, mid.count, -1) }
         if let output = patch.orientationID, let sourceID = patch.orientationSourceID, let r = extensionRange(id: sourceID) {
             add(output, r.count, r.lowerBound)
         }
@@ -120,7 +128,7 @@ extension RTPHeaderView {
                     pos += 2
                 }
                 switch e.source {
-                case -1: patch.mid.withUnsafeBytes { m in if let b = m.baseAddress { (dst + pos).copyMemory(from: b, byteCount: e.length) } }
+                case -1: if let b = mid.baseAddress { (dst + pos).copyMemory(from: b, byteCount: e.length) }
                 case -2: (dst + pos).initializeMemory(as: UInt8.self, repeating: 0, count: e.length); ccOffset = pos
                 default: (dst + pos).copyMemory(from: src + e.source, byteCount: e.length)
                 }

@@ -17,16 +17,18 @@ final class RelaySession: @unchecked Sendable {
     let stream: String
     let remoteAddress: String
     let created = ContinuousClock.now
-    var connected = false
+    /// Whether media goes to it (a player) or comes from it; changing it remakes the
+    /// streams' forwarding tables.
+    var connected = false { didSet { ForwardingEpoch.bump() } }
     /// Player only: per kind, our sender on this player's connection and the payload type the
     /// player numbered the publisher's codec with.
     func route(_ kind: MediaKind) -> (RtpSender, UInt8)? { kind == .video ? videoRoute : audioRoute }
     private var audioRoute: (RtpSender, UInt8)?
     private var videoRoute: (RtpSender, UInt8)?
-    /// Player only: per kind, what the relay keeps about the stream it sends this player
-    /// (stored properties, not a dictionary: touched per packet).
-    private var audioOutput = PlayerOutput()
-    private var videoOutput = PlayerOutput()
+    /// Player only: per kind (audio, video), what the relay keeps about the stream it sends
+    /// this player. Its own allocation at a fixed address: a stream's forwarding table points
+    /// here, so a forwarded packet touches this and the table, not the session.
+    let outputs: UnsafeMutablePointer<PlayerOutput>
     /// Player only: this player's PLIs and FIRs (a repeated FIR number is one request).
     var keyframeRequests: KeyframeRequestTracker?
 
@@ -37,14 +39,21 @@ final class RelaySession: @unchecked Sendable {
         self.pc = pc
         self.stream = stream
         self.remoteAddress = remoteAddress
+        outputs = .allocate(capacity: 2)
+        outputs.initialize(repeating: PlayerOutput(), count: 2)
+    }
+
+    deinit {
+        outputs.deinitialize(count: 2)
+        outputs.deallocate()
     }
 
     func output<R>(_ kind: MediaKind, _ body: (inout PlayerOutput) -> R) -> R {
-        switch kind {
-        case .audio: return body(&audioOutput)
-        case .video: return body(&videoOutput)
-        }
+        body(&outputs[kind == .audio ? 0 : 1])
     }
+
+    /// Where `output(kind)` lives (for the forwarding table).
+    func outputPointer(_ kind: MediaKind) -> UnsafeMutablePointer<PlayerOutput> { outputs + (kind == .audio ? 0 : 1) }
 
     /// This player's continuous sequence number and timestamp for a source packet; nil to drop it.
     func continuous(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, kind: MediaKind, clockRate: Int,
@@ -54,6 +63,7 @@ final class RelaySession: @unchecked Sendable {
 
     /// Matches this player's negotiated codecs to what the publisher sends.
     func mapCodecs(from stream: RelayStream) {
+        defer { ForwardingEpoch.bump() }
         audioRoute = nil
         videoRoute = nil
         for t in pc.transceivers where t.currentDirection?.sends == true {
@@ -64,18 +74,22 @@ final class RelaySession: @unchecked Sendable {
     }
 }
 
-/// One player's output stream of one kind.
+/// One player's output stream of one kind. What every forwarded packet touches comes first.
 struct PlayerOutput {
     /// Sequence numbers and timestamps that continue when the stream's publisher is replaced
     /// (the player keeps its SSRC and SRTP state throughout).
     var rewriter = SourceSwitchRewriter()
+    /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
+    var packetsSent: UInt32 = 0
+    var octetsSent: UInt32 = 0
+    /// Sent from the forwarding table and not yet added to the sender's statistics
+    /// (`RtpSender.noteForwarded`): packets and their plaintext bytes.
+    var unnotedPackets = 0
+    var unnotedBytes = 0
     /// NACKed numbers resent to this player less than its RTT ago are not resent again.
     var resends = RetransmissionSuppressor()
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
-    /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
-    var packetsSent: UInt32 = 0
-    var octetsSent: UInt32 = 0
 }
 
 /// Same codec on the wire: name and clock rate, and for H.264 the packetization mode.

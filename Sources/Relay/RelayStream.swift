@@ -10,7 +10,19 @@ final class RelayStream: @unchecked Sendable {
     let app: String
     let name: String
     var publisher: RelaySession?
-    var players: [String: RelaySession] = [:]
+    var players: [String: RelaySession] = [:] { didSet { invalidateForwarding() } }
+    /// Per kind, one flat record per connected player with a route: what a forwarded packet
+    /// needs for that player (`ForwardingRecord`), so the fan-out loop walks this array and the
+    /// players' SRTP contexts instead of each player's session, sender, transport and ICE
+    /// agent. Remade when `ForwardingEpoch` moves (a player connects, a path, keys, mid or
+    /// extension ids change, codecs are mapped, a connection closes) or the players change.
+    private var videoTable: [ForwardingRecord] = []
+    private var audioTable: [ForwardingRecord] = []
+    /// What the records point at (sessions, senders, SRTP sessions, sockets), kept alive here.
+    private var tableOwners: [AnyObject] = []
+    private var tableEpoch: UInt64?
+    /// How often the tables were made (tests).
+    private(set) var tableRebuilds = 0
     /// The publisher's recent packets per kind (their plaintext bytes, as they arrived), to
     /// answer players' NACKs without copies (about one second of 720p video; audio is not NACKed
     /// by browsers but kept the same way). Resends are deduped per player (`PlayerOutput`):
@@ -97,6 +109,64 @@ final class RelayStream: @unchecked Sendable {
 
     private func history(_ kind: MediaKind) -> RTPHistory<[UInt8]> { kind == .video ? videoHistory : audioHistory }
 
+    // MARK: the forwarding table
+
+    /// The tables as they are now (made again first if anything they copy may have changed).
+    func forwardingTable(_ kind: MediaKind) -> [ForwardingRecord] {
+        refreshForwarding()
+        return kind == .video ? videoTable : audioTable
+    }
+
+    private func refreshForwarding() {
+        let epoch = ForwardingEpoch.current
+        guard epoch != tableEpoch else { return }
+        noteForwarded()
+        var video: [ForwardingRecord] = [], audio: [ForwardingRecord] = []
+        var owners: [AnyObject] = []
+        video.reserveCapacity(players.count)
+        audio.reserveCapacity(players.count)
+        for player in players.values where player.connected {
+            for kind in [MediaKind.audio, .video] {
+                guard let (sender, pt) = player.route(kind) else { continue }
+                let snapshot = sender.forwardingTarget()
+                let record = ForwardingRecord(target: snapshot?.target, sender: .passUnretained(sender),
+                                              output: player.outputPointer(kind), payloadType: pt)
+                owners.append(player)
+                owners.append(sender)
+                if let snapshot { owners.append(contentsOf: snapshot.owners) }
+                if kind == .video { video.append(record) } else { audio.append(record) }
+            }
+        }
+        videoTable = video
+        audioTable = audio
+        tableOwners = owners
+        tableEpoch = epoch
+        tableRebuilds += 1
+    }
+
+    /// The players changed: the tables go at once (they would keep a departed player alive).
+    private func invalidateForwarding() {
+        noteForwarded()
+        videoTable = []
+        audioTable = []
+        tableOwners = []
+        tableEpoch = nil
+    }
+
+    /// Adds what the tables sent since last time to each sender's statistics (in bulk: the
+    /// per-packet loop does not touch the senders).
+    private func noteForwarded() {
+        for table in [audioTable, videoTable] {
+            for record in table where record.output.pointee.unnotedPackets > 0 {
+                record.sender.takeUnretainedValue().noteForwarded(packets: record.output.pointee.unnotedPackets,
+                                                                  bytes: record.output.pointee.unnotedBytes,
+                                                                  payloadType: record.payloadType)
+                record.output.pointee.unnotedPackets = 0
+                record.output.pointee.unnotedBytes = 0
+            }
+        }
+    }
+
     /// One publisher packet to every player: its header is validated once (`RTPHeaderView`),
     /// then per player written in place with the player's SSRC, continuous sequence number and
     /// timestamp, payload type and extensions, protected, and all of them sent with one sendmmsg.
@@ -118,25 +188,46 @@ final class RelayStream: @unchecked Sendable {
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRate(kind)
         let payloadBytes = UInt32(truncatingIfNeeded: packet.payload.count)
+        let table = forwardingTable(kind)
+        var sent = 0
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
-            for player in players.values where player.connected {
-                guard let (sender, pt) = player.route(kind) else { continue }
-                guard let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
-                                                        kind: kind, clockRate: clockRate, now: now) else {
-                    counters.packetsDropped += 1
-                    continue
+            table.withUnsafeBufferPointer { records in
+                for record in records {
+                    let output = record.output
+                    guard let (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
+                                                                          timestamp: view.timestamp, clockRate: clockRate, now: now) else {
+                        counters.packetsDropped += 1
+                        continue
+                    }
+                    if let target = record.target {
+                        switch target.send(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
+                                           videoOrientationID: orientation, into: batch) {
+                        case .sent(let length):
+                            output.pointee.unnotedPackets += 1
+                            output.pointee.unnotedBytes += length
+                        case .tooLarge:
+                            record.sender._withUnsafeGuaranteedRef { $0.noteForwardingFailure(srtp: false) }
+                            continue
+                        case .srtpFailed:
+                            record.sender._withUnsafeGuaranteedRef { $0.noteForwardingFailure(srtp: true) }
+                            continue
+                        }
+                    } else {
+                        let forwarded = record.sender._withUnsafeGuaranteedRef {
+                            $0.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
+                                       videoOrientationID: orientation, into: batch, now: now)
+                        }
+                        guard forwarded else { continue }
+                    }
+                    output.pointee.packetsSent &+= 1
+                    output.pointee.octetsSent &+= payloadBytes
+                    sent += 1
                 }
-                guard sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientation,
-                                     into: batch, now: now) else { continue }
-                player.output(kind) { out in
-                    out.packetsSent &+= 1
-                    out.octetsSent &+= payloadBytes
-                }
-                counters.packetsOut += 1
-                counters.bytesOut += bytes.count
             }
         }
+        counters.packetsOut += sent
+        counters.bytesOut += sent * bytes.count
         batch.flush()
     }
 
@@ -189,6 +280,7 @@ final class RelayStream: @unchecked Sendable {
     /// mapping in the player's rewritten timestamps (so it can line audio up with video), with
     /// this player's packet and octet counts; its receiver reports on them give its RTT.
     func sendPlayerReports(now: ContinuousClock.Instant = .now) {
+        noteForwarded()
         for player in players.values where player.connected {
             var packets: [RTCPPacket] = []
             var cname: (UInt32, String)?
@@ -236,6 +328,19 @@ final class RelayStream: @unchecked Sendable {
         guard let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) else { return }
         videoSize = size
     }
+}
+
+/// One destination in a stream's forwarding table: a connected player's route of one kind.
+/// Trivial: what it points at is kept alive by the table's owners.
+struct ForwardingRecord {
+    /// The fast path's snapshot of the player's sender and transport; nil: through
+    /// `RtpSender.forward(_:…into:)` (no keys or path yet, TURN, transport-cc).
+    let target: RtpForwardingTarget?
+    let sender: Unmanaged<RtpSender>
+    /// The player's `PlayerOutput` of this kind (rewriter, counts).
+    let output: UnsafeMutablePointer<PlayerOutput>
+    /// The payload type the player numbered the publisher's codec with.
+    let payloadType: UInt8
 }
 
 /// Bytes over a sliding window of about two seconds.

@@ -23,13 +23,23 @@ public final class UDPSendBatch {
     public private(set) var sendErrors = 0
     public private(set) var syscalls = 0
 
-    public init(capacity: Int = 16) { grow(to: max(1, capacity)) }
+    /// Queued datagrams are sent once this many are waiting (when the next slot is asked
+    /// for): a fan-out to hundreds of players then reuses the same few slots, which stay in
+    /// cache between being written and being copied by the kernel, instead of streaming
+    /// through `slotSize` × players bytes. The C side sends 64 per sendmmsg either way.
+    public var flushThreshold: Int
+
+    public init(capacity: Int = 16, flushThreshold: Int = 64) {
+        self.flushThreshold = max(1, flushThreshold)
+        grow(to: max(1, capacity))
+    }
 
     deinit { release() }
 
     /// The next free slot to write a datagram into; `commit` queues it. Valid until the next
-    /// `slot()`, `commit` or `flush`.
+    /// `slot()`, `commit` or `flush`. Sends what is queued first when `flushThreshold` are.
     public func slot() -> UnsafeMutableRawBufferPointer {
+        if count >= flushThreshold { flush() }
         if count == capacity { grow(to: capacity * 2) }
         return UnsafeMutableRawBufferPointer(start: storage! + count * Self.slotSize, count: Self.slotSize)
     }
@@ -43,8 +53,38 @@ public final class UDPSendBatch {
         }
         nameLengths[count] = stored
         lengths[count] = length
-        if count < sockets.count { sockets[count] = socket } else { sockets.append(socket) }
+        keep(socket)
         count += 1
+    }
+
+    /// The same with the destination as a ready-made sockaddr (`nameLength` bytes at `name`,
+    /// at most a sockaddr_storage): a forwarder's per-player record keeps it, so nothing is
+    /// built per datagram.
+    public func commit(length: Int, socket: UDPSocket, name: UnsafeRawPointer, nameLength: UInt32) {
+        guard count < capacity, length <= Self.slotSize, Int(nameLength) <= MemoryLayout<sockaddr_storage>.size,
+              let names, let nameLengths, let lengths else { return }
+        UnsafeMutableRawPointer(names + count).copyMemory(from: name, byteCount: Int(nameLength))
+        nameLengths[count] = nameLength
+        lengths[count] = length
+        keep(socket)
+        count += 1
+    }
+
+    /// The slot's socket; not stored again when it is already there (a fan-out on one shared
+    /// socket then costs no retain/release per datagram).
+    @inline(__always)
+    private func keep(_ socket: UDPSocket) {
+        if count < sockets.count {
+            if sockets[count] !== socket { sockets[count] = socket }
+        } else {
+            sockets.append(socket)
+        }
+    }
+
+    /// The bytes and destination length of queued datagram `i` (tests).
+    func queued(_ i: Int) -> (bytes: [UInt8], nameLength: UInt32)? {
+        guard i < count, let storage, let lengths, let nameLengths else { return nil }
+        return (Array(UnsafeRawBufferPointer(start: storage + i * Self.slotSize, count: lengths[i])), nameLengths[i])
     }
 
     /// Sends what is queued (one sendmmsg per run of slots on one socket) and empties the batch.
@@ -53,6 +93,7 @@ public final class UDPSendBatch {
         guard count > 0, let buffers, let lengths, let names, let nameLengths else { return 0 }
         var sent = 0
         var start = 0
+        var closedSeen = false
         while start < count {
             let socket = sockets[start]
             var end = start + 1
@@ -67,11 +108,15 @@ public final class UDPSendBatch {
                 sendErrors += Int(failed)
             } else {
                 sendErrors += end - start
+                closedSeen = true
             }
             start = end
         }
-        // Drop the socket references so a closed socket is not kept alive by an idle batch.
-        for i in 0..<count { sockets[i] = nil }
+        // Slots keep their socket for the next fan-out (same socket: no retain, no release);
+        // a closed one is dropped so the batch does not keep it alive.
+        if closedSeen {
+            for i in 0..<count where sockets[i]?.isClosed ?? false { sockets[i] = nil }
+        }
         count = 0
         datagramsSent += sent
         return sent

@@ -1,0 +1,114 @@
+import Foundation
+import HTTP
+import PeerConnection
+import RTP
+import STUN
+import Testing
+@testable import Relay
+@testable import Transport
+
+/// The stream's forwarding table (one flat record per connected player and kind): a record's
+/// snapshot writes, protects and addresses a packet exactly as the slow path
+/// (`RtpSender.forward(_:…into:)`) does, and the table follows players joining and leaving
+/// and any change `ForwardingEpoch` announces.
+@Suite(.serialized) struct ForwardingTableTests {
+    let http = HTTPClient(timeout: .seconds(20))
+
+    func connect(_ relay: RelayServer, _ endpoint: String, stream: String, direction: TransceiverDirection) async throws -> (PeerConnection, String) {
+        var config = PeerConnection.Configuration()
+        config.interfaceAddresses = [SocketAddress(host: "127.0.0.1", port: 0)].compactMap { $0 }
+        let pc = try PeerConnection(configuration: config, loop: EventLoop(name: "test-\(endpoint)"))
+        _ = try await pc.addTransceiver(.video, TransceiverInit(direction: direction), codecs: [.h264])
+        try await pc.setLocalDescription(try await pc.createOffer())
+        await pc.waitForGatheringComplete()
+        let offer = try #require(pc.localDescription).sdp
+        let created = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/\(endpoint)/?app=live&stream=\(stream)",
+                                          headers: ["Content-Type": "application/sdp"], body: Array(offer.utf8))
+        #expect(created.status == 201, "\(created.status) \(created.text)")
+        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: created.text))
+        try await pc.waitConnected(timeout: .seconds(10))
+        return (pc, try #require(created.headers["Location"]))
+    }
+
+    /// (records, with a snapshot, rebuilds) of the stream's video table, once it has `count` fast records.
+    func table(_ relay: RelayServer, _ key: String, count: Int) async throws -> (records: Int, fast: Int, rebuilds: Int) {
+        var last = (records: -1, fast: -1, rebuilds: -1)
+        for _ in 0..<200 {
+            last = try await relay.loop.submit { [state = relay.state] in
+                guard let stream = state.value.streams[key] else { return (-1, -1, -1) }
+                let table = stream.forwardingTable(.video)
+                return (table.count, table.filter { $0.target != nil }.count, stream.tableRebuilds)
+            }
+            if last.records == count && last.fast == count { return last }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return last
+    }
+
+    @Test func snapshotSendsTheSlowPathsBytesAndFollowsPlayers() async throws {
+        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: { _ in })
+        var pcs: [PeerConnection] = []
+        do {
+            let (publisher, _) = try await connect(relay, "whip", stream: "ft", direction: .sendonly)
+            pcs.append(publisher)
+            let (first, _) = try await connect(relay, "whep", stream: "ft", direction: .recvonly)
+            pcs.append(first)
+            let one = try await table(relay, "live/ft", count: 1)
+            #expect(one.records == 1 && one.fast == 1)
+
+            // The same packet through the record and through the sender: identical datagrams.
+            let same = try await relay.loop.submit { [state = relay.state] () -> Bool in
+                guard let stream = state.value.streams["live/ft"], let record = stream.forwardingTable(.video).first,
+                      let target = record.target else { return false }
+                let source = RTPPacket(marker: true, payloadType: 102, sequenceNumber: 1234, timestamp: 5678, ssrc: 42, csrcs: [7],
+                                       extensions: [RTPHeaderExtension(id: 1, data: Array("0".utf8)), RTPHeaderExtension(id: 13, data: [0x02])],
+                                       payload: Array(repeating: 0x5A, count: 1100), paddingLength: 2).serialize()
+                let fast = UDPSendBatch(flushThreshold: 100), slow = UDPSendBatch(flushThreshold: 100)
+                var outcome: RtpForwardingTarget.Outcome = .tooLarge, forwarded = false
+                source.withUnsafeBytes { raw in
+                    guard let view = try? RTPHeaderView(raw) else { return }
+                    for seq in [UInt16(300), 301] {
+                        outcome = target.send(view, sequenceNumber: seq, timestamp: 9000, payloadType: record.payloadType,
+                                              videoOrientationID: 13, into: fast)
+                        forwarded = record.sender.takeUnretainedValue().forward(view, sequenceNumber: seq, timestamp: 9000,
+                                                                                payloadType: record.payloadType, videoOrientationID: 13,
+                                                                                into: slow, now: .now)
+                    }
+                }
+                guard case .sent = outcome, forwarded, fast.count == 2, slow.count == 2 else { return false }
+                return (0..<2).allSatisfy { fast.queued($0)! == slow.queued($0)! }
+            }
+            #expect(same)
+
+            // A second player joins: the table has both; one leaves: it is gone at once.
+            let (second, resource) = try await connect(relay, "whep", stream: "ft", direction: .recvonly)
+            pcs.append(second)
+            let two = try await table(relay, "live/ft", count: 2)
+            #expect(two.records == 2 && two.fast == 2 && two.rebuilds > one.rebuilds)
+            #expect(try await http.send(method: "DELETE", url: relay.url + resource).status == 200)
+            let back = try await table(relay, "live/ft", count: 1)
+            #expect(back.records == 1 && back.fast == 1)
+
+            // Anything announced on the epoch (a path, keys, ids) makes the table again; counts
+            // sent from it reach the sender's statistics by the next report.
+            let remade = try await relay.loop.submit { [state = relay.state] () -> (Int, Int, Int) in
+                guard let stream = state.value.streams["live/ft"], let record = stream.forwardingTable(.video).first else { return (0, 0, 0) }
+                let before = stream.tableRebuilds
+                let sent = record.sender.takeUnretainedValue().stats.packets
+                record.output.pointee.unnotedPackets += 3
+                record.output.pointee.unnotedBytes += 3000
+                ForwardingEpoch.bump()
+                _ = stream.forwardingTable(.video)
+                _ = stream.forwardingTable(.video)
+                return (stream.tableRebuilds - before, record.sender.takeUnretainedValue().stats.packets - sent, record.output.pointee.unnotedPackets)
+            }
+            #expect(remade.0 == 1 && remade.1 == 3 && remade.2 == 0)
+        } catch {
+            for pc in pcs { await pc.close() }
+            await relay.stop()
+            throw error
+        }
+        for pc in pcs { await pc.close() }
+        await relay.stop()
+    }
+}
