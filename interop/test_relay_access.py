@@ -13,6 +13,7 @@ import hmac
 import http.client
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -394,3 +395,40 @@ def test_chromium_viewer_survives_publisher_takeover(swift_bin, browser, artifac
     assert before and before.get("valid"), doc
     assert seen_b is not None and seen_b <= 1.0, doc
     assert after["connectionState"] == "connected" and after["inbound"]["framesDecoded"] > stats["inbound"]["framesDecoded"], doc
+
+
+@pytest.mark.timeout(90)
+def test_sigterm_ends_sessions_gracefully(swift_bin, artifact_dir, logs):
+    """SIGTERM to `swiftrtc serve` with a publisher and a player connected: the relay closes
+    every session (DTLS close_notify) and exits 0; both peers see their connection closed (not
+    failed, not a consent timeout) within a few seconds and end."""
+    relay = Relay(swift_bin, artifact_dir / "relay.log")
+    logs.append(("relay output", relay.text))
+    pub = SwiftRun(swift_bin, "publish", [relay.whip_url("live", "term"), "--source", "testsrc", "--size", "320x180",
+                                          "--duration", "60"], artifact_dir, "publish")
+    logs.append(("publish", pub.text))
+    try:
+        relay.wait_event(r"publisher \S+ connected \(live/term\)", timeout=15)
+        player = SwiftRun(swift_bin, "play", [relay.whep_url("live", "term"), "--duration", "60"], artifact_dir, "play")
+        logs.append(("play", player.text))
+        relay.wait_event(r"player \S+ connected \(live/term\)", timeout=15)
+        time.sleep(2)
+        t0 = time.monotonic()
+        relay.process.proc.send_signal(signal.SIGTERM)
+        relay_code = relay.process.proc.wait(timeout=10)
+        play_code = player.wait(timeout=10)
+        pub_code = pub.wait(timeout=10)
+        ended_s = time.monotonic() - t0
+    finally:
+        pub.close()
+        relay.close()
+    play_state, pub_state = player.stats().get("state"), pub.stats().get("state")
+    doc = {"relayExit": relay_code, "playExit": play_code, "publishExit": pub_code, "endedSeconds": ended_s,
+           "playState": play_state, "publishState": pub_state}
+    write_json(artifact_dir / "sigterm.json", doc)
+    print(f"SIGTERM: relay exit {relay_code}; player {play_state} (exit {play_code}), publisher {pub_state} "
+          f"(exit {pub_code}) within {ended_s:.1f} s")
+    assert relay_code == 0 and "serve: stopping" in relay.text(), doc
+    assert play_state == "closed" and pub_state == "closed", doc
+    assert play_code == 0, doc   # it decoded the stream before the relay went away
+    assert ended_s < 8, doc
