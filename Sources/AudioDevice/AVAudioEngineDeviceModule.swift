@@ -141,13 +141,16 @@ final class EngineCaptureStream: AudioCaptureStream, @unchecked Sendable {
             throw .openFailed(device: device, reason: "no converter from \(source) to \(target)")
         }
         let limit = format.samplesPer10ms * 50   // half a second: a reader that stalls loses the oldest
-        try module.lock.withLock { () throws(AudioDeviceError) in
+        // Locked by hand: NSLock.withLock rethrows untyped errors, and this init throws AudioDeviceError.
+        module.lock.lock()
+        defer { module.lock.unlock() }
+        do {
             input.installTap(onBus: 0, bufferSize: AVAudioFrameCount(source.sampleRate / 100), format: source) { [queue] buffer, _ in
                 let capacity = AVAudioFrameCount(Double(buffer.frameLength) * target.sampleRate / source.sampleRate) + 16
                 guard let out = AVAudioPCMBuffer(pcmFormat: target, frameCapacity: capacity) else { return }
                 var given = false
                 var error: NSError?
-                converter.convert(to: out, error: &error) { _, status in
+                _ = converter.convert(to: out, error: &error) { _, status in
                     if given { status.pointee = .noDataNow; return nil }
                     given = true
                     status.pointee = .haveData
@@ -207,11 +210,11 @@ final class EnginePlayoutStream: AudioPlayoutStream, @unchecked Sendable {
             return noErr
         }
         self.node = node
-        try module.lock.withLock { () throws(AudioDeviceError) in
-            module.engine.attach(node)
-            module.engine.connect(node, to: module.engine.mainMixerNode, format: float)
-            try module.startEngine(device: device)
-        }
+        module.lock.lock()
+        defer { module.lock.unlock() }
+        module.engine.attach(node)
+        module.engine.connect(node, to: module.engine.mainMixerNode, format: float)
+        try module.startEngine(device: device)
     }
 
     /// Blocks while 60 ms are queued: the engine's render clock paces the writer.
