@@ -216,6 +216,16 @@ def test_speaker_unplugged_and_sound_server_restarted(relay, pulse, swift_bin, r
 
 
 @pytest.mark.timeout(120)
+def mute_for_a_while(run: SwiftRun, after: float, seconds: float = 2.5) -> None:
+    """`after` s of sound, then `mute` on the sender's stdin for `seconds`, then `unmute`."""
+    time.sleep(after)
+    run.process.send_line("mute")
+    run.process.wait_for_line(r"microphone muted", timeout=5)
+    time.sleep(seconds)
+    run.process.send_line("unmute")
+    run.process.wait_for_line(r"microphone unmuted", timeout=5)
+
+
 def test_microphone_capture_reaches_the_far_side_and_mutes(relay, pulse, swift_bin, runs, artifact_dir):
     wav = artifact_dir / "tone1k.wav"
     write_tone(wav, MIC_TONE_HZ, MIC_TONE_PEAK, 30)
@@ -229,12 +239,7 @@ def test_microphone_capture_reaches_the_far_side_and_mutes(relay, pulse, swift_b
         try:
             player = runs(SwiftRun(swift_bin, "play", [url, "--duration", "11", "--speaker", "far"], artifact_dir, "play"))
             player.process.wait_for_line(r"playing audio to far", timeout=20)
-            time.sleep(4)
-            publisher.process.send_line("mute")
-            publisher.process.wait_for_line(r"microphone muted", timeout=5)
-            time.sleep(2.5)
-            publisher.process.send_line("unmute")
-            publisher.process.wait_for_line(r"microphone unmuted", timeout=5)
+            mute_for_a_while(publisher, after=4)
             play_code = player.wait(timeout=40)
         finally:
             stop(parec)
@@ -424,12 +429,7 @@ def test_p2p_microphone_to_the_peers_speaker(pulse, swift_bin, runs, artifact_di
         listener.process.wait_for_line(r"playing audio to far", timeout=20)
         talker.process.wait_for_line(r"p2p: connected", timeout=20)
         parec = pulse.record("far.monitor", recording)
-        time.sleep(5)
-        talker.process.send_line("mute")
-        talker.process.wait_for_line(r"microphone muted", timeout=5)
-        time.sleep(2.5)
-        talker.process.send_line("unmute")
-        talker.process.wait_for_line(r"microphone unmuted", timeout=5)
+        mute_for_a_while(talker, after=5)
         talker_code = talker.wait(timeout=30)
         listener.process.wait_for_line(r"p2p: the peer hung up", timeout=15)
         listener_code = listener.wait(timeout=20)
