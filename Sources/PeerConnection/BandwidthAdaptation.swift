@@ -11,10 +11,7 @@
 /// The measure is bits per pixel per frame at the target rate: below `lowBitsPerPixel` the
 /// picture is blocky enough that fewer pixels (or frames) look better; a step back up needs
 /// `highBitsPerPixel` at the larger size (hysteresis) and `upDelay` since the last change, so
-/// a short dip does not make the resolution flap. Steps down follow at `downDelay`, and not
-/// while the target is still climbing (higher than `rampWindow` ago): at the start of a call the
-/// estimate ramps from about 1 Mbit/s, and a 720p publisher stepped down to 540p at 2 s on
-/// runs where the ramp was a little slower, only to be carried by the rate a second later.
+/// a short dip does not make the resolution flap. Steps down follow at `downDelay`.
 struct BandwidthAdaptation: Sendable {
     struct Output: Equatable, Sendable {
         /// Divide the source's width and height by this (≥ 1).
@@ -30,11 +27,7 @@ struct BandwidthAdaptation: Sendable {
     var highBitsPerPixel = 0.07
     var downDelay: Duration = .milliseconds(1000)
     var upDelay: Duration = .seconds(3)
-    var rampWindow: Duration = .milliseconds(500)
     static let minFramerate = 5.0
-    /// The target as it was at the start of the current ramp window, and the one before.
-    private var rampMark: (at: ContinuousClock.Instant, bitrate: Int)?
-    private var previousMark: Int?
 
     private(set) var scaleIndex = 0
     private(set) var fpsCap: Double?
@@ -49,13 +42,7 @@ struct BandwidthAdaptation: Sendable {
             let s = Self.scales[scaleIndex]
             return Double(targetBitrate) / (pixels / (s * s) * max(fps, 1))
         }
-        if let mark = rampMark, now - mark.at < rampWindow {
-        } else {
-            previousMark = rampMark?.bitrate
-            rampMark = (now, targetBitrate)
-        }
-        let climbing = previousMark.map { targetBitrate > $0 } ?? true   // no history yet: the start of a ramp
-        let canChangeDown = (lastChange.map { now - $0 >= downDelay } ?? true) && !climbing
+        let canChangeDown = lastChange.map { now - $0 >= downDelay } ?? true
         let canChangeUp = lastChange.map { now - $0 >= upDelay } ?? true
         let currentFps = min(fps, fpsCap ?? fps)
         let quality = bitsPerPixel(scaleIndex: scaleIndex, fps: currentFps)
