@@ -1,6 +1,8 @@
 /// Decides when to probe (libwebrtc `ProbeController`, simplified):
 /// - at start, clusters at 3× and 6× the start bitrate, because additive/8%-per-second growth
-///   alone would take ~15 s to find a 1 Mbit/s link from 300 kbit/s;
+///   alone would take ~15 s to find a 1 Mbit/s link from 300 kbit/s; once more after
+///   `resultTimeout` if the estimate is still below 70% of what they probed: one 15 ms cluster
+///   is easily spoiled (a receiver that reads late stamps it as a slow link or not at all);
 /// - exponentially: while results reach 70% of the last probe, probe again at 2× the estimate;
 /// - periodically (every `periodicInterval`, if set) at 2× the estimate while it is below the
 ///   maximum and the queue is not growing, so capacity that came back is found within seconds
@@ -21,6 +23,8 @@ struct ProbeController: Sendable {
     private(set) var phase = Phase.notStarted
     private var nextID = 1
     private var lastProbe: ContinuousClock.Instant?
+    /// The start probes' rates and when to check what they found; nil once checked.
+    private var startRetry: (rates: [Double], probed: Double, at: ContinuousClock.Instant)?
 
     init(enabled: Bool, periodicInterval: Duration?) {
         self.enabled = enabled
@@ -31,7 +35,12 @@ struct ProbeController: Sendable {
         guard phase == .notStarted else { return [] }
         phase = .idle
         guard enabled else { return [] }
-        return initiate([3 * startBitrate, 6 * startBitrate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
+        let rates = [3 * startBitrate, 6 * startBitrate]
+        let clusters = initiate(rates, maxBitrate: maxBitrate, furtherAllowed: true, at: now)
+        if let probed = clusters.map(\.bitrate).max() {
+            startRetry = (rates, Double(probed), now + Self.resultTimeout)
+        }
+        return clusters
     }
 
     /// Every change of the combined estimate.
@@ -44,6 +53,12 @@ struct ProbeController: Sendable {
     mutating func process(estimate: Double, maxBitrate: Double, state: DelayState, allowPeriodic: Bool,
                           at now: ContinuousClock.Instant) -> [ProbeCluster] {
         if case .waiting(_, let since) = phase, now - since > Self.resultTimeout { phase = .idle }
+        if let retry = startRetry, now >= retry.at, phase == .idle {
+            startRetry = nil
+            if enabled, allowPeriodic, state != .overusing, estimate < Self.furtherProbeThreshold * retry.probed {
+                return initiate(retry.rates, maxBitrate: maxBitrate, furtherAllowed: true, at: now)
+            }
+        }
         guard enabled, allowPeriodic, phase == .idle, let interval = periodicInterval, state == .normal,
               estimate < 0.95 * maxBitrate, lastProbe.map({ now - $0 >= interval }) ?? true
         else { return [] }

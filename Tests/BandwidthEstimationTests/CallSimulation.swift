@@ -60,6 +60,9 @@ struct CallSimulation {
     var returnDelay = Duration.milliseconds(20)
     var queueLimit = Duration.milliseconds(200)
     var feedbackInterval = 50
+    /// Spans (seconds) in which the receiver is too busy to read: what arrives is stamped at
+    /// the span's end, as a batch (a loaded host's network thread).
+    var receiveStalls: [(from: Double, to: Double)] = []
     var seed: UInt64 = 1
     var firstSequence: Int64 = 65_000
 
@@ -96,7 +99,11 @@ struct CallSimulation {
             }
 
             // Far end: arrivals and periodic feedback.
-            for d in link.deliver(until: now) {
+            for var d in link.deliver(until: now) {
+                let arrival = (d.arrival - t0).s
+                if let stall = receiveStalls.first(where: { arrival >= $0.from && arrival < $0.to }) {
+                    d.arrival = t0 + .seconds(stall.to)
+                }
                 receiver.receive(d)
                 let at = (d.arrival - t0).s
                 result.received.append((at, d.size))
