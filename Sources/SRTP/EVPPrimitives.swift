@@ -1,26 +1,26 @@
 import COpenSSL
 
-// Thin owners of OpenSSL cipher and MAC state. Each is keyed once when created; per packet only
-// the IV changes, so the hot path allocates nothing.
+// OpenSSL cipher and MAC state as raw contexts, keyed once when created; per packet only the IV
+// changes, so the hot path allocates nothing. The contexts are owned by `OpenSSLKeys`, which the
+// SRTP engine keeps inline, so a packet loads no owner object of ours on the way to OpenSSL.
 
-/// AES-128 in counter mode (RFC 3711 §4.1.1), keyed once.
-final class AESCounterMode {
-    private let ctx: OpaquePointer
-
-    init(key: [UInt8]) throws(SRTPError) {
+/// AES-128 in counter mode (RFC 3711 §4.1.1).
+enum AESCounterMode {
+    /// A context keyed with `key`; the caller frees it (`EVP_CIPHER_CTX_free`).
+    static func context(key: [UInt8]) throws(SRTPError) -> OpaquePointer {
         guard key.count == 16, let ctx = EVP_CIPHER_CTX_new() else {
             throw SRTPError(.internalError("EVP_CIPHER_CTX_new (AES-128-CTR) failed"))
         }
-        self.ctx = ctx
-        let ok = EVP_EncryptInit_ex(ctx, EVP_aes_128_ctr(), nil, key, nil)
-        guard ok == 1 else { throw SRTPError(.internalError("EVP_EncryptInit_ex (AES-128-CTR) failed")) }
+        guard EVP_EncryptInit_ex(ctx, EVP_aes_128_ctr(), nil, key, nil) == 1 else {
+            EVP_CIPHER_CTX_free(ctx)
+            throw SRTPError(.internalError("EVP_EncryptInit_ex (AES-128-CTR) failed"))
+        }
+        return ctx
     }
-
-    deinit { EVP_CIPHER_CTX_free(ctx) }
 
     /// XORs `count` bytes at `data` (in place) with the keystream that starts at the 16-byte `iv`.
     @inline(__always)
-    func apply(iv: UnsafePointer<UInt8>, data: UnsafeMutableRawPointer, count: Int) -> Bool {
+    static func apply(_ ctx: OpaquePointer, iv: UnsafePointer<UInt8>, data: UnsafeMutableRawPointer, count: Int) -> Bool {
         guard EVP_EncryptInit_ex(ctx, nil, nil, nil, iv) == 1 else { return false }
         if count == 0 { return true }
         let p = data.assumingMemoryBound(to: UInt8.self)
@@ -29,57 +29,57 @@ final class AESCounterMode {
     }
 }
 
-/// HMAC-SHA1 (RFC 2104) keyed once: the inner and outer pad states are hashed up front and
-/// copied per packet (see `swiftrtc_hmac_sha1` in COpenSSL's shim for why not EVP_MAC).
-final class HMACSHA1 {
-    private let key: UnsafeMutablePointer<swiftrtc_hmac_sha1_key>
+/// HMAC-SHA1 (RFC 2104): the inner and outer pad states are hashed once, when keyed, and copied
+/// per packet (see `swiftrtc_hmac_sha1` in COpenSSL's shim for why not EVP_MAC).
+enum HMACSHA1 {
     static let digestLength = 20
 
-    init(key bytes: [UInt8]) throws(SRTPError) {
-        key = .allocate(capacity: 1)
+    /// Key state for `bytes`; the caller frees it with `free(_:)`.
+    static func key(_ bytes: [UInt8]) throws(SRTPError) -> UnsafeMutablePointer<swiftrtc_hmac_sha1_key> {
+        let key = UnsafeMutablePointer<swiftrtc_hmac_sha1_key>.allocate(capacity: 1)
         key.initialize(to: swiftrtc_hmac_sha1_key())
         guard swiftrtc_hmac_sha1_init(key, bytes, bytes.count) == 1 else {
+            free(key)
             throw SRTPError(.internalError("HMAC-SHA1 key setup failed"))
         }
+        return key
     }
 
-    deinit {
+    static func free(_ key: UnsafeMutablePointer<swiftrtc_hmac_sha1_key>) {
         OPENSSL_cleanse(key, MemoryLayout<swiftrtc_hmac_sha1_key>.size)
         key.deallocate()
     }
 
     /// Writes the 20-byte HMAC of `data[0..<count]` followed by `suffix[0..<suffixCount]` to `out`.
     @inline(__always)
-    func compute(_ data: UnsafeRawPointer, count: Int, suffix: UnsafePointer<UInt8>, suffixCount: Int,
-                 into out: UnsafeMutablePointer<UInt8>) -> Bool {
+    static func compute(_ key: UnsafePointer<swiftrtc_hmac_sha1_key>, _ data: UnsafeRawPointer, count: Int,
+                        suffix: UnsafePointer<UInt8>, suffixCount: Int, into out: UnsafeMutablePointer<UInt8>) -> Bool {
         swiftrtc_hmac_sha1(key, data, count, suffix, suffixCount, out) == 1
     }
 }
 
-/// AES-128-GCM (RFC 7714) in one direction, keyed once; 12-byte IV, 16-byte tag.
-final class AESGCM {
-    private let ctx: OpaquePointer
-    let encrypting: Bool
+/// AES-128-GCM (RFC 7714) in one direction; 12-byte IV, 16-byte tag.
+enum AESGCM {
     static let tagLength = 16
 
-    init(key: [UInt8], encrypting: Bool) throws(SRTPError) {
+    /// A context keyed with `key` for one direction; the caller frees it (`EVP_CIPHER_CTX_free`).
+    static func context(key: [UInt8], encrypting: Bool) throws(SRTPError) -> OpaquePointer {
         guard key.count == 16, let ctx = EVP_CIPHER_CTX_new() else {
             throw SRTPError(.internalError("EVP_CIPHER_CTX_new (AES-128-GCM) failed"))
         }
-        self.ctx = ctx
-        self.encrypting = encrypting
-        let ok = EVP_CipherInit_ex(ctx, EVP_aes_128_gcm(), nil, key, nil, encrypting ? 1 : 0)
-        guard ok == 1 else { throw SRTPError(.internalError("EVP_CipherInit_ex (AES-128-GCM) failed")) }
+        guard EVP_CipherInit_ex(ctx, EVP_aes_128_gcm(), nil, key, nil, encrypting ? 1 : 0) == 1 else {
+            EVP_CIPHER_CTX_free(ctx)
+            throw SRTPError(.internalError("EVP_CipherInit_ex (AES-128-GCM) failed"))
+        }
+        return ctx
     }
-
-    deinit { EVP_CIPHER_CTX_free(ctx) }
 
     /// Encrypts `count` bytes at `data` in place after authenticating the two AAD pieces, and
     /// writes the tag to `tag`.
     @inline(__always)
-    func seal(iv: UnsafePointer<UInt8>, aad: UnsafeRawPointer, aadCount: Int,
-              aad2: UnsafePointer<UInt8>?, aad2Count: Int,
-              data: UnsafeMutableRawPointer, count: Int, tag: UnsafeMutableRawPointer) -> Bool {
+    static func seal(_ ctx: OpaquePointer, iv: UnsafePointer<UInt8>, aad: UnsafeRawPointer, aadCount: Int,
+                     aad2: UnsafePointer<UInt8>?, aad2Count: Int,
+                     data: UnsafeMutableRawPointer, count: Int, tag: UnsafeMutableRawPointer) -> Bool {
         guard EVP_CipherInit_ex(ctx, nil, nil, nil, iv, 1) == 1 else { return false }
         var n: Int32 = 0
         guard aadCount == 0 || EVP_CipherUpdate(ctx, nil, &n, aad.assumingMemoryBound(to: UInt8.self), Int32(aadCount)) == 1 else { return false }
@@ -97,10 +97,10 @@ final class AESGCM {
     /// Decrypts `count` bytes from `input` into `output` (which may equal `input`) and verifies
     /// the tag; false when the tag does not match.
     @inline(__always)
-    func open(iv: UnsafePointer<UInt8>, aad: UnsafeRawPointer, aadCount: Int,
-              aad2: UnsafePointer<UInt8>?, aad2Count: Int,
-              input: UnsafeRawPointer, output: UnsafeMutableRawPointer, count: Int,
-              tag: UnsafeRawPointer) -> Bool {
+    static func open(_ ctx: OpaquePointer, iv: UnsafePointer<UInt8>, aad: UnsafeRawPointer, aadCount: Int,
+                     aad2: UnsafePointer<UInt8>?, aad2Count: Int,
+                     input: UnsafeRawPointer, output: UnsafeMutableRawPointer, count: Int,
+                     tag: UnsafeRawPointer) -> Bool {
         guard EVP_CipherInit_ex(ctx, nil, nil, nil, iv, 0) == 1 else { return false }
         var n: Int32 = 0
         guard aadCount == 0 || EVP_CipherUpdate(ctx, nil, &n, aad.assumingMemoryBound(to: UInt8.self), Int32(aadCount)) == 1 else { return false }

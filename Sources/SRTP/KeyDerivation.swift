@@ -1,3 +1,5 @@
+import COpenSSL
+
 /// SRTP key derivation (RFC 3711 §4.3) with the AES-CM PRF and key derivation rate 0, as
 /// DTLS-SRTP uses it. GCM (RFC 7714 §11) uses the same PRF; its 12-byte master salt is padded
 /// with two zero bytes to the 14 bytes the PRF expects.
@@ -25,12 +27,13 @@ enum KeyDerivation {
     /// AES-128-CTR keystream of `length` bytes from a 16-byte initial counter block.
     static func keystream(key: [UInt8], iv: [UInt8], length: Int) throws(SRTPError) -> [UInt8] {
         guard iv.count == 16 else { throw SRTPError(.internalError("counter block is \(iv.count) bytes, expected 16")) }
-        let ctr = try AESCounterMode(key: key)
+        let ctx = try AESCounterMode.context(key: key)
+        defer { EVP_CIPHER_CTX_free(ctx) }
         var out = [UInt8](repeating: 0, count: length)
         let ok = iv.withUnsafeBufferPointer { ivp in
             out.withUnsafeMutableBytes { o in
                 guard let base = o.baseAddress, let ivBase = ivp.baseAddress else { return length == 0 }
-                return ctr.apply(iv: ivBase, data: base, count: length)
+                return AESCounterMode.apply(ctx, iv: ivBase, data: base, count: length)
             }
         }
         guard ok else { throw SRTPError(.internalError("AES-CM keystream failed")) }

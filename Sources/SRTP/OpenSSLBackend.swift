@@ -1,16 +1,21 @@
 import COpenSSL
 
 /// Session keys and EVP contexts for one direction (outbound or inbound) of RTP or RTCP.
-final class OpenSSLKeys {
-    /// Session salt, zero-padded to 16 bytes; XORed into every packet's IV.
-    let salt: UnsafeMutablePointer<UInt8>
-    let saltLength: Int
-    let ctr: AESCounterMode?
-    let hmac: HMACSHA1?
-    let gcm: AESGCM?
+///
+/// A struct, kept inline in `OpenSSLSRTP`: the salt words and raw contexts sit in the engine's
+/// own object, so protecting a packet touches no memory of ours beyond it and the stream's
+/// index — at a relay's fan-out every player's engine is cold, and each extra object (key
+/// owner, salt, IV scratch, cipher owner) was another cache miss per player per packet.
+struct OpenSSLKeys: ~Copyable {
+    /// Session salt as two big-endian words (zero-padded to 16 bytes), XORed into every IV.
+    let salt: (UInt64, UInt64)
+    /// AES-128-CTR (AES-CM) or AES-128-GCM context.
+    let cipher: OpaquePointer
+    /// HMAC-SHA1 key state (AES-CM only).
+    let macKey: UnsafeMutablePointer<swiftrtc_hmac_sha1_key>?
 
     /// Derives the session keys of RTP or RTCP from a master key and salt (RFC 3711 §4.3).
-    convenience init(profile: SRTPProfile, masterKey: [UInt8], masterSalt: [UInt8], rtcp: Bool, encrypting: Bool) throws(SRTPError) {
+    init(profile: SRTPProfile, masterKey: [UInt8], masterSalt: [UInt8], rtcp: Bool, encrypting: Bool) throws(SRTPError) {
         let encLabel: KeyDerivation.Label = rtcp ? .rtcpEncryption : .rtpEncryption
         let authLabel: KeyDerivation.Label = rtcp ? .rtcpAuthentication : .rtpAuthentication
         let saltLabel: KeyDerivation.Label = rtcp ? .rtcpSalt : .rtpSalt
@@ -27,53 +32,92 @@ final class OpenSSLKeys {
         guard sessionSalt.count == profile.saltLength else {
             throw SRTPError(.internalError("session salt is \(sessionSalt.count) bytes, expected \(profile.saltLength)"))
         }
+        var padded = [UInt8](repeating: 0, count: 16)
+        padded.replaceSubrange(0..<sessionSalt.count, with: sessionSalt)
+        func word(_ at: Int) -> UInt64 { padded[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        let salt = (word(0), word(8))
         switch profile {
         case .aes128CmHmacSha1_80:
-            ctr = try AESCounterMode(key: sessionKey)
-            hmac = try HMACSHA1(key: authKey)
-            gcm = nil
+            let ctx = try AESCounterMode.context(key: sessionKey)
+            let mac: UnsafeMutablePointer<swiftrtc_hmac_sha1_key>
+            do { mac = try HMACSHA1.key(authKey) } catch {
+                EVP_CIPHER_CTX_free(ctx)
+                throw error
+            }
+            (self.salt, cipher, macKey) = (salt, ctx, mac)
         case .aeadAes128Gcm:
-            ctr = nil
-            hmac = nil
-            gcm = try AESGCM(key: sessionKey, encrypting: encrypting)
+            (self.salt, cipher, macKey) = (salt, try AESGCM.context(key: sessionKey, encrypting: encrypting), nil)
         }
-        // Allocated after the last throwing call, so a failed init leaks nothing.
-        salt = .allocate(capacity: 16)
-        salt.initialize(repeating: 0, count: 16)
-        for (i, b) in sessionSalt.enumerated() { salt[i] = b }
-        saltLength = profile.saltLength
     }
 
-    deinit { salt.deallocate() }
+    deinit {
+        EVP_CIPHER_CTX_free(cipher)
+        if let macKey { HMACSHA1.free(macKey) }
+    }
+
+    /// AES-CM IV (RFC 3711 §4.1.1): salt·2^16 XOR SSRC·2^64 XOR index·2^16, as big-endian words.
+    @inline(__always)
+    func counterIV(ssrc: UInt32, index: UInt64) -> (UInt64, UInt64) {
+        ((salt.0 ^ UInt64(ssrc)).bigEndian, (salt.1 ^ (index << 16)).bigEndian)
+    }
+
+    /// GCM IV (RFC 7714 §8.1, §9.1): 00 00 | SSRC | middle (4 bytes) | low (2 bytes), XOR salt;
+    /// the first 12 bytes of the two words. For SRTP middle|low = ROC|SEQ; for SRTCP = 00 00 |
+    /// 31-bit SRTCP index.
+    @inline(__always)
+    func gcmIV(ssrc: UInt32, low48: UInt64) -> (UInt64, UInt64) {
+        ((salt.0 ^ UInt64(ssrc) << 16 ^ (low48 >> 32) & 0xFFFF).bigEndian,
+         (salt.1 ^ (low48 & 0xFFFF_FFFF) << 32).bigEndian)
+    }
 }
 
-/// Per-SSRC state, boxed so one dictionary lookup gives a mutable reference.
-final class StreamState {
+/// Per-SSRC state of a stream we send.
+struct OutboundStream {
     var rtp = RTPIndexTracker()
-    var rtcpReplay = RTCPReplayWindow()
     /// Last SRTCP index sent (libsrtp starts at 0 and increments before use, so the first is 1).
     var rtcpIndex: UInt32 = 0
 }
 
+/// The streams we send, by SSRC: the first two (a relay player's audio and video) by value in
+/// the engine's own object — no box to miss in cache and no reference count to bump per
+/// packet — any more in a table. Our own SSRCs only, so the table cannot be grown from outside.
+struct OutboundStreams {
+    private var ssrcs: (UInt32, UInt32) = (0, 0)
+    private var used = (false, false)
+    private var inline = (OutboundStream(), OutboundStream())
+    private var more: [UInt32: OutboundStream] = [:]
+
+    @inline(__always)
+    mutating func with<R>(_ ssrc: UInt32, _ body: (inout OutboundStream) -> R) -> R {
+        if used.0, ssrcs.0 == ssrc { return body(&inline.0) }
+        if used.1, ssrcs.1 == ssrc { return body(&inline.1) }
+        if !used.0 { (used.0, ssrcs.0) = (true, ssrc); return body(&inline.0) }
+        if !used.1 { (used.1, ssrcs.1) = (true, ssrc); return body(&inline.1) }
+        return body(&more[ssrc, default: OutboundStream()])
+    }
+}
+
+/// Per-SSRC state of a stream we receive: indices and replay lists.
+final class InboundStream {
+    var rtp = RTPReplayList()
+    var rtcpReplay = RTCPReplayWindow()
+}
+
 /// Our SRTP/SRTCP implementation (RFC 3711, RFC 7714) on OpenSSL EVP. Packets are transformed in
-/// place; every buffer it needs per packet is allocated once here.
+/// place; every buffer it needs per packet is allocated once here or on the stack.
 final class OpenSSLSRTP {
+    // The outbound RTP path's state first: one or two cache lines of this object.
+    private var outbound = OutboundStreams()
+    private let rtpOut: OpenSSLKeys
     let profile: SRTPProfile
     let tagLength: Int
-    private let rtpOut: OpenSSLKeys
     private let rtcpOut: OpenSSLKeys
     private let rtpIn: OpenSSLKeys
     private let rtcpIn: OpenSSLKeys
 
-    private var outbound: [UInt32: StreamState] = [:]
-    private var inbound: [UInt32: StreamState] = [:]
-    private var lastOut: (ssrc: UInt32, state: StreamState)?
-    private var lastIn: (ssrc: UInt32, state: StreamState)?
+    private var inbound: [UInt32: InboundStream] = [:]
+    private var lastIn: (ssrc: UInt32, state: InboundStream)?
 
-    /// Scratch: 16-byte IV, 20-byte MAC, 4-byte ROC / SRTCP trailer.
-    private let iv: UnsafeMutablePointer<UInt8>
-    private let mac: UnsafeMutablePointer<UInt8>
-    private let word: UnsafeMutablePointer<UInt8>
     /// GCM decrypts here first so a forged packet never changes the caller's buffer.
     private var plain: UnsafeMutableRawPointer
     private var plainCapacity: Int
@@ -87,106 +131,43 @@ final class OpenSSLSRTP {
             rtcpIn: OpenSSLKeys(profile: profile, masterKey: remoteKey, masterSalt: remoteSalt, rtcp: true, encrypting: false))
     }
 
-    init(profile: SRTPProfile, rtpOut: OpenSSLKeys, rtcpOut: OpenSSLKeys, rtpIn: OpenSSLKeys, rtcpIn: OpenSSLKeys) {
+    init(profile: SRTPProfile, rtpOut: consuming OpenSSLKeys, rtcpOut: consuming OpenSSLKeys,
+         rtpIn: consuming OpenSSLKeys, rtcpIn: consuming OpenSSLKeys) {
         self.profile = profile
         tagLength = profile.tagLength
         self.rtpOut = rtpOut
         self.rtcpOut = rtcpOut
         self.rtpIn = rtpIn
         self.rtcpIn = rtcpIn
-        iv = .allocate(capacity: 16)
-        iv.initialize(repeating: 0, count: 16)
-        mac = .allocate(capacity: HMACSHA1.digestLength)
-        mac.initialize(repeating: 0, count: HMACSHA1.digestLength)
-        word = .allocate(capacity: 4)
-        word.initialize(repeating: 0, count: 4)
         plainCapacity = profile == .aeadAes128Gcm ? 2048 : 0
         plain = .allocate(byteCount: max(plainCapacity, 1), alignment: 16)
     }
 
+    /// The outbound RTP cipher context (see `SRTPSession.protectWorkingSet`).
+    var rtpOutCipher: OpaquePointer { rtpOut.cipher }
+
     /// Test hook: makes the next SRTCP packet of `ssrc` carry index `last + 1`.
     func setLastRTCPIndex(_ last: UInt32, ssrc: UInt32) {
-        outboundStream(ssrc).rtcpIndex = last
+        outbound.with(ssrc) { $0.rtcpIndex = last }
     }
 
-    deinit {
-        iv.deallocate()
-        mac.deallocate()
-        word.deallocate()
-        plain.deallocate()
-    }
+    deinit { plain.deallocate() }
 
     // MARK: Streams
-
-    @inline(__always)
-    private func outboundStream(_ ssrc: UInt32) -> StreamState {
-        if let last = lastOut, last.ssrc == ssrc { return last.state }
-        let state: StreamState
-        if let s = outbound[ssrc] { state = s } else { state = StreamState(); outbound[ssrc] = state }
-        lastOut = (ssrc, state)
-        return state
-    }
 
     /// Inbound streams are only remembered once a packet of theirs authenticates, so forged
     /// SSRCs cannot grow the table.
     @inline(__always)
-    private func inboundStream(_ ssrc: UInt32) -> (StreamState, isNew: Bool) {
+    private func inboundStream(_ ssrc: UInt32) -> (InboundStream, isNew: Bool) {
         if let last = lastIn, last.ssrc == ssrc { return (last.state, false) }
         if let s = inbound[ssrc] { lastIn = (ssrc, s); return (s, false) }
-        return (StreamState(), true)
+        return (InboundStream(), true)
     }
 
     @inline(__always)
-    private func remember(_ ssrc: UInt32, _ state: StreamState) {
+    private func remember(_ ssrc: UInt32, _ state: InboundStream) {
         inbound[ssrc] = state
         lastIn = (ssrc, state)
-    }
-
-    // MARK: IVs
-
-    /// AES-CM IV (RFC 3711 §4.1.1): salt·2^16 XOR SSRC·2^64 XOR index·2^16.
-    @inline(__always)
-    private func counterIV(_ keys: OpenSSLKeys, ssrc: UInt32, index: UInt64) {
-        let s = keys.salt
-        iv[0] = s[0]; iv[1] = s[1]; iv[2] = s[2]; iv[3] = s[3]
-        iv[4] = s[4] ^ UInt8(truncatingIfNeeded: ssrc >> 24)
-        iv[5] = s[5] ^ UInt8(truncatingIfNeeded: ssrc >> 16)
-        iv[6] = s[6] ^ UInt8(truncatingIfNeeded: ssrc >> 8)
-        iv[7] = s[7] ^ UInt8(truncatingIfNeeded: ssrc)
-        iv[8] = s[8] ^ UInt8(truncatingIfNeeded: index >> 40)
-        iv[9] = s[9] ^ UInt8(truncatingIfNeeded: index >> 32)
-        iv[10] = s[10] ^ UInt8(truncatingIfNeeded: index >> 24)
-        iv[11] = s[11] ^ UInt8(truncatingIfNeeded: index >> 16)
-        iv[12] = s[12] ^ UInt8(truncatingIfNeeded: index >> 8)
-        iv[13] = s[13] ^ UInt8(truncatingIfNeeded: index)
-        iv[14] = 0
-        iv[15] = 0
-    }
-
-    /// GCM IV (RFC 7714 §8.1, §9.1): 00 00 | SSRC | middle (4 bytes) | low (2 bytes), XOR salt.
-    /// For SRTP middle|low = ROC|SEQ; for SRTCP = 00 00 | 31-bit SRTCP index.
-    @inline(__always)
-    private func gcmIV(_ keys: OpenSSLKeys, ssrc: UInt32, low48: UInt64) {
-        let s = keys.salt
-        iv[0] = s[0]; iv[1] = s[1]
-        iv[2] = s[2] ^ UInt8(truncatingIfNeeded: ssrc >> 24)
-        iv[3] = s[3] ^ UInt8(truncatingIfNeeded: ssrc >> 16)
-        iv[4] = s[4] ^ UInt8(truncatingIfNeeded: ssrc >> 8)
-        iv[5] = s[5] ^ UInt8(truncatingIfNeeded: ssrc)
-        iv[6] = s[6] ^ UInt8(truncatingIfNeeded: low48 >> 40)
-        iv[7] = s[7] ^ UInt8(truncatingIfNeeded: low48 >> 32)
-        iv[8] = s[8] ^ UInt8(truncatingIfNeeded: low48 >> 24)
-        iv[9] = s[9] ^ UInt8(truncatingIfNeeded: low48 >> 16)
-        iv[10] = s[10] ^ UInt8(truncatingIfNeeded: low48 >> 8)
-        iv[11] = s[11] ^ UInt8(truncatingIfNeeded: low48)
-    }
-
-    @inline(__always)
-    private func storeWord(_ value: UInt32) {
-        word[0] = UInt8(truncatingIfNeeded: value >> 24)
-        word[1] = UInt8(truncatingIfNeeded: value >> 16)
-        word[2] = UInt8(truncatingIfNeeded: value >> 8)
-        word[3] = UInt8(truncatingIfNeeded: value)
     }
 
     private func ensurePlainCapacity(_ n: Int) {
@@ -198,6 +179,37 @@ final class OpenSSLSRTP {
 
     private static let cryptoFailure = SRTPError(.internalError("OpenSSL EVP operation failed"))
 
+    // MARK: Per-packet scratch, on the stack (no cache line of its own)
+
+    @inline(__always)
+    private static func withIV<R>(_ iv: (UInt64, UInt64), _ body: (UnsafePointer<UInt8>) -> R) -> R {
+        var v = iv
+        return withUnsafeBytes(of: &v) { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    /// A 4-byte big-endian word (ROC or SRTCP trailer) as bytes.
+    @inline(__always)
+    private static func withWord<R>(_ value: UInt32, _ body: (UnsafePointer<UInt8>) -> R) -> R {
+        var v = value.bigEndian
+        return withUnsafeBytes(of: &v) { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    /// HMAC-SHA1 of `count` bytes at `data`, then the big-endian `suffix` if any; `body` gets the
+    /// 20-byte MAC. False when the MAC could not be computed.
+    @inline(__always)
+    private static func withHMAC(_ key: UnsafeMutablePointer<swiftrtc_hmac_sha1_key>, _ data: UnsafeRawPointer, count: Int,
+                                 suffix: UInt32?, _ body: (UnsafePointer<UInt8>) -> Bool) -> Bool {
+        var mac: (UInt64, UInt64, UInt32) = (0, 0, 0)
+        return withWord(suffix ?? 0) { word in
+            withUnsafeMutableBytes(of: &mac) { m in
+                let out = m.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                guard HMACSHA1.compute(key, data, count: count, suffix: word, suffixCount: suffix == nil ? 0 : 4, into: out)
+                else { return false }
+                return body(out)
+            }
+        }
+    }
+
     // MARK: SRTP
 
     func protectRTP(_ base: UnsafeMutableRawPointer, length: Int, capacity: Int) throws(SRTPError) -> Int {
@@ -207,30 +219,38 @@ final class OpenSSLSRTP {
         }
         let seq = PacketLayout.load16(base, 2)
         let ssrc = PacketLayout.load32(base, 8)
-        let stream = outboundStream(ssrc)
-        let (index, delta) = stream.rtp.estimate(seq)
         // Same seq twice is a NACK re-send (libsrtp's allow_repeat_tx); older than the window is refused.
-        if stream.rtp.check(delta) == .tooOld {
+        let (index, tooOld) = outbound.with(ssrc) { stream in
+            let (index, delta) = stream.rtp.estimate(seq)
+            if RTPIndexTracker.isTooOld(delta) { return (index, true) }
+            stream.rtp.advance(index: index, delta: delta)
+            return (index, false)
+        }
+        if tooOld {
             throw SRTPError(.replay, "outbound SSRC \(ssrc) seq \(seq) is older than the \(replayWindowSize)-packet window")
         }
-        stream.rtp.add(index: index, delta: delta)
 
         let payload = base + header
         let payloadLength = length - header
+        let cipher = rtpOut.cipher
+        let ok: Bool
         switch profile {
         case .aes128CmHmacSha1_80:
-            guard let ctr = rtpOut.ctr, let hmac = rtpOut.hmac else { throw Self.cryptoFailure }
-            counterIV(rtpOut, ssrc: ssrc, index: index)
-            guard ctr.apply(iv: iv, data: payload, count: payloadLength) else { throw Self.cryptoFailure }
-            storeWord(UInt32(truncatingIfNeeded: index >> 16))
-            guard hmac.compute(base, count: length, suffix: word, suffixCount: 4, into: mac) else { throw Self.cryptoFailure }
-            (base + length).copyMemory(from: mac, byteCount: tagLength)
+            guard let macKey = rtpOut.macKey else { throw Self.cryptoFailure }
+            let tag = tagLength
+            ok = Self.withIV(rtpOut.counterIV(ssrc: ssrc, index: index)) {
+                AESCounterMode.apply(cipher, iv: $0, data: payload, count: payloadLength)
+            } && Self.withHMAC(macKey, base, count: length, suffix: UInt32(truncatingIfNeeded: index >> 16)) {
+                (base + length).copyMemory(from: $0, byteCount: tag)
+                return true
+            }
         case .aeadAes128Gcm:
-            guard let gcm = rtpOut.gcm else { throw Self.cryptoFailure }
-            gcmIV(rtpOut, ssrc: ssrc, low48: index)
-            guard gcm.seal(iv: iv, aad: base, aadCount: header, aad2: nil, aad2Count: 0,
-                           data: payload, count: payloadLength, tag: base + length) else { throw Self.cryptoFailure }
+            ok = Self.withIV(rtpOut.gcmIV(ssrc: ssrc, low48: index)) {
+                AESGCM.seal(cipher, iv: $0, aad: base, aadCount: header, aad2: nil, aad2Count: 0,
+                            data: payload, count: payloadLength, tag: base + length)
+            }
         }
+        guard ok else { throw Self.cryptoFailure }
         return length + tagLength
     }
 
@@ -252,22 +272,29 @@ final class OpenSSLSRTP {
 
         let payload = base + header
         let payloadLength = end - header
+        let cipher = rtpIn.cipher
+        let tag = tagLength
         switch profile {
         case .aes128CmHmacSha1_80:
-            guard let ctr = rtpIn.ctr, let hmac = rtpIn.hmac else { throw Self.cryptoFailure }
-            storeWord(UInt32(truncatingIfNeeded: index >> 16))
-            guard hmac.compute(base, count: end, suffix: word, suffixCount: 4, into: mac) else { throw Self.cryptoFailure }
-            guard constantTimeEqual(mac, base + end, count: tagLength) else {
+            guard let macKey = rtpIn.macKey else { throw Self.cryptoFailure }
+            var matches = false
+            guard Self.withHMAC(macKey, base, count: end, suffix: UInt32(truncatingIfNeeded: index >> 16), {
+                matches = constantTimeEqual($0, base + end, count: tag)
+                return true
+            }) else { throw Self.cryptoFailure }
+            guard matches else {
                 throw SRTPError(.authenticationFailed, "SSRC \(ssrc) seq \(seq): HMAC-SHA1 tag at offset \(end) does not match")
             }
-            counterIV(rtpIn, ssrc: ssrc, index: index)
-            guard ctr.apply(iv: iv, data: payload, count: payloadLength) else { throw Self.cryptoFailure }
+            guard Self.withIV(rtpIn.counterIV(ssrc: ssrc, index: index), {
+                AESCounterMode.apply(cipher, iv: $0, data: payload, count: payloadLength)
+            }) else { throw Self.cryptoFailure }
         case .aeadAes128Gcm:
-            guard let gcm = rtpIn.gcm else { throw Self.cryptoFailure }
-            gcmIV(rtpIn, ssrc: ssrc, low48: index)
             ensurePlainCapacity(payloadLength)
-            guard gcm.open(iv: iv, aad: base, aadCount: header, aad2: nil, aad2Count: 0,
-                           input: payload, output: plain, count: payloadLength, tag: base + end) else {
+            let plain = plain
+            guard Self.withIV(rtpIn.gcmIV(ssrc: ssrc, low48: index), {
+                AESGCM.open(cipher, iv: $0, aad: base, aadCount: header, aad2: nil, aad2Count: 0,
+                            input: payload, output: plain, count: payloadLength, tag: base + end)
+            }) else {
                 throw SRTPError(.authenticationFailed, "SSRC \(ssrc) seq \(seq): GCM tag at offset \(end) does not match")
             }
             payload.copyMemory(from: plain, byteCount: payloadLength)
@@ -286,31 +313,42 @@ final class OpenSSLSRTP {
             throw SRTPError(.internalError("buffer holds \(capacity) bytes, protecting RTCP of \(length) needs \(length + overhead)"))
         }
         let ssrc = PacketLayout.load32(base, 4)
-        let stream = outboundStream(ssrc)
-        guard stream.rtcpIndex < 0x7FFF_FFFF else {
+        let next: UInt32? = outbound.with(ssrc) { stream in
+            guard stream.rtcpIndex < 0x7FFF_FFFF else { return nil }
+            stream.rtcpIndex += 1
+            return stream.rtcpIndex
+        }
+        guard let index = next else {
             throw SRTPError(.internalError("SRTCP index space of SSRC \(ssrc) exhausted; re-key"))
         }
-        stream.rtcpIndex += 1
-        let index = stream.rtcpIndex
         let trailer = 0x8000_0000 | index  // E flag: encrypted
         let payload = base + PacketLayout.rtcpFixedHeader
         let payloadLength = length - PacketLayout.rtcpFixedHeader
+        let cipher = rtcpOut.cipher
+        let tag = tagLength
+        let ok: Bool
         switch profile {
         case .aes128CmHmacSha1_80:
-            guard let ctr = rtcpOut.ctr, let hmac = rtcpOut.hmac else { throw Self.cryptoFailure }
-            counterIV(rtcpOut, ssrc: ssrc, index: UInt64(index))
-            guard ctr.apply(iv: iv, data: payload, count: payloadLength) else { throw Self.cryptoFailure }
-            PacketLayout.store32(base, length, trailer)
-            guard hmac.compute(base, count: length + 4, suffix: word, suffixCount: 0, into: mac) else { throw Self.cryptoFailure }
-            (base + length + 4).copyMemory(from: mac, byteCount: tagLength)
+            guard let macKey = rtcpOut.macKey else { throw Self.cryptoFailure }
+            ok = Self.withIV(rtcpOut.counterIV(ssrc: ssrc, index: UInt64(index))) {
+                AESCounterMode.apply(cipher, iv: $0, data: payload, count: payloadLength)
+            } && {
+                PacketLayout.store32(base, length, trailer)
+                return Self.withHMAC(macKey, base, count: length + 4, suffix: nil) {
+                    (base + length + 4).copyMemory(from: $0, byteCount: tag)
+                    return true
+                }
+            }()
         case .aeadAes128Gcm:
-            guard let gcm = rtcpOut.gcm else { throw Self.cryptoFailure }
-            gcmIV(rtcpOut, ssrc: ssrc, low48: UInt64(index))
-            storeWord(trailer)
-            guard gcm.seal(iv: iv, aad: base, aadCount: PacketLayout.rtcpFixedHeader, aad2: word, aad2Count: 4,
-                           data: payload, count: payloadLength, tag: base + length) else { throw Self.cryptoFailure }
-            PacketLayout.store32(base, length + tagLength, trailer)
+            ok = Self.withIV(rtcpOut.gcmIV(ssrc: ssrc, low48: UInt64(index))) { iv in
+                Self.withWord(trailer) { word in
+                    AESGCM.seal(cipher, iv: iv, aad: base, aadCount: PacketLayout.rtcpFixedHeader, aad2: word, aad2Count: 4,
+                                data: payload, count: payloadLength, tag: base + length)
+                }
+            }
+            if ok { PacketLayout.store32(base, length + tagLength, trailer) }
         }
+        guard ok else { throw Self.cryptoFailure }
         return length + overhead
     }
 
@@ -346,30 +384,34 @@ final class OpenSSLSRTP {
         }
         let payload = base + PacketLayout.rtcpFixedHeader
         let payloadLength = plainEnd - PacketLayout.rtcpFixedHeader
+        let cipher = rtcpIn.cipher
+        let tag = tagLength
         switch profile {
         case .aes128CmHmacSha1_80:
-            guard let ctr = rtcpIn.ctr, let hmac = rtcpIn.hmac else { throw Self.cryptoFailure }
-            guard hmac.compute(base, count: tagOffset, suffix: word, suffixCount: 0, into: mac) else { throw Self.cryptoFailure }
-            guard constantTimeEqual(mac, base + tagOffset, count: tagLength) else {
+            guard let macKey = rtcpIn.macKey else { throw Self.cryptoFailure }
+            var matches = false
+            guard Self.withHMAC(macKey, base, count: tagOffset, suffix: nil, {
+                matches = constantTimeEqual($0, base + tagOffset, count: tag)
+                return true
+            }) else { throw Self.cryptoFailure }
+            guard matches else {
                 throw SRTPError(.authenticationFailed, "SRTCP SSRC \(ssrc) index \(index): HMAC-SHA1 tag at offset \(tagOffset) does not match")
             }
             if encrypted {
-                counterIV(rtcpIn, ssrc: ssrc, index: UInt64(index))
-                guard ctr.apply(iv: iv, data: payload, count: payloadLength) else { throw Self.cryptoFailure }
+                guard Self.withIV(rtcpIn.counterIV(ssrc: ssrc, index: UInt64(index)), {
+                    AESCounterMode.apply(cipher, iv: $0, data: payload, count: payloadLength)
+                }) else { throw Self.cryptoFailure }
             }
         case .aeadAes128Gcm:
-            guard let gcm = rtcpIn.gcm else { throw Self.cryptoFailure }
-            gcmIV(rtcpIn, ssrc: ssrc, low48: UInt64(index))
-            storeWord(trailer)
-            let ok: Bool
-            if encrypted {
-                ensurePlainCapacity(payloadLength)
-                ok = gcm.open(iv: iv, aad: base, aadCount: PacketLayout.rtcpFixedHeader, aad2: word, aad2Count: 4,
-                              input: payload, output: plain, count: payloadLength, tag: base + tagOffset)
-            } else {
-                // Not encrypted: the whole packet is authenticated data.
-                ok = gcm.open(iv: iv, aad: base, aadCount: plainEnd, aad2: word, aad2Count: 4,
-                              input: payload, output: plain, count: 0, tag: base + tagOffset)
+            // Not encrypted: the whole packet is authenticated data.
+            let (aadCount, count) = encrypted ? (PacketLayout.rtcpFixedHeader, payloadLength) : (plainEnd, 0)
+            ensurePlainCapacity(count)
+            let plain = plain
+            let ok = Self.withIV(rtcpIn.gcmIV(ssrc: ssrc, low48: UInt64(index))) { iv in
+                Self.withWord(trailer) { word in
+                    AESGCM.open(cipher, iv: iv, aad: base, aadCount: aadCount, aad2: word, aad2Count: 4,
+                                input: payload, output: plain, count: count, tag: base + tagOffset)
+                }
             }
             guard ok else {
                 throw SRTPError(.authenticationFailed, "SRTCP SSRC \(ssrc) index \(index): GCM tag at offset \(tagOffset) does not match")

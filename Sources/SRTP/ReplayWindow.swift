@@ -65,14 +65,18 @@ struct ReplayBitmap: Equatable {
     }
 }
 
-/// Rollover counter tracking, packet index estimation (RFC 3711 §3.3.1, Appendix A) and the
-/// replay list of one SRTP stream. The estimation follows libsrtp's rule exactly so both
-/// backends accept and number the same packets: while the highest index is at most 2^15 the
-/// rollover counter is taken as 0, so an early reordered packet cannot guess ROC = -1.
+/// Rollover counter tracking and packet index estimation (RFC 3711 §3.3.1, Appendix A) of one
+/// SRTP stream. The estimation follows libsrtp's rule exactly so both backends accept and
+/// number the same packets: while the highest index is at most 2^15 the rollover counter is
+/// taken as 0, so an early reordered packet cannot guess ROC = -1.
+///
+/// Alone it is the sending side's state: a sender only refuses packets older than the window
+/// (a repeat is a NACK re-send, libsrtp's allow_repeat_tx), so it keeps no replay list — the
+/// relay protects every packet for hundreds of players, and each list would be two more cache
+/// lines per player per packet. Receivers use `RTPReplayList`.
 struct RTPIndexTracker {
-    /// Highest accepted index: ROC << 16 | SEQ (48 bits).
+    /// Highest index: ROC << 16 | SEQ (48 bits).
     private(set) var index: UInt64 = 0
-    private var seen = ReplayBitmap(bits: replayWindowSize)
 
     enum Check { case fresh, repeated, tooOld }
 
@@ -98,10 +102,29 @@ struct RTPIndexTracker {
         return (UInt64(roc) << 16 | UInt64(seq), delta)
     }
 
+    /// Outside the replay window behind the highest index.
     @inline(__always)
-    func check(_ delta: Int) -> Check {
+    static func isTooOld(_ delta: Int) -> Bool { -delta >= replayWindowSize }
+
+    /// Records a packet: a newer index becomes the highest.
+    @inline(__always)
+    mutating func advance(index newIndex: UInt64, delta: Int) {
+        if delta > 0 { index = newIndex }
+    }
+}
+
+/// The receiving side of one SRTP stream: its index tracker and replay list.
+struct RTPReplayList {
+    private(set) var tracker = RTPIndexTracker()
+    private var seen = ReplayBitmap(bits: replayWindowSize)
+
+    @inline(__always)
+    func estimate(_ seq: UInt16) -> (index: UInt64, delta: Int) { tracker.estimate(seq) }
+
+    @inline(__always)
+    func check(_ delta: Int) -> RTPIndexTracker.Check {
         if delta > 0 { return .fresh }
-        if -delta >= replayWindowSize { return .tooOld }
+        if RTPIndexTracker.isTooOld(delta) { return .tooOld }
         return seen.get(-delta) ? .repeated : .fresh
     }
 
@@ -111,10 +134,10 @@ struct RTPIndexTracker {
         if delta > 0 {
             seen.shiftUp(delta)
             seen.set(0)
-            index = newIndex
         } else {
             seen.set(-delta)
         }
+        tracker.advance(index: newIndex, delta: delta)
     }
 }
 

@@ -15,6 +15,10 @@ public final class SRTPSession: @unchecked Sendable {
         case libsrtp(LibSRTPContext)
     }
     private let engine: Engine
+    /// The OpenSSL engine unretained (`engine` owns it): protecting a packet then bumps no
+    /// reference count. At a relay's fan-out each player's session is cold, and an atomic
+    /// increment on a cold line stalls the loop where plain loads would overlap.
+    private let openssl: Unmanaged<OpenSSLSRTP>?
 
     public init(profile: SRTPProfile, localKey: [UInt8], localSalt: [UInt8], remoteKey: [UInt8], remoteSalt: [UInt8],
                 backend: SRTPBackend = .openssl) throws(SRTPError) {
@@ -28,11 +32,14 @@ public final class SRTPSession: @unchecked Sendable {
         self.backend = backend
         switch backend {
         case .openssl:
-            engine = .openssl(try OpenSSLSRTP(profile: profile, localKey: localKey, localSalt: localSalt,
-                                              remoteKey: remoteKey, remoteSalt: remoteSalt))
+            let e = try OpenSSLSRTP(profile: profile, localKey: localKey, localSalt: localSalt,
+                                    remoteKey: remoteKey, remoteSalt: remoteSalt)
+            engine = .openssl(e)
+            openssl = .passUnretained(e)
         case .libsrtp:
             engine = .libsrtp(try LibSRTPContext(profile: profile, localKey: localKey, localSalt: localSalt,
                                                  remoteKey: remoteKey, remoteSalt: remoteSalt))
+            openssl = nil
         }
     }
 
@@ -57,14 +64,28 @@ public final class SRTPSession: @unchecked Sendable {
 
     // MARK: In place (hot path)
 
+    /// The memory `protectRTP` uses beyond this object — the OpenSSL engine and its outbound
+    /// RTP cipher context — for a caller that prefetches it ahead of use (the relay's fan-out
+    /// loop, where every player's session is cold). nil with libsrtp.
+    public var protectWorkingSet: (engine: UnsafeRawPointer, cipher: UnsafeRawPointer)? {
+        guard let openssl else { return nil }
+        return (UnsafeRawPointer(openssl.toOpaque()), UnsafeRawPointer(openssl._withUnsafeGuaranteedRef { $0.rtpOutCipher }))
+    }
+
     /// Protects the RTP packet in the first `length` bytes of `buffer`, which must have
     /// `profile.rtpOverhead` more bytes of room. Returns the SRTP packet's length.
     public func protectRTP(in buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
         let base = try Self.base(buffer, length)
         let n: Int
-        switch engine {
-        case .openssl(let e): n = try e.protectRTP(base, length: length, capacity: buffer.count)
-        case .libsrtp(let e): n = try e.protectRTP(base, length: length, capacity: buffer.count)
+        if let openssl {
+            let result = openssl._withUnsafeGuaranteedRef { e -> Result<Int, SRTPError> in
+                do throws(SRTPError) { return .success(try e.protectRTP(base, length: length, capacity: buffer.count)) } catch { return .failure(error) }
+            }
+            n = try result.get()
+        } else if case .libsrtp(let e) = engine {
+            n = try e.protectRTP(base, length: length, capacity: buffer.count)
+        } else {
+            preconditionFailure("an OpenSSL engine without its unretained reference")
         }
         stats.protected &+= 1
         return n

@@ -60,6 +60,33 @@ import Testing
         }
     }
 
+    /// Five SSRCs sent interleaved from one session (two kept inline, the rest in the table),
+    /// each across a sequence-number rollover: libsrtp and our receiver decrypt every packet,
+    /// so each stream's rollover counter and SRTCP index are its own.
+    @Test(arguments: allProfiles, [SRTPBackend.openssl, .libsrtp])
+    func manyOutboundStreamsKeepTheirOwnIndices(profile: SRTPProfile, receiver: SRTPBackend) throws {
+        let keys = KeyPair(profile, seed: 31)
+        let a = try keys.sideA(profile, .openssl)
+        let b = try keys.sideB(profile, receiver)
+        let ssrcs: [UInt32] = [0x10, 0x20, 0x30, 0x40, 0x50]
+        for step in 0..<300 {
+            for (k, ssrc) in ssrcs.enumerated() {
+                // Each stream starts at its own point and wraps 65535 → 0 at its own time.
+                let seq = UInt16(truncatingIfNeeded: 65_400 + 37 * k + step)
+                let plain = rtpPacket(seq: seq, ssrc: ssrc, payload: [UInt8(k), UInt8(step & 0xFF), 7])
+                #expect(try b.unprotectRTP(try a.protectRTP(plain)) == plain, "ssrc \(ssrc) step \(step)")
+            }
+            if step % 50 == 0 {
+                for ssrc in ssrcs.reversed() {
+                    #expect(try b.unprotectRTCP(try a.protectRTCP(rtcpPacket(ssrc: ssrc))) == rtcpPacket(ssrc: ssrc))
+                }
+            }
+        }
+        // A re-send of the newest packet is protected again (allow_repeat_tx); the receiver refuses it as a replay.
+        let resend = rtpPacket(seq: UInt16(truncatingIfNeeded: 65_400 + 37 * 4 + 299), ssrc: 0x50, payload: [9])
+        #expect(throws: SRTPError.replay) { try b.unprotectRTP(try a.protectRTP(resend)) }
+    }
+
     /// SRTCP keeps libsrtp's fixed 128-index window on both backends.
     @Test(arguments: allProfiles, [SRTPBackend.openssl, .libsrtp])
     func srtcpWindowStays128(profile: SRTPProfile, receiver: SRTPBackend) throws {

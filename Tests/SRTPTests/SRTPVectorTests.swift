@@ -90,12 +90,13 @@ import Testing
         let plain = rtcpPacket(ssrc: 0xABCD_0001, extra: [1, 2, 3, 4])
         let authenticated = plain + [0x00, 0x00, 0x00, 0x07]  // E = 0, index 7
         var mac = [UInt8](repeating: 0, count: 20)
-        let hmac = try HMACSHA1(key: authKey)
+        let key = try HMACSHA1.key(authKey)
+        defer { HMACSHA1.free(key) }
         let ok = authenticated.withUnsafeBytes { a in
             [UInt8]().withUnsafeBufferPointer { none in
                 mac.withUnsafeMutableBufferPointer { m in
-                    hmac.compute(a.baseAddress!, count: a.count, suffix: none.baseAddress ?? UnsafePointer(bitPattern: 1)!,
-                                 suffixCount: 0, into: m.baseAddress!)
+                    HMACSHA1.compute(key, a.baseAddress!, count: a.count, suffix: none.baseAddress ?? UnsafePointer(bitPattern: 1)!,
+                                     suffixCount: 0, into: m.baseAddress!)
                 }
             }
         }
@@ -124,7 +125,7 @@ import Testing
         let trailer: [UInt8] = [0x00, 0x00, 0x01, 0x00]  // E = 0, index 256
         var iv = [0, 0] + ssrc + [0, 0] + trailer
         for i in 0..<12 { iv[i] ^= sessionSalt[i] }
-        let gcm = try AESGCM(key: key, encrypting: true)
+        let keys = try OpenSSLKeys(profile: .aeadAes128Gcm, sessionKey: key, sessionSalt: sessionSalt, authKey: [], encrypting: true)
         var tag = [UInt8](repeating: 0, count: 16)
         var scratch = [UInt8](repeating: 0, count: 16)
         let sealed = iv.withUnsafeBufferPointer { ivp in
@@ -132,8 +133,8 @@ import Testing
                 trailer.withUnsafeBufferPointer { t in
                     scratch.withUnsafeMutableBytes { s in
                         tag.withUnsafeMutableBytes { tg in
-                            gcm.seal(iv: ivp.baseAddress!, aad: aad.baseAddress!, aadCount: aad.count,
-                                     aad2: t.baseAddress!, aad2Count: 4, data: s.baseAddress!, count: 0, tag: tg.baseAddress!)
+                            AESGCM.seal(keys.cipher, iv: ivp.baseAddress!, aad: aad.baseAddress!, aadCount: aad.count,
+                                        aad2: t.baseAddress!, aad2Count: 4, data: s.baseAddress!, count: 0, tag: tg.baseAddress!)
                         }
                     }
                 }
