@@ -33,10 +33,16 @@ public struct RtpForwardingTarget {
     var nameLength: UInt32 = 0
     var name = sockaddr_in6()
 
+    /// What `send` touches beyond the batch, for a fan-out loop that prefetches the next
+    /// target while it sends to this one: the SRTP session, its engine and cipher context.
+    public let workingSet: (session: UnsafeRawPointer, engine: UnsafeRawPointer?, cipher: UnsafeRawPointer?)
+
     init(ssrc: UInt32, srtp: Unmanaged<SRTPSession>, socket: Unmanaged<UDPSocket>) {
         self.ssrc = ssrc
         self.srtp = srtp
         self.socket = socket
+        let protect = srtp._withUnsafeGuaranteedRef { $0.protectWorkingSet }
+        workingSet = (UnsafeRawPointer(srtp.toOpaque()), protect?.engine, protect?.cipher)
     }
 
     mutating func setName(_ remote: SocketAddress) -> Bool {

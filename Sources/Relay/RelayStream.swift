@@ -1,3 +1,4 @@
+import CShim
 import PeerConnection
 import RTP
 import RTPMedia
@@ -193,7 +194,10 @@ final class RelayStream: @unchecked Sendable {
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             table.withUnsafeBufferPointer { records in
-                for record in records {
+                for (i, record) in records.enumerated() {
+                    // Every player's state is cold by the time a packet comes (the last fan-out's
+                    // sends flushed it): ask for the next player's while this one is worked on.
+                    if i + 1 < records.count { records[i + 1].prefetch() }
                     let output = record.output
                     guard let (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
                                                                           timestamp: view.timestamp, clockRate: clockRate, now: now) else {
@@ -341,6 +345,16 @@ struct ForwardingRecord {
     let output: UnsafeMutablePointer<PlayerOutput>
     /// The payload type the player numbered the publisher's codec with.
     let payloadType: UInt8
+
+    /// Brings what forwarding to this player touches into cache, without waiting for it.
+    @inline(__always)
+    func prefetch() {
+        swiftrtc_prefetch(output, (MemoryLayout<PlayerOutput>.size + 63) / 64)
+        guard let set = target?.workingSet else { return }
+        swiftrtc_prefetch(set.session, 2)
+        swiftrtc_prefetch(set.engine, 2)
+        swiftrtc_prefetch(set.cipher, 3)
+    }
 }
 
 /// Bytes over a sliding window of about two seconds.
