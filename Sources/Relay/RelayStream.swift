@@ -349,9 +349,9 @@ struct ForwardingRecord {
     /// Brings what forwarding to this player touches into cache, without waiting for it.
     @inline(__always)
     func prefetch() {
-        swiftrtc_prefetch(output, (MemoryLayout<PlayerOutput>.size + 63) / 64)
+        swiftrtc_prefetch(output, 2)   // the rewriter and counters; not the NACK and RTT state
         guard let set = target?.workingSet else { return }
-        swiftrtc_prefetch(set.session, 2)
+        swiftrtc_prefetch(set.session, 1)
         swiftrtc_prefetch(set.engine, 2)
         swiftrtc_prefetch(set.cipher, 3)
     }

@@ -6,19 +6,20 @@
 /// handed to (and owned by) the one serial executor or thread that runs the connection; callers
 /// must not use it from two threads at once.
 public final class SRTPSession: @unchecked Sendable {
+    /// The OpenSSL engine unretained (`engine` owns it): protecting a packet then bumps no
+    /// reference count. At a relay's fan-out each player's session is cold, and an atomic
+    /// increment on a cold line stalls the loop where plain loads would overlap. First, with
+    /// the counters: what protecting touches of this object is one cache line.
+    private let openssl: Unmanaged<OpenSSLSRTP>?
+    public private(set) var stats = SRTPStats()
     public let profile: SRTPProfile
     public let backend: SRTPBackend
-    public private(set) var stats = SRTPStats()
 
     private enum Engine {
         case openssl(OpenSSLSRTP)
         case libsrtp(LibSRTPContext)
     }
     private let engine: Engine
-    /// The OpenSSL engine unretained (`engine` owns it): protecting a packet then bumps no
-    /// reference count. At a relay's fan-out each player's session is cold, and an atomic
-    /// increment on a cold line stalls the loop where plain loads would overlap.
-    private let openssl: Unmanaged<OpenSSLSRTP>?
 
     public init(profile: SRTPProfile, localKey: [UInt8], localSalt: [UInt8], remoteKey: [UInt8], remoteSalt: [UInt8],
                 backend: SRTPBackend = .openssl) throws(SRTPError) {
