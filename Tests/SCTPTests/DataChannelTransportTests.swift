@@ -99,7 +99,10 @@ struct DataChannelTransportTests {
         // (FORWARD-TSN): messages up to the end arrive. (A lost one among the very last may
         // expire before anything tells the sender it is missing.)
         #expect((got.last ?? 0) >= count - 10)
-        #expect(got.count < count && got.count >= count * 8 / 10)
+        // usrsctp measures the lifetime on the real clock while the pipe's timers run on the
+        // fake one, so whether a lost message is retransmitted (fake 60 ms on) or expires first
+        // depends on how fast this machine runs the loop: none may be skipped, never many.
+        #expect(got.count <= count && got.count >= count * 8 / 10)
     }
 
     @Test("ordered reliable survives 10% loss by retransmitting, order kept")
