@@ -29,12 +29,19 @@ func loopCPUSeconds(_ loop: EventLoop) async -> Double {
 /// utime + stime of process `pid` from /proc/PID/stat (all its threads), in seconds; nil when
 /// the process is gone. Resolution: one clock tick (10 ms).
 func processCPUSeconds(pid: Int32) -> Double? {
+    processCPUTimes(pid: pid).map { $0.user + $0.system }
+}
+
+/// utime and stime of process `pid` apart: user time is what the process's own code costs, system
+/// time what the kernel does for it (for the relay, mostly sendmmsg and loopback delivery).
+func processCPUTimes(pid: Int32) -> (user: Double, system: Double)? {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
           let close = text.lastIndex(of: ")") else { return nil }
     // Fields after "(comm)": state is field 3, utime 14, stime 15.
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
-    return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+    return (utime / tick, stime / tick)
 }
 
 /// Wall-clock seconds (monotonic).

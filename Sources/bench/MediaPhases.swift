@@ -180,6 +180,8 @@ private func relayPhase(_ options: Options, rows: inout [Row], extra: inout [Str
         let floorPer = floors[n]?.cpuPerPacketUs
         rows.append(Row("relay.cpu_per_forwarded_packet.\(n)_players", relayPer, "us/packet",
                         note: "\(serverName): its whole CPU (unprotect in, per-player rewrite + SRTP protect + send out, RTCP, timers) / packets sent to players; \(n) players, loss \(String(format: "%.2f", step.loss * 100))%"))
+        rows.append(Row("relay.user_cpu_per_forwarded_packet.\(n)_players", step.relayUserCPUPerPacketUs, "us/packet",
+                        note: "of that, user time: \(serverName)'s own code (the rest is the kernel's receive, sendmmsg and loopback delivery); the part code changes move, and steadier than the whole on a shared machine"))
         rows.append(Row("relay.floor.cpu_per_forwarded_packet.\(n)_players", floorPer, "us/packet", note: floorNote))
         rows.append(Row("relay.vs_floor.\(n)_players", zipRatio(relayPer, floorPer), "ratio", target: n == 480 ? .atMost(1.5) : nil,
                         note: "CPU per forwarded packet / the floor's at the same N and packet rate, measured in this run"))
