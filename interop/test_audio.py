@@ -294,21 +294,21 @@ def echo_run(relay, pulse, swift_bin, runs, artifact_dir, processing: str, strea
     microphone is spk.monitor (the echo path, with the device latency), near-end speech in
     NEAR_BAND played into spk too → what the call sends, played by a third peer into rec."""
     far_wav, near_wav = artifact_dir / "far.wav", artifact_dir / "near.wav"
-    write_voice(far_wav, 130, FAR_BAND, 0.3, 30, seed=1)
+    write_voice(far_wav, 130, FAR_BAND, 0.3, 36, seed=1)
     write_voice(near_wav, 250, NEAR_BAND, 0.2, 40, syllable_s=0.3, seed=2)
     far_url, near_url = relay.webrtc_url("live", f"far-{stream}"), relay.webrtc_url("live", f"near-{stream}")
-    far = publish(runs, relay, swift_bin, artifact_dir, f"far-{stream}", ["--audio", f"file:{far_wav}"], 22,
+    far = publish(runs, relay, swift_bin, artifact_dir, f"far-{stream}", ["--audio", f"file:{far_wav}"], 30,
                   name=f"far-{stream}")
     near_source = pulse.play("spk", near_wav)
     recording = artifact_dir / f"sent-{stream}.raw"
     parec = None
     try:
-        call = runs(SwiftRun(swift_bin, "call", [near_url, far_url, "--size", "160x120", "--fps", "10", "--duration", "16",
+        call = runs(SwiftRun(swift_bin, "call", [near_url, far_url, "--size", "160x120", "--fps", "10", "--duration", "24",
                                                  "--audio", "mic:spk.monitor", "--audio-processing", processing,
                                                  "--speaker", "spk"], artifact_dir, f"call-{stream}"))
         relay.wait_event(rf"publisher \S+ connected \(live/near-{stream}\)", timeout=20)
         parec = pulse.record("rec.monitor", recording)
-        listener = runs(SwiftRun(swift_bin, "play", [near_url, "--duration", "12", "--speaker", "rec"], artifact_dir,
+        listener = runs(SwiftRun(swift_bin, "play", [near_url, "--duration", "20", "--speaker", "rec"], artifact_dir,
                                  f"listen-{stream}"))
         assert listener.wait(timeout=40) == 0, listener.text()[-3000:]
         assert call.wait(timeout=40) == 0, call.text()[-3000:]
@@ -318,7 +318,13 @@ def echo_run(relay, pulse, swift_bin, runs, artifact_dir, processing: str, strea
         stop(near_source)
     far.wait(timeout=30)
     x = load_raw(recording)
-    tail = x[-8 * RATE:-RATE // 2]   # the last 7.5 s: after the canceller converged
+    # The last 7.5 s of what the listener played (the recording runs on past it in digital
+    # silence): 12–20 s into the call, after the canceller converged. (Until 2026-12-01 the
+    # window was the recording's last 7.5 s, half of it that silence, so ERLE was judged on
+    # seconds 7–11 while a slow convergence was still going: one CI run read 18 dB.)
+    active = np.nonzero(np.abs(x) > 1e-4)[0]
+    end = int(active[-1]) + 1 if len(active) else len(x)
+    tail = x[max(0, end - 8 * RATE):max(0, end - RATE // 2)]
     return {"farBandDb": band_db(tail, *FAR_BAND), "nearBandDb": band_db(tail, *NEAR_BAND),
             "seconds": len(x) / RATE, "call": {k: v for k, v in call.stats().items() if k in ("playout", "microphone", "echo")}}
 
