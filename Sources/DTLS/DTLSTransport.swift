@@ -134,6 +134,13 @@ public final class DTLSTransport {
         swiftrtc_dgram_bio_clear_incoming(connection.bio)
     }
 
+    /// Whether a datagram opens with an epoch-0 record: on a connected transport that is a new
+    /// handshake (a ClientHello from a new session on a shared port) or a stale flight, which
+    /// `handleDatagram` would drop; a driver may offer it to another connection instead.
+    public static func startsNewHandshake(_ datagram: UnsafeRawBufferPointer) -> Bool {
+        datagram.count >= RecordFilter.headerLength && datagram[3] == 0 && datagram[4] == 0
+    }
+
     /// Retransmits the current flight if its timer expired (by OpenSSL's clock).
     public func handleTimeout(now: ContinuousClock.Instant) {
         lastNow = now

@@ -3,52 +3,59 @@ import STUN
 /// Received STUN: requests (answer, learn, trigger, nominate) and responses (complete checks).
 extension ICEAgent {
     /// Feeds one received datagram that `STUNMessage.isSTUN` accepted (others are counted as garbage).
-    public func handleSTUN(_ bytes: [UInt8], from remote: SocketAddress, local: SocketAddress, now: ContinuousClock.Instant) {
-        guard !isTerminal else { return }
+    /// Returns true when it was an authenticated check or check response from `remote`, which
+    /// is then verified (`isVerified`): the driver may route that address's traffic here.
+    @discardableResult
+    public func handleSTUN(_ bytes: [UInt8], from remote: SocketAddress, local: SocketAddress, now: ContinuousClock.Instant) -> Bool {
+        guard !isTerminal else { return false }
         guard STUNMessage.isSTUN(bytes), let message = try? STUNMessage(parsing: bytes) else {
             statsCounters.droppedGarbage += 1
-            return
+            return false
         }
         if message.fingerprint != nil, !STUNMessage.verifyFingerprint(bytes) {
             statsCounters.droppedBadFingerprint += 1
-            return
+            return false
         }
         guard message.method == .binding else {
             statsCounters.droppedGarbage += 1
-            return
+            return false
         }
         guard let base = base(for: local) else {
             statsCounters.droppedUnknownLocal += 1
-            return
+            return false
         }
+        var authenticated = false
         switch message.messageClass {
         case .request:
-            handleRequest(message, raw: bytes, from: remote, base: base, now: now)
+            authenticated = handleRequest(message, raw: bytes, from: remote, base: base, now: now)
         case .successResponse, .errorResponse:
-            handleResponse(message, raw: bytes, from: remote, local: local, now: now)
+            authenticated = handleResponse(message, raw: bytes, from: remote, local: local, now: now)
         case .indication:
             break   // keepalive
         }
+        if authenticated { verified.insert(remote) }
         pump(now)
+        return authenticated
     }
 
     // MARK: requests
 
-    func handleRequest(_ request: STUNMessage, raw: [UInt8], from remote: SocketAddress, base: Base, now: ContinuousClock.Instant) {
+    /// True when the request authenticated and was answered with success.
+    func handleRequest(_ request: STUNMessage, raw: [UInt8], from remote: SocketAddress, base: Base, now: ContinuousClock.Instant) -> Bool {
         guard let username = request.username, request.messageIntegrity != nil else {
             statsCounters.droppedUnauthorized += 1
             sendError(400, "Bad Request", to: request, remote: remote, local: base.address, authenticated: false)
-            return
+            return false
         }
         let parts = username.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0] == localCredentials.ufrag else {
             statsCounters.droppedUnauthorized += 1
             sendError(401, "Unauthorized", to: request, remote: remote, local: base.address, authenticated: false)
-            return
+            return false
         }
         guard STUNMessage.verifyIntegrity(raw, key: Array(localCredentials.pwd.utf8)) else {
             statsCounters.droppedBadIntegrity += 1
-            return
+            return false
         }
         statsCounters.requestsReceived += 1
         let unknown = request.unknownComprehensionRequired
@@ -56,9 +63,9 @@ extension ICEAgent {
             let value = unknown.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }
             sendError(420, "Unknown Attribute", to: request, remote: remote, local: base.address, authenticated: true,
                       extra: [.unknown(type: STUNAttribute.TypeCode.unknownAttributes, value: value)])
-            return
+            return false
         }
-        guard resolveRoleConflict(request, remote: remote, local: base.address) else { return }
+        guard resolveRoleConflict(request, remote: remote, local: base.address) else { return false }
 
         let response = STUNMessage(messageClass: .successResponse, transactionID: request.transactionID,
                                    attributes: [.xorMappedAddress(remote)])
@@ -68,7 +75,7 @@ extension ICEAgent {
         if checkingClockStart == nil { checkingClockStart = now }
 
         let remoteCandidate = learnRemote(remote, priority: request.priority)
-        guard let key = addPair(base: base, remote: remoteCandidate), let index = pairIndex(key) else { return }
+        guard let key = addPair(base: base, remote: remoteCandidate), let index = pairIndex(key) else { return true }
         pairs[index].requestsReceived += 1
         pairs[index].responsesSent += 1
 
@@ -83,7 +90,7 @@ extension ICEAgent {
             } else if selected == nil {
                 select(key, now: now)
             }
-            return
+            return true
         }
 
         let nominate = request.useCandidate && role == .controlled
@@ -98,6 +105,7 @@ extension ICEAgent {
             // Controlling after nomination succeeded: nothing left to learn from new checks.
             if role == .controlled || selected == nil { triggerCheck(key, now: now) }
         }
+        return true
     }
 
     /// RFC 8445 §7.3.1.1. Returns false when we answered 487 and the request is done.
@@ -131,8 +139,11 @@ extension ICEAgent {
     }
 
     /// The remote candidate at `address`, learning a peer-reflexive one if it is new (§7.3.1.3).
+    /// At `maxRemoteCandidates` the oldest learned one not in use makes room: a peer that keeps
+    /// moving (or a flood of authenticated checks from many addresses) costs bounded state.
     func learnRemote(_ address: SocketAddress, priority: UInt32?) -> Remote {
-        if let known = remotes.first(where: { $0.address == address }) { return known }
+        if let known = remoteIndex(of: address) { return remotes[known] }
+        if remotes.count >= configuration.maxRemoteCandidates { forgetOldestLearnedRemote() }
         prflxCounter += 1
         let candidate = Candidate(foundation: "prflx\(prflxCounter)",
                                   priority: priority ?? Candidate.priority(type: .prflx, localPreference: 0),
@@ -142,18 +153,30 @@ extension ICEAgent {
         return remote
     }
 
+    private func forgetOldestLearnedRemote() {
+        let inUse = [selected?.remote, restartPath?.remote]
+        guard let victim = remotes.firstIndex(where: { $0.candidate.type == .prflx && !inUse.contains($0.address) }) else { return }
+        let address = remotes.remove(at: victim).address
+        verified.remove(address)
+        pairs.removeAll { $0.key.remote == address }
+        triggeredQueue.removeAll { $0.remote == address }
+        for (id, transaction) in transactions where transaction.remote == address { transactions[id] = nil }
+    }
+
     // MARK: responses
 
-    func handleResponse(_ response: STUNMessage, raw: [UInt8], from remote: SocketAddress, local: SocketAddress, now: ContinuousClock.Instant) {
+    /// True when the response authenticated as the answer to one of our checks from `remote`.
+    @discardableResult
+    func handleResponse(_ response: STUNMessage, raw: [UInt8], from remote: SocketAddress, local: SocketAddress, now: ContinuousClock.Instant) -> Bool {
         guard let transaction = transactions[response.transactionID] else {
             statsCounters.droppedUnmatched += 1
-            return
+            return false
         }
         switch transaction.kind {
         case .gather(let server, let base):
             guard remote == server, local == base else {
                 statsCounters.droppedUnmatched += 1
-                return
+                return false
             }
             transactions[transaction.id] = nil
             statsCounters.responsesReceived += 1
@@ -161,35 +184,37 @@ extension ICEAgent {
                let mapped = response.xorMappedAddress ?? response.mappedAddress {
                 addServerReflexive(mapped, base: base, server: server)
             }
+            return false
 
         case .check(let key, let useCandidate, let sentRole):
-            guard authenticResponse(raw) else { return }
+            guard authenticResponse(raw) else { return false }
             transactions[transaction.id] = nil
             statsCounters.responsesReceived += 1
-            guard let index = pairIndex(key) else { return }
+            guard let index = pairIndex(key) else { return false }
             pairs[index].responsesReceived += 1
             pairs[index].rtt = now - transaction.lastSent
             // Non-symmetric addresses mean the pair does not work as written (§7.2.5.2.1).
             guard remote == transaction.remote, local == transaction.local else {
                 pairs[index].state = .failed
-                return
+                return false
             }
             if response.messageClass == .errorResponse {
                 handleCheckError(response, key: key, index: index, useCandidate: useCandidate, sentRole: sentRole, now: now)
-                return
+                return false
             }
             checkSucceeded(key: key, index: index, mapped: response.xorMappedAddress, useCandidate: useCandidate, now: now)
+            return true
 
         case .consent(let key):
-            guard authenticResponse(raw) else { return }
+            guard authenticResponse(raw) else { return false }
             transactions[transaction.id] = nil
             statsCounters.responsesReceived += 1
-            guard let index = pairIndex(key) else { return }
+            guard let index = pairIndex(key) else { return false }
             pairs[index].responsesReceived += 1
             pairs[index].rtt = now - transaction.lastSent
-            if response.messageClass == .successResponse, remote == transaction.remote, local == transaction.local {
-                refreshConsent(key, now: now)
-            }
+            guard response.messageClass == .successResponse, remote == transaction.remote, local == transaction.local else { return false }
+            refreshConsent(key, now: now)
+            return true
         }
     }
 

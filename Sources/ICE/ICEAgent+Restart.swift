@@ -12,6 +12,8 @@ extension ICEAgent {
         localCredentials = local
         remoteCredentials = nil
         remotes.removeAll()
+        // Only the path media stays on keeps its proof; the rest must check again.
+        verified = restartPath.map { [$0.remote] } ?? []
         pairs.removeAll()
         transactions.removeAll()
         triggeredQueue.removeAll()

@@ -40,7 +40,13 @@ public final class ICEAgent {
     }
 
     var bases: [Base] = []
-    var remotes: [Remote] = []
+    var remotes: [Remote] = [] { didSet { remoteIndex = nil } }
+    /// `remotes` by address, made again after any change (lookups per received check stay O(1)).
+    private var remoteIndex: [SocketAddress: Int]?
+    /// Remote addresses an authenticated check came from or was answered by (a request whose
+    /// MESSAGE-INTEGRITY verified with our password, or a response with the peer's). Only these
+    /// may carry DTLS and media; a spoofed or unauthenticated packet never adds one.
+    var verified: Set<SocketAddress> = []
     var pairs: [CandidatePair] = []
     var transactions: [[UInt8]: Transaction] = [:]
     var triggeredQueue: [PairKey] = []
@@ -152,15 +158,36 @@ public final class ICEAgent {
     }
 
     /// Adds a signalled (or trickled) remote candidate. Names (mDNS) and non-UDP are ignored:
-    /// the peer's checks reveal such addresses as peer-reflexive candidates.
+    /// the peer's checks reveal such addresses as peer-reflexive candidates. Beyond
+    /// `maxRemoteCandidates` new ones are refused (counted); `remoteCandidateRoom` tells first.
     public func addRemoteCandidate(_ candidate: Candidate, now: ContinuousClock.Instant) {
+        addRemoteCandidates([candidate], now: now)
+    }
+
+    /// Several at once, with one round of work after the last (a trickle batch, an offer).
+    public func addRemoteCandidates(_ candidates: [Candidate], now: ContinuousClock.Instant) {
         guard !isTerminal else { return }
+        var added = false
+        for candidate in candidates where insertRemote(candidate) { added = true }
+        if added { pump(now) }
+    }
+
+    /// How many of `candidates` name an address not yet known (what they would take of the room).
+    public func newRemoteAddresses(in candidates: [Candidate]) -> Int {
+        Set(candidates.compactMap(\.socketAddress)).filter { remoteIndex(of: $0) == nil }.count
+    }
+
+    /// How many more signalled remote candidates fit under `maxRemoteCandidates`.
+    public var remoteCandidateRoom: Int { max(0, configuration.maxRemoteCandidates - remotes.count) }
+
+    /// True when a new address was added (pairs formed).
+    private func insertRemote(_ candidate: Candidate) -> Bool {
         guard candidate.transport == "udp", candidate.component == 1, let address = candidate.socketAddress,
               !address.isUnspecified, address.port != 0 else {
             statsCounters.ignoredRemoteCandidates += 1
-            return
+            return false
         }
-        if let index = remotes.firstIndex(where: { $0.address == address }) {
+        if let index = remoteIndex(of: address) {
             // A signalled candidate replaces one learned as peer-reflexive (RFC 8445 §7.3.1.3).
             if remotes[index].candidate.type == .prflx, candidate.type != .prflx {
                 remotes[index].candidate = candidate
@@ -170,12 +197,32 @@ public final class ICEAgent {
                 }
                 sortPairs()
             }
-            return
+            return false
+        }
+        guard remotes.count < configuration.maxRemoteCandidates else {
+            statsCounters.refusedRemoteCandidates += 1
+            return false
         }
         let remote = Remote(candidate: candidate, address: address)
         remotes.append(remote)
         for base in bases { addPair(base: base, remote: remote) }
-        pump(now)
+        return true
+    }
+
+    func remoteIndex(of address: SocketAddress) -> Int? {
+        if remoteIndex == nil {
+            var index: [SocketAddress: Int] = [:]
+            index.reserveCapacity(remotes.count)
+            for (i, remote) in remotes.enumerated() { index[remote.address] = i }
+            remoteIndex = index
+        }
+        return remoteIndex?[address]
+    }
+
+    /// Whether `address` has proven itself the peer's with an authenticated check (see
+    /// `verified`). The driver drops DTLS and media from any other address.
+    public func isVerified(_ address: SocketAddress) -> Bool {
+        verified.contains(address)
     }
 
     public func endOfRemoteCandidates(now: ContinuousClock.Instant) {

@@ -57,6 +57,9 @@ public struct ICEConfiguration: Sendable {
     public var maxGatherTries = 3
     /// Upper bound on the check list (RFC 8445 §6.1.2.5 suggests 100).
     public var maxPairs = 100
+    /// Upper bound on remote candidates, signalled and learned: more are refused (signalled) or
+    /// replace the oldest learned one (peer-reflexive), so a flood costs bounded work.
+    public var maxRemoteCandidates = 64
 
     public init(stunServers: [SocketAddress] = [], lite: Bool = false) {
         self.stunServers = stunServers

@@ -1,22 +1,39 @@
 import Glibc
 import STUN
 
+/// What a connection made of a datagram it was given: a shared socket (`UDPMux`) offers what
+/// one connection refuses to the others that verified the same address.
+public enum Delivery: Sendable {
+    /// Not this connection's: from an address its ICE has not verified, media that failed
+    /// authentication, a DTLS handshake it is not part of.
+    case refused
+    /// Taken (STUN, a handshake record), but nothing proved the sender is its peer.
+    case accepted
+    /// Proved to come from its peer: media that authenticated, a DTLS handshake that completed,
+    /// an authenticated ICE check on an established connection.
+    case authenticated
+}
+
 /// The datagram path of one connection: the local bases it gathers candidates on, a way to
 /// send from a base, and a callback for what arrives. Used only on the owning loop's thread.
 public protocol PacketIO: AnyObject {
     var localAddresses: [SocketAddress] { get }
     /// Called on the loop thread; the buffer is valid only during the call.
-    var onReceive: ((UnsafeRawBufferPointer, _ from: SocketAddress, _ local: SocketAddress) -> Void)? { get set }
+    var onReceive: ((UnsafeRawBufferPointer, _ from: SocketAddress, _ local: SocketAddress) -> Delivery)? { get set }
     @discardableResult
     func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool
     func close()
     /// The one socket every send goes out on, when there is one (a shared server port): sends
     /// may then be batched (`UDPSendBatch`) with other connections' on the same socket.
     var batchSocket: UDPSocket? { get }
+    /// ICE verified `remote` (an authenticated check came from it): a shared socket may now
+    /// route that address's DTLS and media to this connection. Nothing else teaches it addresses.
+    func addressVerified(_ remote: SocketAddress)
 }
 
 extension PacketIO {
     public var batchSocket: UDPSocket? { nil }
+    public func addressVerified(_ remote: SocketAddress) {}
 }
 
 extension PacketIO {
@@ -40,7 +57,7 @@ public final class SocketSet: PacketIO {
     public let loop: EventLoop
     private var sockets: [UDPSocket] = []
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
-    public var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
+    public var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Delivery)?
 
     /// Binds each address (port 0 = any). Loop thread only.
     public init(loop: EventLoop, addresses: [SocketAddress]) throws(TransportError) {
@@ -59,7 +76,7 @@ public final class SocketSet: PacketIO {
             loop.register(fd: socket.fd) { [weak self, socket] in
                 guard let self else { return }
                 drain(socket, buffer: self.buffer) { bytes, from in
-                    self.onReceive?(bytes, from, socket.localAddress)
+                    _ = self.onReceive?(bytes, from, socket.localAddress)
                 }
             }
         }
