@@ -6,6 +6,8 @@ Everything runs on 127.0.0.1 (interop/run.sh gives the tests a loopback-only nam
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -231,6 +233,25 @@ def summary(stats: dict) -> dict:
     """The top-level keys of a --stats-json document, without the bulky W3C stats."""
     return {k: v for k, v in stats.items() if k not in ("stats", "play", "publish", "inbound",
                                                         "outbound", "relayStreams")}
+
+
+# ---- STUN ---------------------------------------------------------------------------------------
+
+def stun_binding_request(username: str, password: str | bytes) -> bytes:
+    """An ICE connectivity check as a controlling full agent nominating the pair (RFC 8445
+    7.1.2): USERNAME, PRIORITY, ICE-CONTROLLING, USE-CANDIDATE, MESSAGE-INTEGRITY, FINGERPRINT."""
+    def attr(kind: int, value: bytes) -> bytes:
+        return struct.pack(">HH", kind, len(value)) + value + b"\0" * (-len(value) % 4)
+    tid = os.urandom(12)
+    body = (attr(0x0006, username.encode()) + attr(0x0024, struct.pack(">I", 1853824767))
+            + attr(0x802A, os.urandom(8)) + attr(0x0025, b""))
+    header = lambda extra: struct.pack(">HHI", 0x0001, len(body) + extra, 0x2112A442) + tid
+    key = password.encode() if isinstance(password, str) else password
+    mac = hmac.new(key, header(24) + body, hashlib.sha1).digest()
+    body += attr(0x0008, mac)
+    crc = zlib.crc32(header(8) + body) ^ 0x5354554E
+    return header(8) + body + attr(0x8028, struct.pack(">I", crc))
+
 
 
 # ---- PNG ------------------------------------------------------------------------------------------

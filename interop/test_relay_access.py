@@ -8,8 +8,6 @@ Run inside the loopback-only namespace: interop/run.sh -k access
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import http.client
 import os
 import re
@@ -18,14 +16,13 @@ import socket
 import struct
 import subprocess
 import time
-import zlib
 
 import pytest
 
 from interop.conftest import write_json
 from interop.network_helpers import status_series
 from interop.relay_helpers import (PC_STATS_JS, READ_PATTERN_JS, Relay, SwiftRun, close_page, free_port, free_udp_port,
-                                   open_player_page, page_log, poll, summary)
+                                   open_player_page, page_log, poll, stun_binding_request, summary)
 
 
 @pytest.fixture
@@ -123,21 +120,6 @@ def ghost_offer(i: int) -> str:
             f"a=ice-ufrag:g{i:07d}\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n"
             "a=fingerprint:sha-256 " + ":".join(["AB"] * 32) + "\r\na=setup:actpass\r\n"
             "a=rtcp-mux\r\na=rtpmap:96 VP8/90000\r\n")
-
-
-def stun_binding_request(username: str, password: str) -> bytes:
-    """An ICE connectivity check as a controlling full agent nominating the pair (RFC 8445
-    7.1.2): USERNAME, PRIORITY, ICE-CONTROLLING, USE-CANDIDATE, MESSAGE-INTEGRITY, FINGERPRINT."""
-    def attr(kind: int, value: bytes) -> bytes:
-        return struct.pack(">HH", kind, len(value)) + value + b"\0" * (-len(value) % 4)
-    tid = os.urandom(12)
-    body = (attr(0x0006, username.encode()) + attr(0x0024, struct.pack(">I", 1853824767))
-            + attr(0x802A, os.urandom(8)) + attr(0x0025, b""))
-    header = lambda extra: struct.pack(">HHI", 0x0001, len(body) + extra, 0x2112A442) + tid
-    mac = hmac.new(password.encode(), header(24) + body, hashlib.sha1).digest()
-    body += attr(0x0008, mac)
-    crc = zlib.crc32(header(8) + body) ^ 0x5354554E
-    return header(8) + body + attr(0x8028, struct.pack(">I", crc))
 
 
 def fail_dtls(answer: str, ours: str) -> None:

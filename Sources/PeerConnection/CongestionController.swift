@@ -2,6 +2,7 @@ import BandwidthEstimation
 import RTP
 import RTPMedia
 import Synchronization
+import Transport
 
 /// How an outgoing RTP packet is treated on its way out.
 enum OutgoingRTPKind: Sendable {
@@ -44,7 +45,10 @@ final class NetworkTarget: Sendable {
 /// transport-cc feedback, REMB and receiver reports say, publishes the estimate to the video
 /// encoders, and sends transport-cc feedback about what we receive.
 final class CongestionController {
-    private unowned let transport: MediaTransport
+    /// Weak: pacer and tick timers may fire after the transport is gone (a relay session that
+    /// ended with packets queued); they then find no transport and send nothing.
+    private weak var transport: MediaTransport?
+    private let loop: EventLoop
     /// The video encoders' share of the estimate.
     let network = NetworkTarget()
     private var estimator: BandwidthEstimator
@@ -79,6 +83,7 @@ final class CongestionController {
 
     init(transport: MediaTransport, startBitrate: Int) {
         self.transport = transport
+        loop = transport.loop
         estimator = BandwidthEstimator(configuration: .init(startBitrate: startBitrate))
         pacer = Pacer(configuration: .init(initialTargetBitrate: startBitrate))
     }
@@ -141,10 +146,10 @@ final class CongestionController {
             rounds += 1
         }
         network.setQueueDelay(pacer.oldestQueueDelay(now: now) ?? .zero)
-        if let id = pacerTimer { transport.loop.cancelTimer(id) }
+        if let id = pacerTimer { loop.cancelTimer(id) }
         pacerTimer = nil
         if let next = pacer.nextSendTime(after: now) {
-            pacerTimer = transport.loop.schedule(at: max(next, now.advanced(by: .microseconds(200)))) { [weak self] in
+            pacerTimer = loop.schedule(at: max(next, now.advanced(by: .microseconds(200)))) { [weak self] in
                 guard let self else { return }
                 self.pacerTimer = nil
                 self.drainPacer(now: .now)
@@ -159,7 +164,7 @@ final class CongestionController {
             // SRTP adds its tag; the estimator wants what the wire carries (IP/UDP aside).
             estimator.onPacketSent(transportSequence: seq, size: bytes.count + 10, at: now, probeClusterID: probeClusterID)
         }
-        _ = transport.transmitRTP(bytes)
+        _ = transport?.transmitRTP(bytes)
     }
 
     /// The forwarding fast path's stamp: the next transport-wide sequence number into the
@@ -253,7 +258,7 @@ final class CongestionController {
 
     private func scheduleTick() {
         guard !closed, tickTimer == nil, estimating || !receiveExtensionIDs.isEmpty || remoteEstimator != nil else { return }
-        tickTimer = transport.loop.schedule(at: .now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
+        tickTimer = loop.schedule(at: .now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
             guard let self else { return }
             self.tickTimer = nil
             self.tick(now: .now)
@@ -275,18 +280,18 @@ final class CongestionController {
         let feedback = recorder.poll(at: now)
         if !feedback.isEmpty {
             stats.feedbackSent += feedback.count
-            transport.sendRTCP(RTCPPacket.serializeCompound(feedback.map { .transportCC($0) }))
+            transport?.sendRTCP(RTCPPacket.serializeCompound(feedback.map { .transportCC($0) }))
         }
         if let remb = remoteEstimator?.remb(now: now) {
             stats.rembSent += 1
             let packet = REMB(senderSSRC: recorder.senderSSRC, bitrate: UInt64(remb.bitrate), ssrcs: remb.ssrcs)
-            transport.sendRTCP(RTCPPacket.serializeCompound([.remb(packet)]))
+            transport?.sendRTCP(RTCPPacket.serializeCompound([.remb(packet)]))
         }
     }
 
     func close() {
         closed = true
-        for id in [pacerTimer, tickTimer].compactMap({ $0 }) { transport.loop.cancelTimer(id) }
+        for id in [pacerTimer, tickTimer].compactMap({ $0 }) { loop.cancelTimer(id) }
         pacerTimer = nil
         tickTimer = nil
     }

@@ -188,7 +188,7 @@ extension MediaTransport {
             finishGatheringIfSettled(now: now)
         case .data(let peer, let bytes):
             guard let relayed = relay.relayed else { return }
-            bytes.withUnsafeBytes { demultiplex($0, from: peer, local: relayed) }
+            _ = bytes.withUnsafeBytes { demultiplex($0, from: peer, local: relayed) }
         case .failed(let error):
             relay.settled = true
             closeStream(relay)

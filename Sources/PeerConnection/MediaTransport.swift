@@ -71,7 +71,7 @@ final class MediaTransport: @unchecked Sendable {
         self.certificate = certificate
         self.srtpBackend = srtpBackend
         // Weak: the mux delivers to an endpoint until it is closed, which may be after we are gone.
-        io.onReceive = { [weak self] bytes, from, local in self?.receive(bytes, from: from, local: local) }
+        io.onReceive = { [weak self] bytes, from, local in self?.receive(bytes, from: from, local: local) ?? .refused }
     }
 
     var dtlsState: DTLSState { dtls?.state ?? .new }
@@ -112,47 +112,79 @@ final class MediaTransport: @unchecked Sendable {
 
     // MARK: receive
 
-    private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
+    private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) -> Delivery {
         guard !closed else {
             lingeringReceive(bytes, from: from, local: local)
-            return
+            return .refused
         }
+        let delivery: Delivery
         // Binding responses from a server that is both STUN and TURN are ICE's (srflx gathering).
         if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }),
            !STUNMessage.isBinding(bytes) {
             relay.client.handleDatagram(Array(bytes), now: .now)
+            delivery = .accepted
         } else {
-            demultiplex(bytes, from: from, local: local)
+            delivery = demultiplex(bytes, from: from, local: local)
         }
         pump()
+        return delivery
     }
 
-    /// RFC 7983 on one datagram, from a socket or unwrapped from a TURN allocation.
-    func demultiplex(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
-        guard let first = bytes.first else { return }
+    /// RFC 7983 on one datagram, from a socket or unwrapped from a TURN allocation. DTLS and
+    /// media count only from addresses ICE verified (an authenticated check): anything else is
+    /// refused unseen, so a spoofed source can neither feed the handshake nor draw its answers.
+    @discardableResult
+    func demultiplex(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) -> Delivery {
+        guard let first = bytes.first else { return .refused }
         let now = ContinuousClock.now
         switch first {
         case 0...3:
-            ice.handleSTUN(Array(bytes), from: from, local: local, now: now)
+            guard ice.handleSTUN(Array(bytes), from: from, local: local, now: now) else { return .accepted }
+            io.addressVerified(from)
+            // A check proves the peer is alive there only once the keys prove who the peer is.
+            return dtls?.state == .connected ? .authenticated : .accepted
         case 20...63:
+            guard isVerified(from) else {
+                counters.unverifiedDatagrams += 1
+                return .refused
+            }
+            guard let dtls else {
+                guard earlyDTLS.count < 16 else { return .refused }
+                earlyDTLS.append(Array(bytes))
+                lastDTLSSource = from
+                lastDTLSLocal = local
+                return .accepted
+            }
+            // Once connected, epoch-0 records start someone else's handshake (ours would drop them).
+            if dtls.state == .connected, DTLSTransport.startsNewHandshake(bytes) { return .refused }
             lastDTLSSource = from
             lastDTLSLocal = local
-            if let dtls {
-                dtls.handleDatagram(Array(bytes), now: now)
-            } else if earlyDTLS.count < 16 {
-                earlyDTLS.append(Array(bytes))
-            }
+            let wasConnected = dtls.state == .connected
+            dtls.handleDatagram(Array(bytes), now: now)
+            return !wasConnected && dtls.state == .connected ? .authenticated : .accepted
         case 128...191:
-            receiveMedia(bytes)
+            guard isVerified(from) else {
+                counters.unverifiedDatagrams += 1
+                return .refused
+            }
+            return receiveMedia(bytes) ? .authenticated : .refused
         default:
             counters.unknownDatagrams += 1
+            return .refused
         }
     }
 
-    private func receiveMedia(_ bytes: UnsafeRawBufferPointer) {
+    /// The selected pair's address first: one comparison for nearly every packet.
+    private func isVerified(_ address: SocketAddress) -> Bool {
+        if let (_, remote) = ice.selectedPair, remote == address { return true }
+        return ice.isVerified(address)
+    }
+
+    /// True when the packet authenticated (malformed plaintext inside still counts as ours).
+    private func receiveMedia(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let srtp else {
             counters.mediaBeforeKeys += 1
-            return
+            return false
         }
         let isRTCP = bytes.count >= 2 && (192...223).contains(bytes[1])
         do {
@@ -176,8 +208,10 @@ final class MediaTransport: @unchecked Sendable {
                     counters.malformedRTP += 1
                 }
             }
+            return true
         } catch {
             counters.srtpErrors += 1
+            return false
         }
     }
 
@@ -420,6 +454,8 @@ struct TransportCounters: Sendable {
     var rtpReceived = 0, rtcpReceived = 0, rtpSent = 0, rtcpSent = 0
     var malformedRTP = 0, malformedRTCP = 0, srtpErrors = 0, unknownDatagrams = 0
     var mediaBeforeKeys = 0, sendsWithoutPath = 0, sendErrors = 0
+    /// DTLS and media from addresses no authenticated ICE check came from (dropped unread).
+    var unverifiedDatagrams = 0
     /// SCTP packets DTLS would not take (not connected, or failed).
     var sctpDropped = 0
 }

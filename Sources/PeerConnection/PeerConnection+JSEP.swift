@@ -206,8 +206,26 @@ extension PeerConnection {
     }
 
     /// W3C `setRemoteDescription(description)`. Malformed SDP throws with the line number.
+    /// Parsing happens on the caller's thread: a large description never holds the loop (where
+    /// a relay's media for every other session runs).
     public func setRemoteDescription(_ description: SessionDescription) async throws {
-        try await loop.submit { [self] in try applyRemote(description) }
+        let parsed = description.type == .rollback ? nil : try Self.parseRemote(description.sdp)
+        try await loop.submit { [self] in try applyRemote(description, parsed: parsed) }
+    }
+
+    /// A remote description, parsed, with at most `ICEConfiguration.maxRemoteCandidates` distinct
+    /// candidates (more is a flood, refused before any work is done for it).
+    static func parseRemote(_ sdp: String) throws -> SDP.SessionDescription {
+        let parsed: SDP.SessionDescription
+        do { parsed = try SDP.SessionDescription(parsing: sdp) } catch {
+            throw PeerConnectionError("setRemoteDescription: \(error)")
+        }
+        let candidates = Set(parsed.media.flatMap(\.candidates)).count
+        let limit = ICEConfiguration().maxRemoteCandidates
+        guard candidates <= limit else {
+            throw PeerConnectionError("setRemoteDescription: the description carries \(candidates) candidates; at most \(limit) are taken")
+        }
+        return parsed
     }
 
     func applyLocal(_ description: SessionDescription) throws {
@@ -233,13 +251,11 @@ extension PeerConnection {
         if description.type == .answer { negotiationFinished() }
     }
 
-    func applyRemote(_ description: SessionDescription) throws {
+    /// `parsed`: the description as `parseRemote` made it (nil for a rollback, or to parse here).
+    func applyRemote(_ description: SessionDescription, parsed: SDP.SessionDescription? = nil) throws {
         guard !closed else { throw PeerConnectionError("setRemoteDescription: the connection is closed") }
         if description.type == .rollback { return try rollbackRemote() }
-        let parsed: SDP.SessionDescription
-        do { parsed = try SDP.SessionDescription(parsing: description.sdp) } catch {
-            throw PeerConnectionError("setRemoteDescription: \(error)")
-        }
+        let parsed = try parsed ?? Self.parseRemote(description.sdp)
         try validateRemote(parsed)
         if description.type == .offer { try validateRemoteOffer(parsed) }
         // Glare: an offer while ours is out rolls ours back (W3C implicit rollback, perfect negotiation).
@@ -466,12 +482,12 @@ extension PeerConnection {
             }
         }
         var ended = false
+        var candidates: [Candidate] = []
         for m in remote.media {
-            for text in m.candidates {
-                if let c = try? Candidate(parsing: text) { transport.ice.addRemoteCandidate(c, now: .now) }
-            }
+            candidates += m.candidates.compactMap { try? Candidate(parsing: $0) }
             ended = ended || m.endOfCandidates
         }
+        transport.ice.addRemoteCandidates(candidates, now: .now)
         if ended { transport.ice.endOfRemoteCandidates(now: .now) }
         // DTLS: role from a=setup (of the live m-line carrying the transport: a rejected first
         // m-line has none, and reading it made both sides DTLS clients), fingerprints from the remote.

@@ -5,56 +5,47 @@ extension PeerConnection {
     /// W3C `addIceCandidate`: a trickled remote candidate; an empty candidate ends them.
     /// Before the transport exists (no local description yet) candidates wait for it.
     public func addIceCandidate(_ candidate: IceCandidate) async throws {
-        try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("addIceCandidate: the connection is closed") }
-            try checkCandidateTarget(candidate)
-            if candidate.candidate.isEmpty {
-                guard let transport else {
-                    pendingEndOfCandidates = true
-                    return
-                }
-                transport.ice.endOfRemoteCandidates(now: .now)
-                transport.pump()
-                return
-            }
-            let c: Candidate
-            do { c = try Candidate(parsing: candidate.candidate) } catch {
-                throw PeerConnectionError("addIceCandidate: \(error)")
-            }
-            // The agent takes candidates before the remote credentials; checks wait for those.
-            if let transport {
-                transport.ice.addRemoteCandidate(c, now: .now)
-                transport.pump()
-            } else {
-                pendingRemoteCandidates.append(c)
-            }
+        do { try await addIceCandidates([candidate]) } catch let error as PeerConnectionError {
+            throw PeerConnectionError(error.description.replacing("candidate 1: ", with: "addIceCandidate: "))
         }
     }
 
     /// Several trickled candidates at once (a WHIP/WHEP PATCH body): all are checked before any
     /// is added, so a bad one leaves the connection as it was. Empty candidates end them.
+    /// Parsed on the caller's thread; on the loop they cost one round of ICE work in all. More
+    /// than `ICEConfiguration.maxRemoteCandidates` distinct addresses in all are refused.
     public func addIceCandidates(_ candidates: [IceCandidate]) async throws {
-        try await loop.submit { [self] in
+        let limit = ICEConfiguration().maxRemoteCandidates
+        guard candidates.count <= limit + 1 else {
+            throw PeerConnectionError("addIceCandidate: \(candidates.count) candidates at once; at most \(limit) are taken per connection")
+        }
+        var parsed: [Candidate?] = []
+        for (n, candidate) in candidates.enumerated() {
+            do { parsed.append(candidate.candidate.isEmpty ? nil : try Candidate(parsing: candidate.candidate)) } catch {
+                throw PeerConnectionError("candidate \(n + 1): \(error)")
+            }
+        }
+        try await loop.submit { [self, parsed] in
             guard !closed else { throw PeerConnectionError("addIceCandidate: the connection is closed") }
-            var parsed: [Candidate?] = []
             for (n, candidate) in candidates.enumerated() {
-                do {
-                    try checkCandidateTarget(candidate)
-                    parsed.append(candidate.candidate.isEmpty ? nil : try Candidate(parsing: candidate.candidate))
-                } catch let error as PeerConnectionError {
+                do { try checkCandidateTarget(candidate) } catch let error as PeerConnectionError {
                     throw PeerConnectionError("candidate \(n + 1): \(error.description.replacing("addIceCandidate: ", with: ""))")
-                } catch {
-                    throw PeerConnectionError("candidate \(n + 1): \(error)")
                 }
             }
-            for c in parsed {
-                guard let c else {
-                    if let transport { transport.ice.endOfRemoteCandidates(now: .now) } else { pendingEndOfCandidates = true }
-                    continue
-                }
-                if let transport { transport.ice.addRemoteCandidate(c, now: .now) } else { pendingRemoteCandidates.append(c) }
+            let fresh = parsed.compactMap { $0 }
+            let room = transport?.ice.remoteCandidateRoom ?? max(0, limit - pendingRemoteCandidates.count)
+            let new = transport?.ice.newRemoteAddresses(in: fresh) ?? fresh.count
+            guard new <= room else {
+                throw PeerConnectionError("addIceCandidate: \(new) new candidates, but room for \(room): at most \(limit) remote candidates per connection")
             }
-            transport?.pump()
+            if let transport {
+                transport.ice.addRemoteCandidates(fresh, now: .now)
+                if parsed.contains(where: { $0 == nil }) { transport.ice.endOfRemoteCandidates(now: .now) }
+                transport.pump()
+            } else {
+                pendingRemoteCandidates += fresh
+                if parsed.contains(where: { $0 == nil }) { pendingEndOfCandidates = true }
+            }
         }
     }
 
@@ -82,7 +73,7 @@ extension PeerConnection {
     /// Candidates added before the transport existed (loop thread, at its start).
     func flushPendingCandidates() {
         guard let transport else { return }
-        for c in pendingRemoteCandidates { transport.ice.addRemoteCandidate(c, now: .now) }
+        transport.ice.addRemoteCandidates(pendingRemoteCandidates, now: .now)
         pendingRemoteCandidates.removeAll()
         if pendingEndOfCandidates { transport.ice.endOfRemoteCandidates(now: .now) }
         pendingEndOfCandidates = false

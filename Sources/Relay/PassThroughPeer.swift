@@ -36,7 +36,9 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
     private var endpoints: [MuxEndpoint] = []
     /// The mux's socket, for batched fan-out sends (`UDPSendBatch`); kept, not looked up per packet.
     private(set) var batchSocket: UDPSocket?
-    var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)?
+    var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Delivery)?
+    /// The endpoint whose datagram is being handled: a verified address is claimed through it.
+    private var delivering: MuxEndpoint?
 
     init(mux: UDPMux, ufrag: String, advertised: SocketAddress?) {
         self.mux = mux
@@ -46,7 +48,12 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
 
     func route(ufrag: String) {
         let endpoint = mux.endpoint(ufrag: ufrag, advertised: advertised)
-        endpoint.onReceive = { [weak self] bytes, from, local in self?.onReceive?(bytes, from, local) }
+        endpoint.onReceive = { [weak self, weak endpoint] bytes, from, local in
+            guard let self else { return .refused }
+            self.delivering = endpoint
+            defer { self.delivering = nil }
+            return self.onReceive?(bytes, from, local) ?? .refused
+        }
         endpoints.append(endpoint)
         if batchSocket == nil { batchSocket = endpoint.batchSocket }
     }
@@ -56,6 +63,10 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
     @discardableResult
     func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool {
         endpoints.first?.send(bytes, from: local, to: remote) ?? false
+    }
+
+    func addressVerified(_ remote: SocketAddress) {
+        (delivering ?? endpoints.last)?.addressVerified(remote)
     }
 
     func close() {

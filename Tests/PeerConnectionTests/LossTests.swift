@@ -14,14 +14,14 @@ final class LossyPacketIO: PacketIO {
     private var state: UInt64
     private let dropPercent: UInt64
     private(set) var dropped = 0
-    var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Void)? {
+    var onReceive: ((UnsafeRawBufferPointer, SocketAddress, SocketAddress) -> Delivery)? {
         didSet {
             inner.onReceive = { [unowned self] bytes, from, local in
                 if let first = bytes.first, first >= 128, first < 192, self.nextPercent() < self.dropPercent {
                     self.dropped += 1
-                    return
+                    return .refused
                 }
-                self.onReceive?(bytes, from, local)
+                return self.onReceive?(bytes, from, local) ?? .refused
             }
         }
     }
