@@ -9,8 +9,8 @@ public struct H264ProfileLevelID: Sendable, Hashable, CustomStringConvertible {
         case constrainedBaseline, baseline, main, constrainedHigh, high, predictiveHigh444
     }
 
-    /// level_idc: ten times the level number (31 is 3.1); level 1b has its own case because it is
-    /// written as 1.1 plus constraint_set3 (or 0x0b with it, see `description`).
+    /// level_idc: ten times the level number (31 is 3.1); level 1b has a case of its own, as it is
+    /// written as level_idc 11 with constraint_set3 set.
     public enum Level: UInt8, Sendable, Hashable, CaseIterable, Comparable {
         case level1b = 0, level1 = 10, level1_1 = 11, level1_2 = 12, level1_3 = 13
         case level2 = 20, level2_1 = 21, level2_2 = 22, level3 = 30, level3_1 = 31, level3_2 = 32
