@@ -6,6 +6,8 @@ Issue 4, "How we know it works":
   Chromium plays via WHEP from the relay's player page (screenshot saved as an artifact).
 - swiftrtc call between two processes through the relay.
 - The relay under bad input and a publisher that vanishes: clear errors, others keep flowing.
+Issue 18: Chromium publishing with its own codec order (H.264 Baseline 42001f first) → relay →
+swiftrtc play (WHEP) decodes ≥ 95% of the frames Chromium sent, for H.264 and VP8.
 Run inside the loopback-only namespace: interop/run.sh -k relay
 """
 
@@ -208,6 +210,122 @@ def test_chromium_whip_publish_swift_play(relay, browser, swift_bin, runs, artif
     # The snapshot is taken about a second before the end: Chromium may have stepped its size up since.
     png = png_info(artifact_dir / "swift-play.png")
     assert (png["width"], png["height"]) in sent_sizes, (png, sent_sizes)
+
+
+# The player page's publish, with Chromium's own video codec list reordered so that the formats of
+# one codec come first, each codec's formats in Chromium's order (for H.264 that is Baseline 42001f
+# before 42e01f, as Chromium offers by default); `only` keeps, of that codec, the formats whose
+# fmtp contains it. Returns the offer and the relay's answer.
+PUBLISH_CODEC_FIRST_JS = """(async (codec, only) => {
+  pc = new RTCPeerConnection();
+  const media = await navigator.mediaDevices.getUserMedia({audio: true, video: {width: 640, height: 360}});
+  video.srcObject = media;
+  for (const t of media.getTracks()) {
+    const transceiver = pc.addTransceiver(t, {direction: 'sendonly'});
+    if (t.kind !== 'video') continue;
+    const all = RTCRtpReceiver.getCapabilities('video').codecs;
+    const isCodec = (c) => c.mimeType.toLowerCase() === 'video/' + codec.toLowerCase();
+    const first = all.filter((c) => isCodec(c) && (!only || (c.sdpFmtpLine || '').includes(only)));
+    transceiver.setCodecPreferences([...first, ...all.filter((c) => !isCodec(c))]);
+  }
+  await negotiate('whip');
+  log('publishing');
+  return {offer: pc.localDescription.sdp, answer: pc.remoteDescription.sdp};
+})(%s, %s)"""
+
+# Chromium's video framesSent now (the page's publishing pc), and which codec it sends.
+FRAMES_SENT_JS = r"""(async () => { const r = await pc.getStats(); let o = null;
+  r.forEach((s) => { if (s.type === 'outbound-rtp' && s.kind === 'video') {
+    const c = s.codecId && r.get(s.codecId);
+    o = {framesSent: s.framesSent || 0, width: s.frameWidth, height: s.frameHeight,
+         codec: c ? c.mimeType : null, fmtp: c ? c.sdpFmtpLine : null}; } });
+  return o; })()"""
+
+
+def first_format(sdp: str, codec: str) -> tuple[int, str] | None:
+    """(payload type, fmtp) of the first format of `codec` on the video m-line of an SDP."""
+    video = sdp.split("m=video", 1)[1].split("\nm=", 1)[0]
+    for pt in video.split("\n", 1)[0].split()[2:]:
+        if re.search(rf"^a=rtpmap:{pt} {codec}/", video, re.I | re.M):
+            fmtp = re.search(rf"^a=fmtp:{pt} (.*?)\r?$", video, re.M)
+            return int(pt), fmtp.group(1) if fmtp else ""
+    return None
+
+
+def sent_at(samples: list[tuple[float, int]], t: float) -> float:
+    """Chromium's framesSent at time t, interpolated between the (time, framesSent) samples around it."""
+    before = [s for s in samples if s[0] <= t]
+    after = [s for s in samples if s[0] >= t]
+    assert before and after, f"no framesSent samples around t={t:.2f} (samples {samples[0][0]:.2f}…{samples[-1][0]:.2f})"
+    (t0, f0), (t1, f1) = before[-1], after[0]
+    return f0 if t1 == t0 else f0 + (f1 - f0) * (t - t0) / (t1 - t0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("codec, only", [("H264", None), ("VP8", None), ("H264", "profile-level-id=42001f")],
+                         ids=["H264", "VP8", "H264-42001f-only"])
+def test_chromium_codec_order_publish_swift_play_frames(codec, only, relay, browser, swift_bin, runs, artifact_dir, logs):
+    """Issue 18: Chromium offering H.264 Baseline 42001f first, `swiftrtc play` (which offers 42e01f)
+    got no video. Chromium publishes with its own order of `codec`'s formats; swiftrtc play must
+    decode ≥ 95% of the frames Chromium sent while it played, at a size Chromium sent. With only
+    42001f offered, the relay serves Chromium's OpenH264 Baseline to the 42e01f player."""
+    app, name = "live", f"order-{codec.lower()}{'-b' if only else ''}"
+    page = open_player_page(browser, relay, app, name)
+    logs.append(("player page #log", lambda: page_log(page)))
+    logs.append(("chromium console", lambda: "\n".join(page.console)))
+    try:
+        sdp = page.evaluate(PUBLISH_CODEC_FIRST_JS % (json.dumps(codec), json.dumps(only)), timeout=20)
+        (artifact_dir / "publish-offer.sdp").write_text(sdp["offer"])
+        (artifact_dir / "publish-answer.sdp").write_text(sdp["answer"])
+        relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=20)
+        poll(lambda: page.evaluate(FRAMES_SENT_JS, timeout=10), lambda o: o and o["framesSent"] > 0, timeout=10)
+
+        player = runs(SwiftRun(swift_bin, "play", [relay.whep_url(app, name), "--duration", "5"], artifact_dir, "play"))
+        sent: list[tuple[float, int]] = []   # (wall-clock s, Chromium's framesSent)
+        outbound = []
+        while True:
+            o = page.evaluate(FRAMES_SENT_JS, timeout=10)
+            sent.append((time.time(), o["framesSent"]))
+            outbound.append(o)
+            if player.process.proc.poll() is not None or time.monotonic() - player.started > 25:
+                break
+            time.sleep(0.2)
+        code = player.wait(timeout=10)
+    finally:
+        (artifact_dir / "page-log.txt").write_text(page_log(page))
+        close_page(browser, page)
+
+    stats = player.stats()
+    inbound = next((v for v in stats["stats"].values() if v.get("type") == "inbound-rtp" and v.get("kind") == "video"), {})
+    decoded = inbound.get("framesDecoded", 0)
+    # The frames Chromium sent from the player's first frame to the moment its framesDecoded was
+    # read (both wall clock); the one or two still in flight then count as missed.
+    first, end = stats.get("firstFrameUnixMs"), inbound.get("timestamp")
+    expected = sent_at(sent, end / 1000) - sent_at(sent, first / 1000) + 1 if decoded and first and end else 0
+    sizes = {(o["width"], o["height"]) for o in outbound if o.get("width")}
+    size = (stats.get("frameWidth"), stats.get("frameHeight"))
+    offered = first_format(sdp["offer"], codec)
+    answered = [line for line in sdp["answer"].splitlines() if line.startswith("m=video")]
+    write_json(artifact_dir / "summary.json", {"play": summary(stats), "chromiumSent": sent, "outbound": outbound[-1],
+                                               "expectedFrames": expected, "offeredFirst": offered,
+                                               "answerVideo": answered})
+    print(f"{codec}{' ' + only if only else ''}: Chromium offered {offered}, sent {outbound[-1]}; swiftrtc play "
+          f"decoded {decoded} of ~{expected:.0f} frames sent while it played ({decoded / max(expected, 1):.1%}), "
+          f"{size[0]}x{size[1]}, firstFrameMs {stats.get('firstFrameMs')}")
+
+    assert offered is not None, f"Chromium offered no {codec}"
+    assert code == 0 and decoded > 0, f"swiftrtc play exited {code}, {decoded} frames:\n{player.text()[-3000:]}"
+    if codec == "H264":
+        # The set-up of the issue: Chromium's first H.264 format is Baseline.
+        assert "profile-level-id=42001f" in offered[1], f"Chromium's first H.264 format is {offered}"
+        # Constrained baseline when offered (every player takes it), else the Baseline it offered.
+        want = "42001f" if only else "42e0"
+        assert want in (outbound[-1].get("fmtp") or ""), f"Chromium sends {outbound[-1]}, want profile {want}"
+    assert (outbound[-1].get("codec") or "").lower() == f"video/{codec.lower()}", outbound[-1]
+    assert expected >= 60, f"Chromium sent only {expected:.0f} frames while swiftrtc play ran: {sent}"
+    assert decoded >= 0.95 * expected, f"swiftrtc play decoded {decoded} of {expected:.0f} frames Chromium sent"
+    assert size in sizes, f"swiftrtc play decoded {size}, Chromium sent {sizes}"
+    assert size[0] * 9 == size[1] * 16, f"decoded {size} is not the camera's 16:9"
 
 
 @pytest.mark.timeout(60)

@@ -47,10 +47,14 @@ public struct RtpCodecCapability: Sendable, Hashable {
     public static let vp8 = RtpCodecCapability(mimeType: "video/VP8", clockRate: 90000,
                                                rtcpFeedback: videoFeedback, preferredPayloadType: 96)
     /// Constrained baseline, packetization-mode 1: what SRS and the reference app prefer.
-    public static let h264 = RtpCodecCapability(
-        mimeType: "video/H264", clockRate: 90000,
-        sdpFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f",
-        rtcpFeedback: videoFeedback, preferredPayloadType: 102)
+    public static let h264 = h264(profileLevelID: "42e01f")
+
+    /// H.264 of one profile and level (e.g. "42001f"), level asymmetry allowed, as browsers list it.
+    public static func h264(profileLevelID: String, packetizationMode: String = "1", preferredPayloadType: UInt8 = 102) -> RtpCodecCapability {
+        RtpCodecCapability(mimeType: "video/H264", clockRate: 90000,
+                           sdpFmtpLine: "level-asymmetry-allowed=1;packetization-mode=\(packetizationMode);profile-level-id=\(profileLevelID)",
+                           rtcpFeedback: videoFeedback, preferredPayloadType: preferredPayloadType)
+    }
 
     public static let defaultAudio: [RtpCodecCapability] = [.opus]
     public static let defaultVideo: [RtpCodecCapability] = [.vp8, .h264]
@@ -69,15 +73,47 @@ public struct RtpCodecCapability: Sendable, Hashable {
         RtpCodecCapability(mimeType: "video/AV1", clockRate: 90000, rtcpFeedback: videoFeedback, preferredPayloadType: 45),
     ]
 
-    /// Whether an offered codec is one we can take, per RFC 6184 §8.2.2 for H.264
-    /// (same packetization-mode and profile; the level may differ).
+    /// Whether an offered codec is one we can take: for H.264 the same packetization mode and
+    /// profile (libwebrtc's rule, `H264FormatParameters.isSameCodec`; the level may differ).
     func matches(_ codec: SDP.Codec) -> Bool {
         guard codec.name.lowercased() == name.lowercased(), codec.clockRate == clockRate else { return false }
         if kind == .audio, let channels, (codec.channels ?? 1) != channels { return false }
-        guard let mine = sdpFmtpLine, name.lowercased() == "h264" else { return true }
-        let a = FormatParameter.parse(mine), b = FormatParameter.parse(codec.fmtp ?? "")
-        guard (a.value(for: "packetization-mode") ?? "0") == (b.value(for: "packetization-mode") ?? "0") else { return false }
-        return H264Profile(a.value(for: "profile-level-id")) == H264Profile(b.value(for: "profile-level-id"))
+        guard let mine = sdpFmtpLine, isH264 else { return true }
+        return H264FormatParameters(fmtp: mine).isSameCodec(as: H264FormatParameters(fmtp: codec.fmtp))
+    }
+
+    /// The fmtp of our answer to an offered codec we matched: for H.264 with a format of our own,
+    /// ours with the negotiated profile-level-id (its level, RFC 6184 §8.2.2); else the offer's
+    /// (a pass-through endpoint receives what the offerer described).
+    func answerFmtp(for offered: SDP.Codec) -> String? {
+        guard let mine = sdpFmtpLine, isH264 else { return offered.fmtp }
+        return H264FormatParameters.answerFmtp(local: mine, offered: offered.fmtp)
+    }
+
+    public var isH264: Bool { name.lowercased() == "h264" }
+
+    /// The offered codecs an answer takes, each with the capability that took it, in the order
+    /// `order` says.
+    static func answered(_ offered: [SDP.Codec], by capabilities: [RtpCodecCapability],
+                         order: CodecOrder) -> [(RtpCodecCapability, SDP.Codec)] {
+        switch order {
+        case .local:
+            return capabilities.flatMap { cap in offered.filter { cap.matches($0) }.map { (cap, $0) } }
+        case .offerer, .offererCodecsLocalFormats:
+            var pairs: [(rank: Int, cap: RtpCodecCapability, offered: SDP.Codec)] = offered.compactMap { codec in
+                capabilities.firstIndex { $0.matches(codec) }.map { ($0, capabilities[$0], codec) }
+            }
+            if order == .offererCodecsLocalFormats {
+                // Each codec keeps the offerer's slots; its formats fill them in our order.
+                let names = pairs.map { $0.offered.name.lowercased() }
+                for name in Set(names) {
+                    let slots = names.indices.filter { names[$0] == name }
+                    let ours = slots.sorted { (pairs[$0].rank, $0) < (pairs[$1].rank, $1) }.map { pairs[$0] }
+                    for (slot, pair) in zip(slots, ours) { pairs[slot] = pair }
+                }
+            }
+            return pairs.map { ($0.cap, $0.offered) }
+        }
     }
 }
 
@@ -114,22 +150,4 @@ public struct RtpCodecParameters: Sendable, Hashable {
     public var channels: Int?
     public var sdpFmtpLine: String?
     public var rtcpFeedback: [RtcpFeedback]
-}
-
-/// profile_idc plus the constraint that makes a stream constrained baseline, from profile-level-id.
-struct H264Profile: Equatable {
-    var idc: UInt8
-    var constrainedBaseline: Bool
-    init(_ profileLevelID: String?) {
-        let hex = profileLevelID ?? "42000a"   // RFC 6184 default
-        let bytes = stride(from: 0, to: min(hex.count, 6), by: 2).compactMap { i -> UInt8? in
-            let start = hex.index(hex.startIndex, offsetBy: i)
-            let end = hex.index(start, offsetBy: 2, limitedBy: hex.endIndex) ?? hex.endIndex
-            return UInt8(hex[start..<end], radix: 16)
-        }
-        idc = bytes.first ?? 0x42
-        let iop = bytes.count > 1 ? bytes[1] : 0
-        // Baseline with constraint_set1 (0x40) is constrained baseline (RFC 6184 table 5).
-        constrainedBaseline = (idc == 0x42 && iop & 0x40 != 0) || (idc == 0x4d && iop & 0x80 != 0)
-    }
 }

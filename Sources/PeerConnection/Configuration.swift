@@ -27,7 +27,8 @@ extension PeerConnection {
         public var videoCodecs: [RtpCodecCapability] = RtpCodecCapability.defaultVideo
         /// The order of the codecs in an answer: the offerer's (as libwebrtc answers, so a peer
         /// that can only encode its first choice gets it), or ours (`audioCodecs`/`videoCodecs`
-        /// order, like `setCodecPreferences` on the answering side).
+        /// order, like `setCodecPreferences` on the answering side), or the offerer's between
+        /// codecs and ours among one codec's formats (`CodecOrder.offererCodecsLocalFormats`).
         public var answerCodecOrder: CodecOrder = .offerer
         /// Direction of transceivers that a remote offer creates (W3C: recvonly until a track is added).
         public var remoteTransceiverDirection: TransceiverDirection = .recvonly

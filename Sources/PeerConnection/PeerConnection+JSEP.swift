@@ -152,13 +152,7 @@ extension PeerConnection {
                                        codecs: [], extensions: [], sender: nil, rawFormats: m.formats)
         if m.kind == "application" { return answerDataSection(for: m, mid: mid) ?? reject }
         guard m.port != 0, let t = transceiverList.first(where: { $0.mid == mid }), !t.isStopped else { return reject }
-        var pairs: [(RtpCodecCapability, SDP.Codec)] = []
-        switch configuration.answerCodecOrder {
-        case .offerer:
-            for offered in m.codecs { if let cap = t.codecCapabilities.first(where: { $0.matches(offered) }) { pairs.append((cap, offered)) } }
-        case .local:
-            for cap in t.codecCapabilities { for offered in m.codecs where cap.matches(offered) { pairs.append((cap, offered)) } }
-        }
+        let pairs = RtpCodecCapability.answered(m.codecs, by: t.codecCapabilities, order: configuration.answerCodecOrder)
         var chosen: [RtpCodecParameters] = []
         for (cap, offered) in pairs where !chosen.contains(where: { $0.payloadType == offered.payloadType }) {
             let feedback = offered.feedback.compactMap { fb -> RtcpFeedback? in
@@ -167,7 +161,7 @@ extension PeerConnection {
             }
             chosen.append(RtpCodecParameters(payloadType: offered.payloadType, mimeType: cap.mimeType,
                                              clockRate: offered.clockRate, channels: offered.channels,
-                                             sdpFmtpLine: offered.fmtp, rtcpFeedback: feedback))
+                                             sdpFmtpLine: cap.answerFmtp(for: offered), rtcpFeedback: feedback))
         }
         guard !chosen.isEmpty else { return reject }
         // RTX for the video codecs we took, with the offer's payload types.

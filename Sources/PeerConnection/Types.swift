@@ -120,4 +120,8 @@ public struct PeerConnectionError: Error, CustomStringConvertible, Sendable, Equ
 /// Whose preference orders the codecs of an answer.
 public enum CodecOrder: Sendable {
     case offerer, local
+    /// The offerer's order between codecs (a peer may encode only its first choice, VP8 or
+    /// H.264), ours among one codec's formats, which one encoder produces alike (a relay answering
+    /// a publisher: the H.264 profile it sends decides which players can take it).
+    case offererCodecsLocalFormats
 }

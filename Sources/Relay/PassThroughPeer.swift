@@ -8,6 +8,16 @@ func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDir
                          audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
                          videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
                          codecOrder: CodecOrder = .offerer) throws -> PeerConnection {
+    let config = passThroughConfiguration(direction: direction, audioCodecs: audioCodecs, videoCodecs: videoCodecs, codecOrder: codecOrder)
+    return try PeerConnection(configuration: config, loop: loop) { _, ufrag in
+        SessionMuxEndpoint(mux: mux, ufrag: ufrag, advertised: advertised)
+    }
+}
+
+/// The configuration of `makePassThroughPeer` (apart from its place on the mux).
+func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
+                              videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
+                              codecOrder: CodecOrder = .offerer) -> PeerConnection.Configuration {
     var config = PeerConnection.Configuration()
     config.iceLite = true
     config.answererDTLSRole = .server
@@ -20,9 +30,7 @@ func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDir
     // per-player estimate, and at 480 players its stamps, feedback and timers were ~20% of
     // the relay's CPU.
     config.transportWideCC = direction != .sendonly
-    return try PeerConnection(configuration: config, loop: loop) { _, ufrag in
-        SessionMuxEndpoint(mux: mux, ufrag: ufrag, advertised: advertised)
-    }
+    return config
 }
 
 /// One session's place on the shared mux, found by each local ufrag it had: an ICE restart

@@ -288,20 +288,13 @@ public final class RelayServer: Sendable {
         let pc: PeerConnection
         switch role {
         case .publisher:
-            var video = [RtpCodecCapability.h264, .vp8] + RtpCodecCapability.passThroughVideo
-            if let preferred = preferredVideoCodec { video.insert(preferred, at: 0) }
+            let video = RelayCodecs.publisherVideo(preferred: preferredVideoCodec)
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .recvonly, advertised: advertisedAddress,
-                                         videoCodecs: video, codecOrder: preferredVideoCodec == nil ? .offerer : .local)
+                                         videoCodecs: video.codecs, codecOrder: video.order)
         case .player:
-            func only(_ kind: MediaKind) -> [RtpCodecCapability] {
-                guard let c = published[kind] else { return [] }
-                let isH264 = c.mimeType.lowercased().hasSuffix("h264")
-                return [RtpCodecCapability(mimeType: c.mimeType, clockRate: c.clockRate, channels: c.channels,
-                                           sdpFmtpLine: isH264 ? c.sdpFmtpLine : nil,
-                                           rtcpFeedback: kind == .video ? [.nack, .pli, .fir] : [], preferredPayloadType: c.payloadType)]
-            }
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendonly, advertised: advertisedAddress,
-                                         audioCodecs: only(.audio), videoCodecs: only(.video))
+                                         audioCodecs: RelayCodecs.player(published[.audio], kind: .audio),
+                                         videoCodecs: RelayCodecs.player(published[.video], kind: .video))
         }
         let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote)
         let sdp: String

@@ -68,7 +68,7 @@ final class RelaySession: @unchecked Sendable {
         videoRoute = nil
         for t in pc.transceivers where t.currentDirection?.sends == true {
             guard let published = stream.publishedCodec(t.kind),
-                  let mine = t.negotiatedCodecs.first(where: { sameCodec($0, published) }) else { continue }
+                  let mine = RelayCodecs.route(for: published, among: t.negotiatedCodecs) else { continue }
             if t.kind == .video { videoRoute = (t.sender, mine.payloadType) } else { audioRoute = (t.sender, mine.payloadType) }
         }
     }
@@ -90,16 +90,6 @@ struct PlayerOutput {
     var resends = RetransmissionSuppressor()
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
-}
-
-/// Same codec on the wire: name and clock rate, and for H.264 the packetization mode.
-func sameCodec(_ a: RtpCodecParameters, _ b: RtpCodecParameters) -> Bool {
-    guard a.mimeType.lowercased() == b.mimeType.lowercased(), a.clockRate == b.clockRate else { return false }
-    guard a.mimeType.lowercased().hasSuffix("h264") else { return true }
-    func mode(_ f: String?) -> String {
-        (f ?? "").split(separator: ";").first { $0.hasPrefix("packetization-mode=") }.map { String($0.dropFirst(19)) } ?? "0"
-    }
-    return mode(a.sdpFmtpLine) == mode(b.sdpFmtpLine)
 }
 
 /// Width and height from a keyframe's first packet (H.264 SPS, VP8 keyframe header).

@@ -85,8 +85,11 @@ final class RemotePlayback: @unchecked Sendable {
         let pattern = checker.result
         let startInstant = ContinuousClock.now.advanced(by: .seconds(-(now() - started)))
         let firstFrameMs = render.firstFrameArrival.map { ($0 - startInstant).milliseconds }
+        // Wall clock, as the stats' timestamps: a test can count what the sender sent from then on.
+        let firstFrameUnixMs = render.firstFrameArrival.map { Date().timeIntervalSince1970 * 1000 - (ContinuousClock.now - $0).milliseconds }
         var summary: [String: Any] = [
-            "connectMs": connectMs, "firstFrameMs": firstFrameMs ?? NSNull(), "framesDecoded": framesDecoded(report),
+            "connectMs": connectMs, "firstFrameMs": firstFrameMs ?? NSNull(), "firstFrameUnixMs": firstFrameUnixMs ?? NSNull(),
+            "framesDecoded": framesDecoded(report),
             "frameWidth": render.width ?? 0, "frameHeight": render.height ?? 0,
             "patternFrames": pattern.read, "patternVerified": pattern.verified,
             "patternLatencyMsMedian": pattern.medianLatencyMs ?? NSNull(),
