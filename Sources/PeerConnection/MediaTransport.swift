@@ -10,7 +10,7 @@ import TURN
 /// One connection's transport stack on its loop thread: ICE picks the path, DTLS makes the
 /// keys, SRTP protects media; RFC 7983 demultiplexes the shared port. Only the owning loop
 /// thread touches it; sends from other threads hop there first.
-final class MediaTransport: @unchecked Sendable {
+package final class MediaTransport: @unchecked Sendable {
     // @unchecked: every member is used on `loop`'s thread only (see `sendRTP`).
     // What every forwarded packet touches comes first: stored properties are laid out in this
     // order, and with hundreds of connections on a relay each extra cache line is a miss.
@@ -251,7 +251,7 @@ final class MediaTransport: @unchecked Sendable {
     /// (a slot of `batch`) gets its transport-wide sequence number at `transportCCOffset`, is
     /// protected in place and queued on `batch` when this connection sends on a shared socket
     /// (else sent at once). False when it cannot leave (no keys or path yet, SRTP failed).
-    func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
+    package func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
                         batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
@@ -278,14 +278,14 @@ final class MediaTransport: @unchecked Sendable {
     /// (`RtpForwardingTarget`): the keys, the shared socket and the selected remote address.
     /// Nil when packets must come through `queueForwarded` (closed, no keys or path yet, TURN,
     /// a socket of our own). Any change to these bumps `ForwardingEpoch`.
-    func forwardingPath() -> (srtp: SRTPSession, socket: UDPSocket, remote: SocketAddress)? {
+    package func forwardingPath() -> (srtp: SRTPSession, socket: UDPSocket, remote: SocketAddress)? {
         guard !closed, relays.isEmpty, let srtp, let (_, remote) = ice.selectedPair, let socket = io.batchSocket else { return nil }
         return (srtp, socket, remote)
     }
 
     /// Fast-path packets counted as sent (they are counted here in bulk, not one by one).
-    func noteForwarded(_ packets: Int) { counters.rtpSent += packets }
-    func noteForwardingSRTPError() { counters.srtpErrors += 1 }
+    package func noteForwarded(_ packets: Int) { counters.rtpSent += packets }
+    package func noteForwardingSRTPError() { counters.srtpErrors += 1 }
 
     /// Protects and sends a compound RTCP packet; any thread.
     func sendRTCP(_ packet: [UInt8]) {

@@ -61,7 +61,7 @@ extension PeerConnection {
             (packet, bytes) = original
         }
         target.receiver.deliver(packet, bytes: bytes)
-        trackForNack(packet, on: target, now: .now)
+        trackForNack(packet, on: target, now: loop.now)
         if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: .now) }
         if let mid = target.mid {
             let now = ContinuousClock.now
