@@ -283,9 +283,10 @@ def test_viewer_survives_publisher_replacement(swift_bin, artifact_dir, logs):
 @pytest.mark.timeout(90)
 def test_hostile_clients_do_not_stall_viewers(swift_bin, artifact_dir, logs):
     """While a stream plays: 256 slow connections from one address (127.0.0.2, sending a header
-    byte now and then) and a 2,000-m-line offer. The slow client gets its share of connections
-    and 503 beyond it, others' requests are still served, the offer gets 400 at once, and the
-    viewer's frame rate stays up (1280x720@30, decoded; status lines once a second)."""
+    byte now and then) and a 2,000-m-line offer. The slow client holds at most its share of
+    connections (past it, each new one pushes out its own oldest: closed, or 503 when none can
+    go), others' requests are still served, the offer gets 400 at once, and the viewer's frame
+    rate stays up (1280x720@30, decoded; status lines once a second)."""
     relay = Relay(swift_bin, artifact_dir / "relay.log")
     logs.append(("relay output", relay.text))
     pub = SwiftRun(swift_bin, "publish", [relay.whip_url("live", "busy"), "--source", "testsrc", "--size", "1280x720",
@@ -306,13 +307,16 @@ def test_hostile_clients_do_not_stall_viewers(swift_bin, artifact_dir, logs):
             s.sendall(b"POST /rtc/v1/whip/?app=live&stream=x HTTP/1.1\r\nHost: x\r\n")
             slow.append(s)
         time.sleep(0.5)
-        for s in slow:   # the ones past the per-address share were answered 503 and closed
+        for s in slow:   # the ones past the per-address share: closed, or answered 503
             s.setblocking(False)
             try:
-                if s.recv(200).startswith(b"HTTP/1.1 503"):
+                reply = s.recv(200)
+                if reply == b"" or reply.startswith(b"HTTP/1.1 503"):
                     refused += 1
             except BlockingIOError:
                 pass
+            except ConnectionResetError:
+                refused += 1
         t0 = time.monotonic()
         section = "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n"
         big = ghost_offer(1) + section * 2000

@@ -49,6 +49,11 @@ public struct HTTPRequest: Sendable {
                   query: head.query, headers: head.headers, body: body, remoteAddress: remoteAddress)
     }
 
+    /// The request line and header fields, without the body.
+    public var head: HTTPRequestHead {
+        HTTPRequestHead(method: method, target: target, version: version, path: path, query: query, headers: headers)
+    }
+
     /// The first value of query parameter `name`.
     public func queryValue(_ name: String) -> String? {
         query.first { $0.0 == name }?.1
