@@ -59,6 +59,14 @@ public struct HTTPRequest: Sendable {
         query.first { $0.0 == name }?.1
     }
 
+    /// Whether Content-Type names `type` (`application/json; charset=utf-8` is application/json),
+    /// case-insensitively.
+    public func hasMediaType(_ type: String) -> Bool {
+        guard let value = headers["Content-Type"] else { return false }
+        let essence = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return HTTPHeaders.same(essence.trimmingSpaces, type)
+    }
+
     /// The body as UTF-8 text (invalid sequences replaced).
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 }

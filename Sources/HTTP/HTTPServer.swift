@@ -1,7 +1,7 @@
 // HTTP/1.1 server over POSIX sockets: one accept thread, one thread per connection, keep-alive,
 // CORS. Request framing and limits live in HTTPRequestDecoder, which connections are held (and
-// which gives way) in ConnectionBudget, each wait's deadline in RequestTimer; this file only
-// moves bytes and threads.
+// which gives way) in ConnectionBudget, each wait's deadline in RequestTimer, Host and Origin
+// checks in RequestGuard; this file only moves bytes and threads.
 import Glibc
 
 /// @unchecked Sendable: the descriptors and limits are immutable after init; everything mutable
@@ -26,6 +26,7 @@ public final class HTTPServer: @unchecked Sendable {
     private struct State {
         var phase = Phase.created
         var corsOrigins = ["*"]
+        var allowedHosts: Set<String>?
         var upgradeHandler: UpgradeHandler?
         var credentialCheck: CredentialCheck?
         var acceptThread: JoinableThread?
@@ -57,6 +58,13 @@ public final class HTTPServer: @unchecked Sendable {
     public var corsOrigins: [String] {
         get { state.withLock { $0.corsOrigins } }
         set { state.withLock { $0.corsOrigins = newValue } }
+    }
+
+    /// Host names answered besides IP addresses (see `RequestGuard`); nil: any Host. Others
+    /// get 421. A loopback server open to everyone sets this against DNS rebinding.
+    public var allowedHosts: Set<String>? {
+        get { state.withLock { $0.allowedHosts } }
+        set { state.withLock { $0.allowedHosts = newValue } }
     }
 
     /// Whether a request head carries valid credentials: such requests are never the ones
@@ -278,16 +286,22 @@ public final class HTTPServer: @unchecked Sendable {
                 judged = false
                 // Busy on our side: not a connection to close for a newcomer. False: it was closed.
                 guard state.withLock({ $0.budget.waiting(id, since: nil) }) else { return }
+                let requestGuard = state.withLock { RequestGuard(allowedHosts: $0.allowedHosts, allowedOrigins: $0.corsOrigins) }
                 var answer: HTTPResponse
-                switch upgradeHandler?(request) {
-                case .accept(let response, let run)?:
-                    handOver(fd, id: id, response: response, decoder: &decoder, remote: remote, run: run, scratch: &scratch)
-                    return
-                case .respond(let response)?:
-                    answer = addingCORS(response, origin: request.headers["Origin"])
-                case nil:
-                    guard let response = respond(to: request, connection: id) else { return }  // stopping
-                    answer = response
+                if var refusal = requestGuard.refusal(method: request.method, headers: request.headers) {
+                    refusal.headers.set("Connection", "close")
+                    answer = refusal
+                } else {
+                    switch upgradeHandler?(request) {
+                    case .accept(let response, let run)?:
+                        handOver(fd, id: id, response: response, decoder: &decoder, remote: remote, run: run, scratch: &scratch)
+                        return
+                    case .respond(let response)?:
+                        answer = addingCORS(response, origin: request.headers["Origin"])
+                    case nil:
+                        guard let response = respond(to: request, connection: id) else { return }  // stopping
+                        answer = response
+                    }
                 }
                 let stopping = state.withLock { $0.phase == .stopped }
                 let close = stopping || !request.keepAlive || answer.headers.hasToken("Connection", "close")

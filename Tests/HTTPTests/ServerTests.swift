@@ -237,6 +237,26 @@ func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Hand
         }
     }
 
+    /// With an allowlist, a request naming another host is refused before any handler runs
+    /// (421, closed); a foreign Origin may not POST (403); names on the list and IPs are served.
+    @Test func refusesForeignHostsAndOriginsBeforeTheHandler() async throws {
+        try await withServer { server in
+            server.allowedHosts = ["localhost"]
+            server.corsOrigins = []
+            let rebound = try RawConnection(port: server.port)
+            try rebound.send("GET /api HTTP/1.1\r\nHost: rebind.evil.example:\(server.port)\r\n\r\n")
+            let reply = statusAndBody(try await rebound.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 421 Misdirected Request")
+            #expect(reply.body.hasPrefix("Host \"rebind.evil.example:\(server.port)\" is not a name this server answers to"))
+            let crossSite = try await client.send(method: "POST", url: "http://127.0.0.1:\(server.port)/x",
+                                                  headers: ["Origin": "https://evil.example", "Content-Type": "text/plain"])
+            #expect(crossSite.status == 403 && crossSite.text.hasPrefix("Origin \"https://evil.example\" may not make this request"))
+            let named = try await client.send(method: "POST", url: "http://localhost:\(server.port)/x",
+                                              headers: ["Origin": "http://localhost:\(server.port)"])
+            #expect(named.status == 200 && named.text == "POST /x  ")
+        }
+    }
+
     @Test func ipAddressOfARemote() {
         #expect(HTTPServer.ipAddress(of: "10.0.0.1:5000") == "10.0.0.1")
         #expect(HTTPServer.ipAddress(of: "[::1]:443") == "::1")
