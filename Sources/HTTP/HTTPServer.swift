@@ -54,7 +54,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The origins whose pages may call this server (`*`: any); a listed origin is echoed back
     /// (with `Vary: Origin`), any other gets no Access-Control-Allow-Origin, so its browser
-    /// refuses the response. Empty: no CORS at all (same-origin pages need none).
+    /// refuses the response. Empty: no CORS at all (same-origin pages need none). Besides the
+    /// server's own, only these origins may make state-changing requests or upgrades (403).
     public var corsOrigins: [String] {
         get { state.withLock { $0.corsOrigins } }
         set { state.withLock { $0.corsOrigins = newValue } }
