@@ -83,7 +83,9 @@ public final class RelayServer: Sendable {
         }
         self.httpPort = server.port
         server.corsOrigins = policy.corsOrigins
-        self.signaling = SignalServer(mountingOn: server, log: self.log)
+        server.allowedHosts = policy.servedHosts(boundTo: httpHost)
+        if !policy.isOpen { server.credentialCheck = { [policy] head in policy.credentialed(head) } }
+        self.signaling = SignalServer(mountingOn: server, options: .init(access: policy.signalAccess), log: self.log)
         http.withLock { $0 = server }
         target.value = self
         server.start()
@@ -193,6 +195,11 @@ public final class RelayServer: Sendable {
     }
 
     private func srsAPI(_ request: HTTPRequest, role: RelaySession.Role) async -> HTTPResponse {
+        // Not text/plain: a cross-site page could send that without a preflight (SRS's own SDK
+        // sends application/json).
+        guard request.hasMediaType("application/json") else {
+            return json(["code": 415, "error": "Content-Type must be application/json"], status: 415)
+        }
         guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
             return apiError("the body is not a JSON object")
         }
@@ -217,7 +224,7 @@ public final class RelayServer: Sendable {
         guard let app = request.queryValue("app"), let stream = request.queryValue("stream"), !app.isEmpty, !stream.isEmpty else {
             return .text(400, "WHIP/WHEP URLs need ?app=APP&stream=STREAM\n")
         }
-        guard (request.headers["Content-Type"] ?? "").lowercased().hasPrefix("application/sdp") else {
+        guard request.hasMediaType("application/sdp") else {
             return .text(415, "Content-Type must be application/sdp\n")
         }
         let offer = String(decoding: request.body, as: UTF8.self)
