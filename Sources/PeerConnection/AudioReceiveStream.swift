@@ -67,7 +67,7 @@ final class AudioReceiveStream: @unchecked Sendable {
         guard let next = buffer.nextDeadline() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
-            self.play(.now)
+            self.play(self.loop.now)
         }
     }
 

@@ -82,7 +82,7 @@ package final class MediaTransport: @unchecked Sendable {
     /// Adds our bases to ICE (host candidates appear as ICE events) and starts the TURN
     /// allocations; gathering finishes when every allocation has succeeded or failed.
     func gather() {
-        let now = ContinuousClock.now
+        let now = loop.now
         gatheringStarted = true
         if gatherHosts {
             for address in io.localAddresses { ice.addLocalBase(address, now: now) }
@@ -104,8 +104,8 @@ package final class MediaTransport: @unchecked Sendable {
         let transport = try DTLSTransport(role: role, certificate: certificate, remoteFingerprints: remoteFingerprints)
         dtls = transport
         dtlsRole = role
-        if role == .server || ice.selectedPair != nil { transport.start(now: .now) }
-        for datagram in earlyDTLS { transport.handleDatagram(datagram, now: .now) }
+        if role == .server || ice.selectedPair != nil { transport.start(now: loop.now) }
+        for datagram in earlyDTLS { transport.handleDatagram(datagram, now: loop.now) }
         earlyDTLS.removeAll()
         pump()
     }
@@ -113,6 +113,7 @@ package final class MediaTransport: @unchecked Sendable {
     // MARK: receive
 
     private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) -> Delivery {
+        loop.preconditionInLoop()
         guard !closed else {
             lingeringReceive(bytes, from: from, local: local)
             return .refused
@@ -121,7 +122,7 @@ package final class MediaTransport: @unchecked Sendable {
         // Binding responses from a server that is both STUN and TURN are ICE's (srflx gathering).
         if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }),
            !STUNMessage.isBinding(bytes) {
-            relay.client.handleDatagram(Array(bytes), now: .now)
+            relay.client.handleDatagram(Array(bytes), now: loop.now)
             delivery = .accepted
         } else {
             delivery = demultiplex(bytes, from: from, local: local)
@@ -136,7 +137,7 @@ package final class MediaTransport: @unchecked Sendable {
     @discardableResult
     func demultiplex(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) -> Delivery {
         guard let first = bytes.first else { return .refused }
-        let now = ContinuousClock.now
+        let now = loop.now
         switch first {
         case 0...3:
             guard ice.handleSTUN(Array(bytes), from: from, local: local, now: now) else { return .accepted }
@@ -202,7 +203,7 @@ package final class MediaTransport: @unchecked Sendable {
                 do {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
-                    congestion.received(packet, now: .now)
+                    congestion.received(packet, now: loop.now)
                     onRTP?(packet, plain)
                 } catch {
                     counters.malformedRTP += 1
@@ -225,11 +226,12 @@ package final class MediaTransport: @unchecked Sendable {
             loop.execute { [self] in sendRTP(packet, transportCCID: transportCCID, kind: kind) }
             return
         }
-        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: .now)
+        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: loop.now)
     }
 
     /// The last step of every RTP packet: SRTP and the socket (loop thread).
     func transmitRTP(_ packet: [UInt8]) -> Bool {
+        loop.preconditionInLoop()
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
             return false
@@ -253,6 +255,7 @@ package final class MediaTransport: @unchecked Sendable {
     /// (else sent at once). False when it cannot leave (no keys or path yet, SRTP failed).
     package func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
                         batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
+        loop.preconditionInLoop()
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
             return false
@@ -309,6 +312,7 @@ package final class MediaTransport: @unchecked Sendable {
 
     /// Drains every core's output and re-arms the single timer.
     func pump() {
+        loop.preconditionInLoop()
         guard !closed else { return }
         // Event handlers may send (a data channel echoing a message): the running pump drains it.
         guard !pumping else {
@@ -362,7 +366,7 @@ package final class MediaTransport: @unchecked Sendable {
         // Any ICE event may come with a new selected pair (or none): forwarding snapshots are remade.
         ForwardingEpoch.bump()
         if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
-            dtls.start(now: .now)
+            dtls.start(now: loop.now)
         }
         onIceEvent?(event)
     }
@@ -384,7 +388,7 @@ package final class MediaTransport: @unchecked Sendable {
             onDTLSConnected?(keys)
         case .applicationData(let data):
             if let dataChannels {
-                dataChannels.handlePacket(data, now: .now)
+                dataChannels.handlePacket(data, now: loop.now)
             } else {
                 onApplicationData?(data)
             }
@@ -403,7 +407,7 @@ package final class MediaTransport: @unchecked Sendable {
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
             self.timerID = nil
-            let now = ContinuousClock.now
+            let now = loop.now
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
             self.dataChannels?.handleTimeout(now: now)

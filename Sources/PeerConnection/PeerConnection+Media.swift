@@ -45,6 +45,7 @@ extension PeerConnection {
 
     /// Creates the encode and decode streams the negotiation calls for (loop thread).
     func startMediaStreams() {
+        loop.preconditionInLoop()
         guard configuration.mediaPipeline, let transport else { return }
         for t in transceiverList {
             guard let mid = t.mid, let direction = t.currentDirection, let codec = t.negotiatedCodecs.first else { continue }
@@ -149,6 +150,7 @@ extension PeerConnection {
 
     /// RTCP about our streams and theirs (loop thread).
     func routeToStreams(_ packets: [RTCPPacket]) {
+        loop.preconditionInLoop()
         let now = loop.now
         for packet in packets {
             switch packet {

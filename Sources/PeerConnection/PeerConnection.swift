@@ -162,7 +162,7 @@ public final class PeerConnection: @unchecked Sendable {
                 return
             }
             waiters.append((match, cont))
-            loop.schedule(at: .now.advanced(by: timeout)) { cont.finish() }
+            loop.schedule(at: loop.now.advanced(by: timeout)) { cont.finish() }
         }
         for await event in stream { return event }
         return nil

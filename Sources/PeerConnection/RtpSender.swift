@@ -216,6 +216,7 @@ public final class RtpSender: @unchecked Sendable {
     /// The one exit of our own packets (loop thread): the mid and transport-wide elements, the
     /// history, the SR counts, then the transport.
     private func transmit(_ packet: RTPPacket, kind: OutgoingRTPKind, now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
         var packet = packet
         if let id = midExtensionID, mid != nil { packet.setExtension(id: id, data: midBytes) }
         if let id = transportCCExtensionID { packet.setExtension(id: id, data: [0, 0]) }
@@ -253,6 +254,7 @@ public final class RtpSender: @unchecked Sendable {
     /// pacer sends them). Empty when the peer negotiated no rtx or no transport-cc (a probe
     /// nobody measures is waste). Loop thread.
     func paddingPackets(bytes: Int) -> [(bytes: [UInt8], transportCCID: UInt8)] {
+        loop.preconditionInLoop()
         guard let transportCC = transportCCExtensionID, nack.rtx != nil else { return [] }
         let packets = nack.rtx?.padding(bytes: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
                                         transportCCID: transportCC) ?? []

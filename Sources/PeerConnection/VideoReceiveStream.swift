@@ -53,6 +53,7 @@ final class VideoReceiveStream: @unchecked Sendable {
     var remoteSSRC: UInt32? { buffer.ssrc }
 
     func receive(_ packet: RTPPacket, now: ContinuousClock.Instant, arrivalNTP: UInt64) {
+        loop.preconditionInLoop()
         guard !closed else { return }
         timing.packet(rtpTimestamp: packet.timestamp, arrivalNTP: arrivalNTP)
         if frameArrivals[packet.timestamp] == nil {
@@ -108,7 +109,7 @@ final class VideoReceiveStream: @unchecked Sendable {
             timerID = loop.schedule(at: deadline) { [weak self] in
                 guard let self, !self.closed else { return }
                 self.timerID = nil
-                let now = ContinuousClock.now
+                let now = self.loop.now
                 self.buffer.handleTimeout(now: now)
                 self.pump(now)
             }
@@ -138,7 +139,7 @@ final class VideoReceiveStream: @unchecked Sendable {
             loop.execute { [weak self] in
                 guard let self, !self.closed else { return }
                 self.buffer.decoderFailed()
-                self.pump(.now)
+                self.pump(self.loop.now)
             }
         }
     }

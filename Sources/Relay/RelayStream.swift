@@ -75,6 +75,7 @@ final class RelayStream: @unchecked Sendable {
     // MARK: forwarding
 
     func attachPublisher(_ session: RelaySession) {
+        loop.preconditionInLoop()
         publisher = session
         videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
         audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
@@ -101,6 +102,7 @@ final class RelayStream: @unchecked Sendable {
     }
 
     func attachPlayer(_ session: RelaySession) {
+        loop.preconditionInLoop()
         players[session.id] = session
         session.mapCodecs(from: self)
         for t in session.pc.transceivers {
@@ -176,6 +178,7 @@ final class RelayStream: @unchecked Sendable {
     /// then per player written in place with the player's SSRC, continuous sequence number and
     /// timestamp, payload type and extensions, protected, and all of them sent with one sendmmsg.
     private func forward(_ packet: RTPPacket, bytes: [UInt8], kind: MediaKind) {
+        loop.preconditionInLoop()
         let now = loop.now
         if reception[packet.ssrc] == nil, reception.count < 8 {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
@@ -244,6 +247,7 @@ final class RelayStream: @unchecked Sendable {
     /// negotiated rtx), keyframe requests go to the publisher (the player's sender throttles its
     /// own, the stream throttles what reaches the publisher), receiver reports give the RTT.
     private func feedback(_ packet: RTCPPacket, kind: MediaKind, from player: RelaySession) {
+        loop.preconditionInLoop()
         let now = loop.now
         switch packet {
         case .nack(let nack):
@@ -285,6 +289,7 @@ final class RelayStream: @unchecked Sendable {
     /// player's rewritten timestamps (so it can line audio up with video), with this player's
     /// packet and octet counts; its receiver reports on them give its RTT.
     func sendPlayerReports(now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
         noteForwarded()
         for player in players.values where player.connected {
             var reports: [SenderReport] = []
