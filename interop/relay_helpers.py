@@ -339,7 +339,7 @@ PC_STATS_JS = r"""
     } else if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') {
       const l = byId.get(s.localCandidateId), r = byId.get(s.remoteCandidateId);
       out.pair = {local: l && `${l.address}:${l.port}`, remote: r && `${r.address}:${r.port}`,
-                  rtt: s.currentRoundTripTime};
+                  rtt: s.currentRoundTripTime, availableOutgoingBitrate: s.availableOutgoingBitrate};
     }
   });
   return out;

@@ -192,12 +192,17 @@ def test_ice_restart_mid_call_both_ways(signal_server, browser, swift_bin, artif
     swift = p2p(swift_bin, f"{signal_server['ws']}?room={room}", artifact_dir, "p2p", duration=40)
     logs.append(("swiftrtc p2p", swift.text))
     samples: list[tuple[float, int]] = []
+    sent: list[dict] = []   # what Chromium sent, and why it limited it
 
     def sample(seconds: float):
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             s = page.evaluate(PC_STATS_JS, timeout=10)
             samples.append((time.monotonic(), (s and s["inbound"] or {}).get("framesDecoded", 0)))
+            out = (s and s["outbound"] or [{}])[0]
+            sent.append({"t": round(time.monotonic(), 2), "width": out.get("frameWidth"),
+                         "reason": out.get("qualityLimitationReason"),
+                         "available": ((s or {}).get("pair") or {}).get("availableOutgoingBitrate")})
             time.sleep(0.1)
 
     try:
@@ -227,15 +232,22 @@ def test_ice_restart_mid_call_both_ways(signal_server, browser, swift_bin, artif
     s = summary(swift.stats())
     stall = longest_stall(samples)
     write_json(artifact_dir / "restart.json", {"ufrags": [before, after_swift, after_chromium], "chromiumStallSeconds": stall,
-                                                "swift": s, "samples": samples, "pageLog": page_log})
+                                                "swift": s, "samples": samples, "chromiumSent": sent, "pageLog": page_log})
     print(f"ICE restarts: ufrags {before} -> {after_swift} -> {after_chromium}; Chromium's longest stall {stall:.2f} s; "
-          f"Swift's longest frame gap {s.get('longestFrameGapMs')} ms, decoded {s.get('framesDecoded')}")
+          f"Swift's longest frame gap {s.get('longestFrameGapMs')} ms, decoded {s.get('framesDecoded')}; Chromium sent "
+          f"{sorted({x['width'] for x in sent if x['width']})} wide, limited by {sorted({x['reason'] for x in sent})}")
     assert code == 0, swift.text()[-2000:]
     assert after_swift["remote"] != before["remote"] and after_swift["state"] == "connected", (before, after_swift)
     assert after_chromium["local"] != after_swift["local"] and after_chromium["state"] == "connected", (after_swift, after_chromium)
     assert stall <= 1.0, f"Chromium's video stalled {stall:.2f} s across the restarts"
     assert s.get("longestFrameGapMs", 1e9) <= 1000 and s.get("freezesOver500Ms") == 0, s
-    assert s.get("framesDecoded", 0) >= 100 and s.get("frameWidth") == 640, s   # Chromium's fake camera: no pattern
+    # Chromium's fake camera (no pattern): we must decode what it sends. Its sending size is its
+    # own choice: on a busy machine its CPU adaptation steps down (seen once in CI: 480 wide
+    # after the restart); a step down for *bandwidth* would be our feedback's fault.
+    widths = [x["width"] for x in sent if x["width"]]
+    limited = sorted({x["reason"] for x in sent if x["reason"] not in (None, "none")})
+    assert s.get("framesDecoded", 0) >= 100 and widths and s.get("frameWidth") == widths[-1], (s, widths[-5:])
+    assert "bandwidth" not in limited, f"Chromium limited its video for {limited}: {sent}"
 
 
 @pytest.mark.timeout(90)
