@@ -11,7 +11,7 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
     // @unchecked: `encoder`, `processor`, `pending`, `samplesSent` are used on `queue` only.
     let sender: RtpSender
     let payloadType: UInt8
-    private let queue = DispatchQueue(label: "swiftrtc.audio-encode", qos: .userInteractive)
+    private let queue: CodecQueue
     private var encoder: OpusEncoder?
     private var processor: AudioProcessor?
     private let processing: Mutex<AudioProcessingOptions?>
@@ -21,7 +21,8 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
     private var samplesSent: UInt32 = 0
     private let counters = Mutex(AudioSendCounters())
 
-    init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?) {
+    init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.audio-encode", qos: .userInteractive, execution: execution)
         self.sender = sender
         self.payloadType = payloadType
         self.processing = Mutex(processing)

@@ -55,14 +55,15 @@ extension PeerConnection {
                 guard let type = VideoCodecType.allCases.first(where: { $0.rawValue.uppercased() == name }) else { continue }
                 if direction.sends, media.videoSend[mid] == nil {
                     let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop,
-                                                 network: transport.congestion.network)
+                                                 network: transport.congestion.network, execution: configuration.codecExecution)
                     media.videoSend[mid] = stream
                     attachVideo(stream, to: t.sender)
                 }
                 let orientationID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation)
                 if direction.receives, media.videoReceive[mid] == nil, let track = t.receiver.videoTrack {
                     media.videoReceive[mid] = VideoReceiveStream(codec: type, track: track, feedbackSSRC: t.sender.ssrc,
-                                                                 videoOrientationID: orientationID, transport: transport, loop: loop)
+                                                                 videoOrientationID: orientationID, transport: transport, loop: loop,
+                                                                 execution: configuration.codecExecution)
                 } else {
                     media.videoReceive[mid]?.setVideoOrientationID(orientationID)
                 }
@@ -70,13 +71,14 @@ extension PeerConnection {
                 guard name == "OPUS" else { continue }
                 if direction.sends, media.audioSend[mid] == nil {
                     let processing = t.sender.audioProcessingOverride ?? configuration.audioProcessing
-                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: processing)
+                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: processing,
+                                                 execution: configuration.codecExecution)
                     t.sender.onAudioProcessingChanged = { stream.setProcessing($0) }
                     media.audioSend[mid] = stream
                     attachAudio(stream, to: t.sender)
                 }
                 if direction.receives, media.audioReceive[mid] == nil, let track = t.receiver.audioTrack {
-                    media.audioReceive[mid] = AudioReceiveStream(track: track, loop: loop)
+                    media.audioReceive[mid] = AudioReceiveStream(track: track, loop: loop, execution: configuration.codecExecution)
                 }
             }
         }

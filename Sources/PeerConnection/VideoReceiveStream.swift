@@ -21,7 +21,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     private weak var transport: MediaTransport?
     private var buffer: VideoJitterBuffer
     private var timerID: Int?
-    private let queue = DispatchQueue(label: "swiftrtc.video-decode", qos: .userInitiated)
+    private let queue: CodecQueue
+    /// Decoding on the loop (`CodecExecution.inline`): frame times are the loop's clock.
+    private let inline: Bool
     private var decoder: (any VideoDecoder)?
     private let counters = Mutex(VideoReceiveCounters())
     private let factory = VideoDecoderFactory()
@@ -33,7 +35,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     private var frameArrivals: [UInt32: ContinuousClock.Instant] = [:]
 
     init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, videoOrientationID: UInt8?,
-         transport: MediaTransport, loop: EventLoop) {
+         transport: MediaTransport, loop: EventLoop, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.video-decode", qos: .userInitiated, execution: execution)
+        inline = execution == .inline
         self.codec = codec
         self.track = track
         self.feedbackSSRC = feedbackSSRC
@@ -131,7 +135,7 @@ final class VideoReceiveStream: @unchecked Sendable {
                 $0.frameWidth = frame.width
                 $0.frameHeight = frame.height
                 $0.totalDecodeTime += decodeTime
-                $0.freezes.frameRendered(at: .now)
+                $0.freezes.frameRendered(at: inline ? loop.now : .now)
             }
             track.source.deliverCapturedFrame(frame)
         } catch {

@@ -18,7 +18,9 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     let payloadType: UInt8
     private weak var transport: MediaTransport?
     private let loop: EventLoop
-    private let queue = DispatchQueue(label: "swiftrtc.video-encode", qos: .userInitiated)
+    private let queue: CodecQueue
+    /// Encoding on the caller (`CodecExecution.inline`): rate decisions use the loop's clock.
+    private let inline: Bool
     private let mailbox = Mutex<(frame: VideoFrame?, scheduled: Bool)>((nil, false))
     private let keyframeWanted = Atomic<Bool>(true)
     private let parameters: Mutex<RtpSendParameters>
@@ -42,7 +44,9 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private let network: NetworkTarget
 
     init(sender: RtpSender, codec: VideoCodecType, payloadType: UInt8, transport: MediaTransport, loop: EventLoop,
-         network: NetworkTarget) {
+         network: NetworkTarget, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.video-encode", qos: .userInitiated, execution: execution)
+        inline = execution == .inline
         self.sender = sender
         self.network = network
         self.codec = codec
@@ -94,7 +98,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         if networkBitrate > 0, network.isSettled {
             let bps = min(max(networkBitrate, encoding.minBitrate ?? 0), encoding.maxBitrate ?? .max)
             adapted = adaptation.adapt(width: input.width, height: input.height, fps: askedFps, targetBitrate: bps,
-                                       preference: p.degradationPreference, now: .now)
+                                       preference: p.degradationPreference, now: inline ? loop.now : .now)
         }
         // maxFramerate (and a lower rate the network asks for): let frames through on an even
         // grid of the capture clock.
@@ -129,7 +133,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             ? min(max(networkBitrate, encoding.minBitrate ?? 30_000), encoding.maxBitrate ?? .max)
             : targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
         if networkBitrate > 0,
-           dropper.shouldDrop(now: .now, targetBitrate: target, queueDelay: network.queueDelay,
+           dropper.shouldDrop(now: inline ? loop.now : .now, targetBitrate: target, queueDelay: network.queueDelay,
                               bucket: network.isSettled && p.degradationPreference != .maintainFramerate,
                               keyframeWanted: keyframeWanted.load(ordering: .relaxed) || encoder == nil) {
             counters.withLock { $0.framesDroppedCongestion += 1 }
