@@ -148,10 +148,11 @@ public final class DataChannel: @unchecked Sendable {
         let size = message.data.count
         try state.withLock { s in
             guard s.readyState == .open else {
-                throw PeerConnectionError("data channel \(label): cannot send while \(s.readyState.rawValue)")
+                throw PeerConnectionError(s.readyState == .connecting ? .invalidState : .closed,
+                                          "data channel \(label): cannot send while \(s.readyState.rawValue)")
             }
             if s.remoteMaxMessageSize > 0 && size > s.remoteMaxMessageSize {
-                throw PeerConnectionError("data channel \(label): a \(size)-byte message exceeds the peer's max-message-size of \(s.remoteMaxMessageSize)")
+                throw PeerConnectionError(.limitExceeded, "data channel \(label): a \(size)-byte message exceeds the peer's max-message-size of \(s.remoteMaxMessageSize)")
             }
             s.bufferedAmount += size
             s.messagesSent += 1

@@ -36,10 +36,10 @@ func resolveIceServers(_ servers: [IceServer],
         for text in server.urls {
             let url: ICEServerURL
             do { url = try ICEServerURL(parsing: text) } catch {
-                throw PeerConnectionError("iceServers: \(error.message)")
+                throw PeerConnectionError(.invalidArgument, "iceServers: \(error.message)")
             }
             if url.scheme.isTURN, server.username?.isEmpty ?? true || server.credential == nil {
-                throw PeerConnectionError("iceServers: \(text) needs a username and a credential")
+                throw PeerConnectionError(.invalidArgument, "iceServers: \(text) needs a username and a credential")
             }
             if url.scheme == .stuns {
                 result.problems.append("iceServers: \(text): STUN over TLS (stuns:) is not implemented; skipped")

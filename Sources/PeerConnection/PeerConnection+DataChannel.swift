@@ -22,17 +22,17 @@ extension PeerConnection {
     /// next offer; on a connected association the channel opens at once.
     public func createDataChannel(_ label: String, _ options: DataChannelInit = DataChannelInit()) async throws -> DataChannel {
         if label.utf8.count > 65535 || options.protocol.utf8.count > 65535 {
-            throw PeerConnectionError("createDataChannel: label and protocol are limited to 65535 bytes")
+            throw PeerConnectionError(.invalidArgument, "createDataChannel: label and protocol are limited to 65535 bytes")
         }
         if options.maxRetransmits != nil && options.maxPacketLifeTime != nil {
-            throw PeerConnectionError("createDataChannel: maxRetransmits and maxPacketLifeTime cannot both be set")
+            throw PeerConnectionError(.invalidArgument, "createDataChannel: maxRetransmits and maxPacketLifeTime cannot both be set")
         }
         if options.negotiated && options.id == nil {
-            throw PeerConnectionError("createDataChannel: a negotiated channel needs an id")
+            throw PeerConnectionError(.invalidArgument, "createDataChannel: a negotiated channel needs an id")
         }
-        if options.id == 65535 { throw PeerConnectionError("createDataChannel: id 65535 is reserved") }
+        if options.id == 65535 { throw PeerConnectionError(.invalidArgument, "createDataChannel: id 65535 is reserved") }
         return try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("createDataChannel: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "createDataChannel: the connection is closed") }
             let channel = DataChannel(label: label, options: options, id: options.id, loop: loop)
             dataChannels.wanted = true
             updateNegotiationNeeded()

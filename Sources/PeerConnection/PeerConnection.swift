@@ -108,7 +108,7 @@ public final class PeerConnection: @unchecked Sendable {
     public func addTransceiver(_ kind: MediaKind, _ options: TransceiverInit = TransceiverInit(),
                                codecs: [RtpCodecCapability]? = nil) async throws -> RtpTransceiver {
         try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("addTransceiver: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "addTransceiver: the connection is closed") }
             return makeTransceiver(kind, options, codecs: codecs)
         }
     }
@@ -141,9 +141,9 @@ public final class PeerConnection: @unchecked Sendable {
         switch event {
         case .connectionStateChanged(.connected): return
         case .connectionStateChanged(.failed):
-            throw PeerConnectionError("connection failed" + (snapshot.withLock { $0.failure }.map { ": \($0)" } ?? ""))
-        case .connectionStateChanged(.closed): throw PeerConnectionError("connection closed before it connected")
-        default: throw PeerConnectionError("not connected after \(timeout) (ICE \(iceConnectionState.rawValue), DTLS \(dtlsState))")
+            throw PeerConnectionError(.transport, "connection failed" + (snapshot.withLock { $0.failure }.map { ": \($0)" } ?? ""))
+        case .connectionStateChanged(.closed): throw PeerConnectionError(.closed, "connection closed before it connected")
+        default: throw PeerConnectionError(.timeout, "not connected after \(timeout) (ICE \(iceConnectionState.rawValue), DTLS \(dtlsState))")
         }
     }
 

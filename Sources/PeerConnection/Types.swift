@@ -112,9 +112,61 @@ public enum PeerConnectionEvent: Sendable {
     case error(String)
 }
 
+/// What went wrong in a PeerConnection call, or in the background (an `error` event): a `kind` an
+/// app can switch on, and the message that names the call and the reason, as it is logged and
+/// shown (`description`). The kinds follow the W3C exceptions they stand for.
 public struct PeerConnectionError: Error, CustomStringConvertible, Sendable, Equatable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
+        /// The call does not fit the current state (W3C `InvalidStateError`): a description of
+        /// the wrong type for the signaling state, a rollback with nothing to roll back,
+        /// `createAnswer` without a remote offer, `send` on a data channel still connecting.
+        case invalidState
+        /// The connection, or the data channel, is closed (or closing): nothing more will happen
+        /// on it (W3C `InvalidStateError` on a closed object).
+        case closed
+        /// A session description that does not parse or does not fit the session (W3C
+        /// `RTCError` `sdp-syntax-error`, `InvalidAccessError`, `InvalidModificationError`):
+        /// `line` names the SDP line when one line is at fault.
+        case invalidDescription
+        /// A trickled candidate that does not parse, or names no m-line of the remote
+        /// description (W3C `OperationError`).
+        case invalidCandidate
+        /// An argument or configuration value the call does not take (W3C `TypeError`,
+        /// `RangeError`, `SyntaxError`, `InvalidAccessError`): ICE server URLs, data channel
+        /// options, send parameters, a sender of another connection.
+        case invalidArgument
+        /// More than a limit allows: remote candidates per connection, a message over the peer's
+        /// max-message-size (W3C `OperationError`, `TypeError`).
+        case limitExceeded
+        /// Well-formed, but not implemented here (W3C `NotSupportedError`): a media transport
+        /// other than UDP/TLS/RTP/SAVPF, more than one encoding, `stuns:` servers.
+        case unsupported
+        /// The network side failed: sockets, ICE, DTLS, TURN or SCTP (W3C `RTCError`
+        /// `dtls-failure`, `sctp-failure`); `waitConnected` after the connection failed.
+        case transport
+        /// `waitConnected` gave up before the connection was connected.
+        case timeout
+    }
+
+    public let kind: Kind
+    /// What was wrong and where, e.g. `setRemoteDescription: SDP line 5: …` (also `description`).
+    public let message: String
+    /// The 1-based SDP line an `.invalidDescription` is about, when one line is at fault.
+    public let line: Int?
+
+    public init(_ kind: Kind, _ message: String, line: Int? = nil) {
+        self.kind = kind
+        self.message = message
+        self.line = line
+    }
+
+    public var description: String { message }
+}
+
+/// The line an SDP parse error points at (nil when the whole text is at fault).
+func sdpLine(of error: any Error) -> Int? {
+    guard let error = error as? SDPError, error.line > 0 else { return nil }
+    return error.line
 }
 
 /// Whose preference orders the codecs of an answer.

@@ -27,14 +27,14 @@ public final class EchoServer: Sendable {
         let loop = try EventLoop(name: "swiftrtc-echo")
         let udpHost = udpHost ?? httpHost
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
-            throw PeerConnectionError("--udp host \(udpHost) is not an IP address")
+            throw PeerConnectionError(.invalidArgument, "--udp host \(udpHost) is not an IP address")
         }
         self.loop = loop
         self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         self.udpAddress = mux.socket.localAddress
         if let candidate {
             guard let c = SocketAddress(host: candidate, port: udpAddress.port) else {
-                throw PeerConnectionError("--candidate \(candidate) is not an IP address")
+                throw PeerConnectionError(.invalidArgument, "--candidate \(candidate) is not an IP address")
             }
             advertised = c
         } else {

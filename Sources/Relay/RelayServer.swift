@@ -46,24 +46,24 @@ public final class RelayServer: Sendable {
                 log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
-                throw PeerConnectionError("\(flag) \(host) is not loopback: give --publish-token/--play-token/--api-token "
+                throw PeerConnectionError(.invalidArgument, "\(flag) \(host) is not loopback: give --publish-token/--play-token/--api-token "
                                           + "(or --hook), or say --no-auth to serve anyone who can reach it")
             }
         }
         let loop = try EventLoop(name: "swiftrtc-relay")
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
-            throw PeerConnectionError("--udp host \(udpHost) is not an IP address")
+            throw PeerConnectionError(.invalidArgument, "--udp host \(udpHost) is not an IP address")
         }
         self.loop = loop
         self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         self.udpAddress = mux.socket.localAddress
         if let candidate {
             guard let c = SocketAddress(host: candidate, port: udpAddress.port) else {
-                throw PeerConnectionError("--candidate \(candidate) is not an IP address")
+                throw PeerConnectionError(.invalidArgument, "--candidate \(candidate) is not an IP address")
             }
             advertisedAddress = c
         } else if udpAddress.ip == SocketAddress(host: "0.0.0.0", port: 0)?.ip {
-            throw PeerConnectionError("--udp 0.0.0.0 needs --candidate IP: the address players and publishers should send to")
+            throw PeerConnectionError(.invalidArgument, "--udp 0.0.0.0 needs --candidate IP: the address players and publishers should send to")
         } else {
             advertisedAddress = udpAddress
         }

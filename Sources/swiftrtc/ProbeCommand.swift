@@ -185,7 +185,7 @@ enum ProbeCommand {
     static func reoffer(_ pc: PeerConnection, url: String) async throws -> Double {
         let started = ContinuousClock.now
         try await pc.setLocalDescription()
-        guard let offer = pc.localDescription else { throw PeerConnectionError("no local description for the re-offer") }
+        guard let offer = pc.localDescription else { throw PeerConnectionError(.invalidState, "no local description for the re-offer") }
         let session = try await WHIPClient(endpoint: url).publish(offer: offer.sdp)
         try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: session.answer))
         return msSince(started)

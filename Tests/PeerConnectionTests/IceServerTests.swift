@@ -46,10 +46,10 @@ import Transport
     }
 
     @Test func badURLsAndMissingCredentialsThrow() {
-        #expect(throws: PeerConnectionError("iceServers: ICE server URL \"stun://x\": write stun:host[:port], without \"//\" (RFC 7064/7065)")) {
+        #expect(throws: PeerConnectionError(.invalidArgument, "iceServers: ICE server URL \"stun://x\": write stun:host[:port], without \"//\" (RFC 7064/7065)")) {
             try resolveIceServers([IceServer(urls: ["stun://x"])])
         }
-        #expect(throws: PeerConnectionError("iceServers: turn:127.0.0.1 needs a username and a credential")) {
+        #expect(throws: PeerConnectionError(.invalidArgument, "iceServers: turn:127.0.0.1 needs a username and a credential")) {
             try resolveIceServers([IceServer(urls: ["turn:127.0.0.1"])])
         }
         var config = PeerConnection.Configuration()

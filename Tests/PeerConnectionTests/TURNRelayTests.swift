@@ -86,7 +86,7 @@ import Transport
         try await a.setLocalDescription(try await a.createOffer())
         await a.waitForGatheringComplete(timeout: .seconds(2))
         #expect(a.peerConnectionState == .failed)
-        await #expect(throws: PeerConnectionError("connection failed: iceTransportPolicy relay, but no usable turn: server: there is nothing to gather")) {
+        await #expect(throws: PeerConnectionError(.transport, "connection failed: iceTransportPolicy relay, but no usable turn: server: there is nothing to gather")) {
             try await a.waitConnected(timeout: .seconds(2))
         }
         await a.close()
