@@ -47,7 +47,8 @@ public enum DataChannelEvent: Sendable, Equatable {
     case open, closing, closed
     /// `bufferedAmount` fell to `bufferedAmountLowThreshold` or below.
     case bufferedAmountLow
-    case error(String)
+    /// SCTP could not send a message or refused the channel (kind `.transport`).
+    case error(PeerConnectionError)
 }
 
 /// The Google iOS SDK's `RTCDataChannelDelegate` shape; called on the connection's loop thread.
@@ -189,7 +190,7 @@ public final class DataChannel: @unchecked Sendable {
             try transport.send(message, on: id)
         } catch {
             state.withLock { $0.bufferedAmount -= message.data.count }
-            report(.error("data channel \(label): \(error)"))
+            report(.error(PeerConnectionError(.transport, "data channel \(label): \(error)")))
         }
         flush?()
     }

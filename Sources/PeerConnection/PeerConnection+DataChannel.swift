@@ -92,7 +92,7 @@ extension PeerConnection {
             sctp = try DataChannelTransport(isDTLSClient: role == .client, remoteMaxMessageSize: dataChannels.remoteMaxMessageSize,
                                             remotePort: dataChannels.remotePort, now: loop.now)
         } catch {
-            emit(.error("data channels: \(error)"))
+            emit(.error(PeerConnectionError(.transport, "data channels: \(error)")))
             return
         }
         transport.dataChannels = sctp
@@ -109,7 +109,7 @@ extension PeerConnection {
             let id = try sctp.open(parameters, id: channel.id)
             attach(channel, id: id, to: sctp)
         } catch {
-            channel.report(.error("data channel \(channel.label): \(error)"))
+            channel.report(.error(PeerConnectionError(.transport, "data channel \(channel.label): \(error)")))
             channel.closed()
         }
     }
@@ -144,9 +144,13 @@ extension PeerConnection {
         case .channelClosed(let id):
             dataChannels.byStream.removeValue(forKey: id)?.closed()
         case .error(let id, let why):
-            if let id, let channel = dataChannels.byStream[id] { channel.report(.error(why)) } else { emit(.error("data channels: \(why)")) }
+            if let id, let channel = dataChannels.byStream[id] {
+                channel.report(.error(PeerConnectionError(.transport, why)))
+            } else {
+                emit(.error(PeerConnectionError(.transport, "data channels: \(why)")))
+            }
         case .closed(let reason):
-            if !closed { emit(.error("data channels: \(reason)")) }
+            if !closed { emit(.error(PeerConnectionError(.transport, "data channels: \(reason)"))) }
             closeDataChannels()
         }
     }

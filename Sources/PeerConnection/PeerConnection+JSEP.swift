@@ -362,14 +362,14 @@ extension PeerConnection {
         t.onDTLSFailed = { [weak self] reason in
             guard let self else { return }
             snapshot.withLock { $0.failure = reason }
-            emit(.error(reason))
+            emit(.error(PeerConnectionError(.transport, reason)))
             updateConnectionState()
         }
         t.onDTLSClosed = { [weak self] in self?.updateConnectionState() }
         t.onTURNError = { [weak self] reason, fatal in
             guard let self else { return }
             snapshot.withLock { $0.failure = reason }
-            emit(.error(reason))
+            emit(.error(PeerConnectionError(.transport, reason)))
             // Relay-only with every allocation gone: nothing can ever connect.
             if fatal {
                 relayFailed = true

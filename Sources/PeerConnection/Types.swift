@@ -109,7 +109,9 @@ public enum PeerConnectionEvent: Sendable {
     case negotiationNeeded
     /// W3C `track`: the peer started sending on this transceiver (its receiver has the track).
     case track(RtpTransceiver)
-    case error(String)
+    /// Something went wrong in the background (DTLS or TURN failed, an ICE server cannot be
+    /// used, SCTP trouble); the connection may go on.
+    case error(PeerConnectionError)
 }
 
 /// What went wrong in a PeerConnection call, or in the background (an `error` event): a `kind` an

@@ -74,8 +74,8 @@ public final class P2PCall: Sendable {
                 case .dataChannel(let channel) where channel.label == "chat":
                     self.state.withLock { $0.chat = channel }
                     continuation.yield(.chatOpen(channel))
-                case .error(let why):
-                    continuation.yield(.error(why))
+                case .error(let error):
+                    continuation.yield(.error(error.description))
                 default:
                     break
                 }

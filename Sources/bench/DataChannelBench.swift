@@ -41,7 +41,7 @@ func swiftDataChannelThroughput(totalBytes: Int, messageSize: Int, timeout: Dura
     var events = channel.events.makeAsyncIterator()
     while channel.readyState != .open {
         guard let e = await events.next() else { throw BenchError("the data channel closed before it opened") }
-        if case .error(let why) = e { throw BenchError(why) }
+        if case .error(let error) = e { throw BenchError(error.description) }
     }
     channel.bufferedAmountLowThreshold = 1 << 20
     let message = Data(repeating: 0xab, count: messageSize)
@@ -50,7 +50,7 @@ func swiftDataChannelThroughput(totalBytes: Int, messageSize: Int, timeout: Dura
     for _ in 0..<count {
         while channel.bufferedAmount > 4 << 20 {
             guard let e = await events.next() else { throw BenchError("the data channel closed while sending") }
-            if case .error(let why) = e { throw BenchError(why) }
+            if case .error(let error) = e { throw BenchError(error.description) }
         }
         try channel.send(message)
     }

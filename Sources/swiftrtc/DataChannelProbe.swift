@@ -31,7 +31,7 @@ struct DataChannelProbe {
         var events = channel.events.makeAsyncIterator()
         while channel.readyState != .open {
             guard let event = await events.next() else { throw PeerConnectionError(.closed, "the data channel closed before it opened") }
-            if case .error(let why) = event { throw PeerConnectionError(.transport, why) }
+            if case .error(let error) = event { throw error }
         }
         let peerLimit = channel.maxMessageSize
         let limit = peerLimit == 0 ? 262_144 : min(262_144, peerLimit)
@@ -43,7 +43,7 @@ struct DataChannelProbe {
             if channel.bufferedAmount > 4 << 20 { report.queueFullWaits += 1 }
             while channel.bufferedAmount > 4 << 20 {
                 guard let event = await events.next() else { throw PeerConnectionError(.closed, "the data channel closed while sending") }
-                if case .error(let why) = event { throw PeerConnectionError(.transport, why) }
+                if case .error(let error) = event { throw error }
                 if case .bufferedAmountLow = event { report.bufferedAmountLowEvents += 1 }
             }
             try channel.send(message(i, count: count, limit: limit))

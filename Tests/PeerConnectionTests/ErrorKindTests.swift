@@ -127,6 +127,17 @@ struct ErrorKindTests {
         await pc.close()
     }
 
+    @Test("errors in the background arrive typed on events: an ICE server we cannot use is .unsupported")
+    func errorEvents() async throws {
+        let pc = try loopbackPeer { $0.iceServers = [IceServer(urls: ["stuns:127.0.0.1"])] }
+        try await pc.addTransceiver(.audio)
+        try await pc.setLocalDescription(try await pc.createOffer())
+        await pc.close()   // ends the stream after what it holds
+        var reported: [PeerConnectionError] = []
+        for await event in pc.events { if case .error(let error) = event { reported.append(error) } }
+        #expect(reported == [PeerConnectionError(.unsupported, "iceServers: stuns:127.0.0.1: STUN over TLS (stuns:) is not implemented; skipped")])
+    }
+
     @Test("kinds are stable names an app can log or map")
     func names() {
         #expect(PeerConnectionError.Kind.allCases.map(\.rawValue) == [
