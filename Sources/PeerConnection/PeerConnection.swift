@@ -71,7 +71,7 @@ public final class PeerConnection: @unchecked Sendable {
         var remoteDescription: SessionDescription?
         var transceivers: [RtpTransceiver] = []
         var selectedPair: (local: String, remote: String)?
-        var dtlsState = "new"
+        var dtlsState = DtlsTransportState.new
         var failure: String?
         var onEvent: (@Sendable (PeerConnectionEvent) -> Void)?
     }
@@ -97,7 +97,8 @@ public final class PeerConnection: @unchecked Sendable {
     /// Our description with every candidate gathered so far (like the W3C attribute).
     public var localDescription: SessionDescription? { snapshot.withLock { $0.localDescription } }
     public var selectedCandidatePair: (local: String, remote: String)? { snapshot.withLock { $0.selectedPair } }
-    public var dtlsState: String { snapshot.withLock { $0.dtlsState } }
+    /// W3C `RTCDtlsTransport.state` of the connection's (bundled) transport.
+    public var dtlsState: DtlsTransportState { snapshot.withLock { $0.dtlsState } }
     /// Our certificate's fingerprint as it appears in our SDP.
     public var fingerprint: DTLS.Fingerprint { certificate.fingerprint }
 
@@ -143,7 +144,7 @@ public final class PeerConnection: @unchecked Sendable {
         case .connectionStateChanged(.failed):
             throw PeerConnectionError(.transport, "connection failed" + (snapshot.withLock { $0.failure }.map { ": \($0)" } ?? ""))
         case .connectionStateChanged(.closed): throw PeerConnectionError(.closed, "connection closed before it connected")
-        default: throw PeerConnectionError(.timeout, "not connected after \(timeout) (ICE \(iceConnectionState.rawValue), DTLS \(dtlsState))")
+        default: throw PeerConnectionError(.timeout, "not connected after \(timeout) (ICE \(iceConnectionState.rawValue), DTLS \(dtlsState.rawValue))")
         }
     }
 
@@ -193,6 +194,8 @@ public final class PeerConnection: @unchecked Sendable {
         transport?.close()
         closeDataChannels()
         closed = true
+        // W3C close(): the DTLS transport is closed too.
+        if transport != nil { snapshot.withLock { $0.dtlsState = .closed } }
         setIce(.closed)
         setConnection(.closed)
         setSignaling(.closed)
@@ -234,7 +237,7 @@ public final class PeerConnection: @unchecked Sendable {
     func updateConnectionState() {
         guard !closed, let transport else { return }
         let dtls = transport.dtlsState
-        snapshot.withLock { $0.dtlsState = "\(dtls)" }
+        snapshot.withLock { $0.dtlsState = DtlsTransportState(dtls) }
         let next: PeerConnectionState
         if iceState == .failed || dtls == .failed || relayFailed {
             next = .failed

@@ -1,3 +1,5 @@
+import DTLS
+import ICE
 import SDP
 
 /// offer / answer / pranswer / rollback, as in W3C `RTCSdpType`.
@@ -64,6 +66,35 @@ public enum PeerConnectionState: String, Sendable {
 /// W3C `RTCIceConnectionState`.
 public enum IceConnectionState: String, Sendable {
     case new, checking, connected, completed, failed, disconnected, closed
+
+    /// The agent's state under its W3C name.
+    package init(_ state: ICEConnectionState) {
+        switch state {
+        case .new: self = .new
+        case .checking: self = .checking
+        case .connected: self = .connected
+        case .completed: self = .completed
+        case .failed: self = .failed
+        case .disconnected: self = .disconnected
+        case .closed: self = .closed
+        }
+    }
+}
+
+/// W3C `RTCDtlsTransportState`: where the DTLS handshake and the connection over it are.
+public enum DtlsTransportState: String, Sendable {
+    case new, connecting, connected, closed, failed
+
+    /// The DTLS machine's state under its W3C name.
+    package init(_ state: DTLSState) {
+        switch state {
+        case .new: self = .new
+        case .connecting: self = .connecting
+        case .connected: self = .connected
+        case .closed: self = .closed
+        case .failed: self = .failed
+        }
+    }
 }
 
 /// W3C `RTCIceGatheringState`.

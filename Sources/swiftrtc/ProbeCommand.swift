@@ -109,7 +109,7 @@ enum ProbeCommand {
         result["connected"] = pc.peerConnectionState == .connected
         result["iceState"] = pc.iceConnectionState.rawValue
         result["connectionState"] = pc.peerConnectionState.rawValue
-        result["dtlsState"] = pc.dtlsState
+        result["dtlsState"] = pc.dtlsState.rawValue
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows
         result["transport"] = await pc.transportStatistics()

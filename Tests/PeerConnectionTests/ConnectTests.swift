@@ -14,7 +14,7 @@ struct ConnectTests {
         try await a.waitConnected(timeout: .seconds(10))
         try await b.waitConnected(timeout: .seconds(10))
         #expect(a.peerConnectionState == .connected && b.peerConnectionState == .connected)
-        #expect(a.dtlsState == "connected")
+        #expect(a.dtlsState == .connected)
 
         let bTransceivers = b.transceivers
         try #require(bTransceivers.count == 2)

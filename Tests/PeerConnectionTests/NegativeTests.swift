@@ -21,7 +21,7 @@ struct NegativeTests {
         let text = error?.description ?? ""
         #expect(text.contains("does not match"), "\(text)")
         #expect(text.contains(impostor.value), "\(text)")
-        #expect(a.peerConnectionState == .failed)
+        #expect(a.peerConnectionState == .failed && a.dtlsState == .failed)
         await a.close()
         await b.close()
     }

@@ -81,7 +81,7 @@ struct RenegotiationTests {
         await log.wait(for: 10)
         #expect(log.all.count >= 10, "decoded \(log.all.count) frames on the added track")
         #expect(remoteAudio.stats.packets > before + 20, "audio kept flowing")
-        #expect(a.dtlsState == "connected" && b.peerConnectionState == .connected)
+        #expect(a.dtlsState == .connected && b.peerConnectionState == .connected)
         #expect(eventsA.negotiationNeeded == 1)
         await a.close()
         await b.close()
