@@ -48,7 +48,8 @@ public final class PeerConnection: @unchecked Sendable {
     var iceState: IceConnectionState = .new
     /// Relay-only and no TURN allocation left: failed for good, whatever ICE says next.
     var relayFailed = false
-    var connectionState: PeerConnectionState = .new
+    /// The connection state as the loop last set it (`connectionState` reads the snapshot).
+    var loopConnectionState: PeerConnectionState = .new
     var bySSRC: [UInt32: RtpTransceiver] = [:]
     var byMid: [String: RtpTransceiver] = [:]
     var midExtensionID: UInt8?
@@ -90,7 +91,8 @@ public final class PeerConnection: @unchecked Sendable {
 
     public var signalingState: SignalingState { snapshot.withLock { $0.signaling } }
     public var iceConnectionState: IceConnectionState { snapshot.withLock { $0.ice } }
-    public var peerConnectionState: PeerConnectionState { snapshot.withLock { $0.connection } }
+    /// W3C `connectionState`: ICE and DTLS together.
+    public var connectionState: PeerConnectionState { snapshot.withLock { $0.connection } }
     public var iceGatheringState: IceGatheringState { snapshot.withLock { $0.gathering } }
     public var transceivers: [RtpTransceiver] { snapshot.withLock { $0.transceivers } }
     public var remoteDescription: SessionDescription? { snapshot.withLock { $0.remoteDescription } }
@@ -137,7 +139,7 @@ public final class PeerConnection: @unchecked Sendable {
     public func waitConnected(timeout: Duration = .seconds(30)) async throws {
         let terminal: @Sendable (PeerConnectionState) -> Bool = { $0 == .connected || $0 == .failed || $0 == .closed }
         let event = await firstEvent(timeout: timeout, current: { [self] in
-            terminal(connectionState) ? .connectionStateChanged(connectionState) : nil
+            terminal(loopConnectionState) ? .connectionStateChanged(loopConnectionState) : nil
         }, match: { if case .connectionStateChanged(let s) = $0 { return terminal(s) }; return false })
         switch event {
         case .connectionStateChanged(.connected): return
@@ -275,8 +277,8 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     func setConnection(_ s: PeerConnectionState) {
-        guard connectionState != s else { return }
-        connectionState = s
+        guard loopConnectionState != s else { return }
+        loopConnectionState = s
         snapshot.withLock { $0.connection = s }
         emit(.connectionStateChanged(s))
     }

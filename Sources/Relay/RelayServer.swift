@@ -271,7 +271,7 @@ public final class RelayServer: Sendable {
                     throw RelayError("stream \(key) is already being published (another publish is being set up)", code: 409)
                 }
                 var replaced: RelaySession?
-                if let stream, let p = stream.publisher, p.pc.peerConnectionState != .failed, p.pc.peerConnectionState != .closed {
+                if let stream, let p = stream.publisher, p.pc.connectionState != .failed, p.pc.connectionState != .closed {
                     // A live publisher keeps its name; one that went silent (killed, unplugged:
                     // ICE-lite would notice only after 30 s) or any, with --takeover, gives way.
                     let silent = p.connected && loop.now - (stream.lastPublisherPacketAt ?? p.created) > publisherSilence

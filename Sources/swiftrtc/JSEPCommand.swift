@@ -147,7 +147,7 @@ enum JSEPCommand {
                     "framesDecoded": counter?.frames ?? 0,
                 ]
             }
-            return ["signalingState": pc.signalingState.rawValue, "connectionState": pc.peerConnectionState.rawValue,
+            return ["signalingState": pc.signalingState.rawValue, "connectionState": pc.connectionState.rawValue,
                     "transceivers": rows]
         }
 

@@ -123,7 +123,7 @@ enum P2PCommand {
         }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            let state = call.peerConnection.peerConnectionState
+            let state = call.peerConnection.connectionState
             if state == .failed { break }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await call.peerConnection.getStats()
@@ -133,7 +133,7 @@ enum P2PCommand {
         waiter.cancel()
         status.finish()
         let report = await call.peerConnection.getStats()
-        let state = call.peerConnection.peerConnectionState.rawValue
+        let state = call.peerConnection.connectionState.rawValue
         await call.hangUp()
         events.cancel()
         await capture.stop()

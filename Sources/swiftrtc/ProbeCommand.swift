@@ -88,7 +88,7 @@ enum ProbeCommand {
             printError("swiftrtc probe: \(error)")
         }
         let transceivers = pc.transceivers
-        var ok = pc.peerConnectionState == .connected
+        var ok = pc.connectionState == .connected
         if channel != nil && (result["dataChannel"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
         if restartAt != nil && (result["iceRestart"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
         var rows: [[String: Any]] = []
@@ -106,9 +106,9 @@ enum ProbeCommand {
             ])
             say("probe: mid \(t.mid ?? "?") \(t.kind.rawValue) sent \(tx.packets) received \(rx.packets) PTs \(rx.payloadTypes.sorted())")
         }
-        result["connected"] = pc.peerConnectionState == .connected
+        result["connected"] = pc.connectionState == .connected
         result["iceState"] = pc.iceConnectionState.rawValue
-        result["connectionState"] = pc.peerConnectionState.rawValue
+        result["connectionState"] = pc.connectionState.rawValue
         result["dtlsState"] = pc.dtlsState.rawValue
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows

@@ -81,7 +81,7 @@ struct RenegotiationTests {
         await log.wait(for: 10)
         #expect(log.all.count >= 10, "decoded \(log.all.count) frames on the added track")
         #expect(remoteAudio.stats.packets > before + 20, "audio kept flowing")
-        #expect(a.dtlsState == .connected && b.peerConnectionState == .connected)
+        #expect(a.dtlsState == .connected && b.connectionState == .connected)
         #expect(eventsA.negotiationNeeded == 1)
         await a.close()
         await b.close()
@@ -174,7 +174,7 @@ struct RenegotiationTests {
             #expect(mids == ["a=mid:0", "a=mid:1", "a=mid:2"])
             #expect(mLines(b).filter { $0.hasPrefix("a=mid") } == mids)
             #expect(b.transceivers.filter { $0.kind == .video }.allSatisfy { $0.currentDirection != nil })
-            #expect(a.peerConnectionState == .connected)
+            #expect(a.connectionState == .connected)
             await a.close()
             await b.close()
         }
