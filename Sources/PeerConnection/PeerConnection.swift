@@ -13,11 +13,15 @@ public final class PeerConnection: @unchecked Sendable {
     // methods hop there with `loop.submit`); cross-thread reads go through `snapshot`.
     public let configuration: Configuration
     public let loop: EventLoop
+    /// Every event from the connection's creation on, in order (the newest 256 wait for a
+    /// reader). One reader: an AsyncStream gives each element to one iterator. `StreamingSession`
+    /// and `P2PCall` read their connection's stream themselves, leaving `delegate` to the app.
     public let events: AsyncStream<PeerConnectionEvent>
-    /// Called on the loop thread for each event, before it is put on `events`.
-    public var onEvent: (@Sendable (PeerConnectionEvent) -> Void)? {
-        get { snapshot.withLock { $0.onEvent } }
-        set { snapshot.withLock { $0.onEvent = newValue } }
+    /// The same events as method calls (the iOS SDK's `RTCPeerConnectionDelegate`), on the loop
+    /// thread, each before it goes on `events`. Held weakly.
+    public var delegate: (any PeerConnectionDelegate)? {
+        get { snapshot.withLock { $0.delegate } }
+        set { snapshot.withLock { $0.delegate = newValue } }
     }
 
     let continuation: AsyncStream<PeerConnectionEvent>.Continuation
@@ -74,7 +78,7 @@ public final class PeerConnection: @unchecked Sendable {
         var selectedPair: (local: String, remote: String)?
         var dtlsState = DtlsTransportState.new
         var failure: String?
-        var onEvent: (@Sendable (PeerConnectionEvent) -> Void)?
+        weak var delegate: (any PeerConnectionDelegate)?
     }
 
     public init(configuration: Configuration = Configuration(), loop: EventLoop = .shared,
@@ -284,7 +288,7 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     func emit(_ event: PeerConnectionEvent) {
-        snapshot.withLock { $0.onEvent }?(event)
+        if let delegate = snapshot.withLock({ $0.delegate }) { event.deliver(to: delegate, from: self) }
         continuation.yield(event)
         waiters.removeAll { w in
             guard w.match(event) else { return false }

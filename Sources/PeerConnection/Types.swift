@@ -127,7 +127,7 @@ public struct IceServer: Sendable, Equatable {
     }
 }
 
-/// What a PeerConnection reports; also delivered through its `events` stream.
+/// What a PeerConnection reports, on its `events` stream and to its `delegate` (one method each).
 public enum PeerConnectionEvent: Sendable {
     case iceCandidate(IceCandidate)
     case iceGatheringStateChanged(IceGatheringState)

@@ -333,17 +333,12 @@ public final class RelayServer: Sendable {
                 guard stream.publisher != nil else { throw RelayError("stream \(key) stopped publishing", code: 404) }
                 stream.attachPlayer(session)
             }
-            // Weak: the session owns the pc, whose handler this is (a strong capture was a cycle
-            // that kept every ended session's PeerConnection alive).
-            pc.onEvent = { [weak self, weak session] event in
-                guard let self, let session else { return }
-                switch event {
-                case .connectionStateChanged(let s): self.sessionStateChanged(session, s)
-                // Why a session failed (DTLS, TURN) belongs in the operator's log.
-                case .error(let why): self.log("serve: \(session.role.rawValue) \(session.id): \(why)")
-                default: break
-                }
-            }
+            // The session owns the pc and its delegate, which holds the server and the session
+            // weakly (a strong reference was a cycle that kept every ended session's
+            // PeerConnection alive).
+            let delegate = RelaySessionDelegate(server: self, session: session)
+            session.delegate = delegate
+            pc.delegate = delegate
             log("serve: \(role.rawValue) \(id) for \(key) from \(remote)")
             _ = self.loop.schedule(at: self.loop.now.advanced(by: self.connectTimeout)) { [weak self, weak session] in
                 guard let self, let session, !session.connected, self.state.value.sessions[id] === session else { return }
@@ -355,7 +350,7 @@ public final class RelayServer: Sendable {
     }
 
     /// Loop thread (PeerConnection events are delivered there).
-    private func sessionStateChanged(_ session: RelaySession, _ s: PeerConnectionState) {
+    fileprivate func sessionStateChanged(_ session: RelaySession, _ s: PeerConnectionState) {
         let relay = state.value
         switch s {
         case .connected:
@@ -513,4 +508,27 @@ func isLoopback(_ host: String) -> Bool {
 
 func releaseFreeHeap() {
     _ = swiftrtc_release_free_heap()
+}
+
+/// One session's PeerConnection events, on the relay's loop thread (where the relay's
+/// connections run): state changes move the session; errors go to the operator's log.
+private final class RelaySessionDelegate: PeerConnectionDelegate {
+    private weak let server: RelayServer?
+    private weak let session: RelaySession?
+
+    init(server: RelayServer, session: RelaySession) {
+        self.server = server
+        self.session = session
+    }
+
+    func peerConnection(_ peerConnection: PeerConnection, didChange newState: PeerConnectionState) {
+        guard let server, let session else { return }
+        server.sessionStateChanged(session, newState)
+    }
+
+    /// Why a session failed (DTLS, TURN) belongs in the operator's log.
+    func peerConnection(_ peerConnection: PeerConnection, didReport error: PeerConnectionError) {
+        guard let server, let session else { return }
+        server.log("serve: \(session.role.rawValue) \(session.id): \(error)")
+    }
 }

@@ -7,7 +7,8 @@ import Synchronization
 /// A peer-to-peer call through the signaling server (`swiftrtc signal`, `/rtc/v1/signal/`): the
 /// reference app's P2P variant. Joins the room; whoever was there first offers when the other
 /// arrives (`peer-joined`); candidates trickle both ways; a data channel `chat` carries app
-/// messages. Audio and video go both ways.
+/// messages. Audio and video go both ways. The call reads its connection's `events` (for
+/// trickle and its own `events`); the app may set `peerConnection.delegate`.
 public final class P2PCall: Sendable {
     public enum Event: Sendable {
         /// In the room; `peers` others were there (0: we wait, and will offer).
