@@ -51,7 +51,7 @@ struct DelegateTests {
     func weak() throws {
         let pc = try loopbackPeer()
         var log: EventLog? = EventLog(pc)
-        weak var held = log
+        weak let held = log
         #expect(pc.delegate === held)
         log = nil
         #expect(held == nil && pc.delegate == nil)
