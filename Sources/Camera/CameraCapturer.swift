@@ -35,7 +35,6 @@ public final class CameraCapturer: VideoCapturer, Sendable {
     }
 
     private struct Listeners {
-        var handler: (@Sendable (CameraEvent) -> Void)?
         var streams: [UInt64: AsyncStream<CameraEvent>.Continuation] = [:]
         var next: UInt64 = 0
     }
@@ -251,13 +250,9 @@ public final class CameraCapturer: VideoCapturer, Sendable {
 
     // MARK: - Events
 
-    /// Called for every event (on whichever thread raised it).
-    public var onEvent: (@Sendable (CameraEvent) -> Void)? {
-        get { listeners.withLock { $0.handler } }
-        set { listeners.withLock { $0.handler = newValue } }
-    }
-
-    /// A new stream of the events from now on (each call gets its own).
+    /// A new stream of the events from now on (each call gets its own; the newest 256 wait for
+    /// a reader). Frames go to the `VideoCapturerDelegate`; the events are warnings,
+    /// interruptions, restarts, switches and controls.
     public func events() -> AsyncStream<CameraEvent> {
         let (stream, continuation) = AsyncStream<CameraEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let id = listeners.withLock { l in
@@ -272,8 +267,7 @@ public final class CameraCapturer: VideoCapturer, Sendable {
     }
 
     func emit(_ event: CameraEvent) {
-        let (handler, streams) = listeners.withLock { ($0.handler, Array($0.streams.values)) }
-        handler?(event)
+        let streams = listeners.withLock { Array($0.streams.values) }
         for s in streams { s.yield(event) }
     }
 }

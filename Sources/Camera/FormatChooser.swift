@@ -1,3 +1,5 @@
+import Media
+
 /// What format choice settled on, and how it differs from the request.
 public struct FormatChoice: Sendable, Hashable {
     public var format: CaptureFormat
@@ -66,7 +68,7 @@ public enum FormatChooser {
     }
 
     private static func validate(width: Int, height: Int, fps: Double) throws(CameraError) {
-        guard width > 0, height > 0, width <= 16384, height <= 16384 else {
+        guard VideoFrameBuffer.isValidSize(width: width, height: height) else {
             throw CameraError(.invalidArgument, "size \(width)x\(height) is not a picture size")
         }
         guard fps.isFinite, fps > 0 else { throw CameraError(.invalidArgument, "frame rate \(fps) must be above 0") }

@@ -64,7 +64,8 @@ public struct SyntheticScene: Sendable, Hashable {
 
     func exposure(device: CaptureDevice, width: Int, height: Int, controls: CameraControlState,
                   rotation: VideoRotation) -> (iso: Double, duration: Double) {
-        let (cw, ch) = Self.uprightSize(width: min(max(width, 2), 16384), height: min(max(height, 2), 16384), rotation: rotation)
+        let (cw, ch) = Self.uprightSize(width: VideoFrameBuffer.clampedDimension(width, minimum: 2),
+                                        height: VideoFrameBuffer.clampedDimension(height, minimum: 2), rotation: rotation)
         let canvas = SyntheticCanvas.shared(position: device.position, width: cw, height: ch)
         return exposure(device: device, canvas: canvas, controls: controls, rotation: rotation)
     }
@@ -235,7 +236,7 @@ final class SyntheticRenderer: @unchecked Sendable {
 
     func render(scene: SyntheticScene, device: CaptureDevice, width: Int, height: Int, format: PixelFormat,
                 controls: CameraControlState, rotation: VideoRotation, timestampNs: Int64, frameNumber: UInt64) -> VideoFrame {
-        let w = min(max(width, 2), 16384), h = min(max(height, 2), 16384)
+        let w = VideoFrameBuffer.clampedDimension(width, minimum: 2), h = VideoFrameBuffer.clampedDimension(height, minimum: 2)
         let (cw, ch) = SyntheticScene.uprightSize(width: w, height: h, rotation: rotation)
         let canvas = SyntheticCanvas.shared(position: device.position, width: cw, height: ch)
         let zoomRange = device.capabilities.ranges[.zoom]

@@ -50,7 +50,7 @@ public final class V4L2CameraStream: CameraStream, @unchecked Sendable {
         do { actual = try io.setFormat(V4L2PixFormat(width: requested.width, height: requested.height, fourcc: fourcc)) } catch {
             throw fail(error, "cannot set format \(requested.sizeDescription) \(V4L2FourCC.string(fourcc))")
         }
-        guard actual.fourcc == fourcc, actual.width > 0, actual.height > 0, actual.width <= 16384, actual.height <= 16384 else {
+        guard actual.fourcc == fourcc, VideoFrameBuffer.isValidSize(width: actual.width, height: actual.height) else {
             throw CameraError(.unsupported, device: path, "driver gave \(actual.width)x\(actual.height) \(V4L2FourCC.string(actual.fourcc)) for \(requested.sizeDescription) \(V4L2FourCC.string(fourcc))")
         }
         format = actual

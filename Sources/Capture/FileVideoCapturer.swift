@@ -10,46 +10,40 @@ import Synchronization
 /// anything else through libavformat/libavcodec. Frames go to the delegate at the file's frame
 /// rate on the capturer's own thread, stamped with CLOCK_MONOTONIC ns.
 ///
-/// At the end of the file it starts again when `loop` is set, otherwise it calls `onEnd` and
-/// stops. A read error mid-file goes to `onError` and stops delivery.
+/// At the end of the file it starts again when `loop` is set, otherwise it reports `.ended` on
+/// `events` and stops. A read error mid-file is reported as `.failed` and stops delivery.
 public final class FileVideoCapturer: VideoCapturer, Sendable {
     public let path: String
     public let loop: Bool
 
     private struct Callbacks {
         var delegate: (any VideoCapturerDelegate)?
-        var onEnd: (@Sendable () -> Void)?
-        var onError: (@Sendable (MediaError) -> Void)?
     }
     private let callbacks = Mutex(Callbacks())
     /// The open file; touched only under this lock (by the capture thread or `readNextFrame`).
     private let reader = Mutex<FileReader?>(nil)
     private let thread = PacedThreadSlot()
 
+    /// The end of the file, or a read error (the newest 16 wait for a reader).
+    public let events: AsyncStream<FileCaptureEvent>
+    private let eventSink: AsyncStream<FileCaptureEvent>.Continuation
+
     public init(path: String, loop: Bool = false, delegate: (any VideoCapturerDelegate)? = nil) {
         self.path = path
         self.loop = loop
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
         callbacks.withLock { $0.delegate = delegate }
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        eventSink.finish()
+    }
 
     /// Receives every frame (held strongly, on the capture thread).
     public var delegate: (any VideoCapturerDelegate)? {
         get { callbacks.withLock { $0.delegate } }
         set { callbacks.withLock { $0.delegate = newValue } }
-    }
-
-    /// Called once when a non-looping file has delivered its last frame (on the capture thread).
-    public var onEnd: (@Sendable () -> Void)? {
-        get { callbacks.withLock { $0.onEnd } }
-        set { callbacks.withLock { $0.onEnd = newValue } }
-    }
-
-    /// Called when reading or decoding fails mid-file (on the capture thread); delivery stops.
-    public var onError: (@Sendable (MediaError) -> Void)? {
-        get { callbacks.withLock { $0.onError } }
-        set { callbacks.withLock { $0.onError = newValue } }
     }
 
     /// The file's frame rate (opens the file if needed).
@@ -105,10 +99,10 @@ public final class FileVideoCapturer: VideoCapturer, Sendable {
             delegate?.capturer(self, didCapture: VideoFrame(buffer: buffer, timestampNs: now))
             return true
         case .success(nil):
-            callbacks.withLock { $0.onEnd }?()
+            eventSink.yield(.ended)
             return false
         case .failure(let error):
-            callbacks.withLock { $0.onError }?(error)
+            eventSink.yield(.failed(error))
             return false
         }
     }

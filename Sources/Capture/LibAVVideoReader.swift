@@ -65,9 +65,9 @@ public final class LibAVVideoReader {
             // libavformat turns text files into "video" (ANSI art); that is not a video file.
             throw fail("not a video file (\(containerName) demuxer, codec \(name))")
         }
-        guard params.pointee.width > 0, params.pointee.height > 0,
-              params.pointee.width <= 16384, params.pointee.height <= 16384 else {
-            throw fail("video stream has an unusable size \(params.pointee.width)x\(params.pointee.height)")
+        guard VideoFrameBuffer.isValidSize(width: Int(params.pointee.width), height: Int(params.pointee.height)) else {
+            throw fail("video stream has an unusable size \(params.pointee.width)x\(params.pointee.height) "
+                       + "(1…\(VideoFrameBuffer.maxDimension) a side)")
         }
         guard let ctx = avcodec_alloc_context3(decoder) else { throw fail("out of memory allocating the decoder") }
         var c: UnsafeMutablePointer<AVCodecContext>? = ctx
@@ -176,8 +176,8 @@ public final class LibAVVideoReader {
 
     private func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws -> VideoFrameBuffer {
         let w = Int(frame.pointee.width), h = Int(frame.pointee.height)
-        guard w > 0, h > 0, w <= 16384, h <= 16384 else {
-            throw MediaError("\(path): frame \(framesRead): decoder returned size \(w)x\(h)")
+        guard VideoFrameBuffer.isValidSize(width: w, height: h) else {
+            throw MediaError("\(path): frame \(framesRead): decoder returned size \(w)x\(h) (1…\(VideoFrameBuffer.maxDimension) a side)")
         }
         if pool.width != w || pool.height != h {
             pool = VideoBufferPool(format: .i420, width: w, height: h)

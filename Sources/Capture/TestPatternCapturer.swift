@@ -38,8 +38,8 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
     /// Starts delivering frames of `width`×`height` at `fps`: frame n at start + n/fps.
     /// Restarts (from frame 0) if already running. Throws for sizes or rates out of range.
     public func start(width: Int, height: Int, fps: Double) throws {
-        guard width >= 2, height >= 2, width <= 16384, height <= 16384 else {
-            throw MediaError("test pattern: frame size \(width)x\(height) out of range (2…16384)")
+        guard width >= 2, height >= 2, VideoFrameBuffer.isValidSize(width: width, height: height) else {
+            throw MediaError("test pattern: frame size \(width)x\(height) out of range (2…\(VideoFrameBuffer.maxDimension))")
         }
         guard fps.isFinite, fps > 0, fps <= 1000 else {
             throw MediaError("test pattern: frame rate \(fps) out of range (0…1000]")
@@ -66,7 +66,8 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
     public func captureFrame(at timestampNs: Int64, width: Int = 1280, height: Int = 720,
                              wallClockMs: UInt64? = nil) -> VideoFrame {
         deliverFrame(timestampNs: timestampNs, wallClockMs: wallClockMs ?? CaptureClock.realtimeMs(),
-                     width: max(2, min(width, 16384)), height: max(2, min(height, 16384)))
+                     width: VideoFrameBuffer.clampedDimension(width, minimum: 2),
+                     height: VideoFrameBuffer.clampedDimension(height, minimum: 2))
     }
 
     private func deliverFrame(timestampNs: Int64, wallClockMs: UInt64, width: Int?, height: Int?) -> VideoFrame {

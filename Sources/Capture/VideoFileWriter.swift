@@ -22,8 +22,8 @@ public final class VideoFileWriter {
         self.path = path
         self.width = width
         self.height = height
-        guard width > 0, height > 0, width <= 16384, height <= 16384, width % 2 == 0, height % 2 == 0 else {
-            throw MediaError("\(path): cannot write \(width)x\(height) video (even sizes 2…16384)")
+        guard VideoFrameBuffer.isValidSize(width: width, height: height), width % 2 == 0, height % 2 == 0 else {
+            throw MediaError("\(path): cannot write \(width)x\(height) video (even sizes 2…\(VideoFrameBuffer.maxDimension))")
         }
         guard fps > 0, fps <= 1000 else { throw MediaError("\(path): frame rate \(fps) out of range") }
         var oc: UnsafeMutablePointer<AVFormatContext>?

@@ -4,7 +4,7 @@ import Synchronization
 /// Plays a 16-bit PCM WAV file as an audio source: resampled to 48 kHz (windowed sinc), in 10 or
 /// 20 ms frames with the file's channel count, paced on the capturer's own thread (timestamps
 /// CLOCK_MONOTONIC ns). Loops on request; otherwise the last frame is padded with silence and
-/// `onEnd` is called.
+/// `.ended` goes on `events`.
 public final class WAVFileCapturer: AudioCapturer, Sendable {
     public static let outputRate = 48000
     public let path: String
@@ -13,34 +13,30 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
 
     private struct Callbacks {
         var onFrame: (@Sendable (AudioFrame) -> Void)?
-        var onEnd: (@Sendable () -> Void)?
-        var onError: (@Sendable (MediaError) -> Void)?
     }
     private let callbacks = Mutex(Callbacks())
     private let playback = Mutex<Playback?>(nil)
     private let thread = PacedThreadSlot()
 
+    /// The end of the file, or a read error (the newest 16 wait for a reader).
+    public let events: AsyncStream<FileCaptureEvent>
+    private let eventSink: AsyncStream<FileCaptureEvent>.Continuation
+
     public init(path: String, loop: Bool = false, frameDuration: AudioFrameDuration = .ms10) {
         self.path = path
         self.loop = loop
         self.frameDuration = frameDuration
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        eventSink.finish()
+    }
 
     public var onFrame: (@Sendable (AudioFrame) -> Void)? {
         get { callbacks.withLock { $0.onFrame } }
         set { callbacks.withLock { $0.onFrame = newValue } }
-    }
-    /// Called once after the last frame of a non-looping file (on the capture thread).
-    public var onEnd: (@Sendable () -> Void)? {
-        get { callbacks.withLock { $0.onEnd } }
-        set { callbacks.withLock { $0.onEnd = newValue } }
-    }
-    /// Called when reading fails mid-file (on the capture thread); delivery stops.
-    public var onError: (@Sendable (MediaError) -> Void)? {
-        get { callbacks.withLock { $0.onError } }
-        set { callbacks.withLock { $0.onError = newValue } }
     }
 
     public var isRunning: Bool { thread.isRunning }
@@ -60,14 +56,14 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
             guard let self else { return false }
             do {
                 guard let frame = try self.nextFrame(timestampNs: now) else {
-                    self.callbacks.withLock { $0.onEnd }?()
+                    self.eventSink.yield(.ended)
                     return false
                 }
                 self.callbacks.withLock { $0.onFrame }?(frame)
                 return true
             } catch {
                 let e = error as? MediaError ?? MediaError("\(self.path): \(error)")
-                self.callbacks.withLock { $0.onError }?(e)
+                self.eventSink.yield(.failed(e))
                 return false
             }
         }

@@ -67,10 +67,14 @@ public final class Y4MReader {
             let value = String(decoding: tag.dropFirst(), as: UTF8.self)
             switch key {
             case UInt8(ascii: "W"):
-                guard let v = Int(value), v > 0, v <= 16384 else { throw fail("bad width tag 'W\(value)' (1…16384)") }
+                guard let v = Int(value), (1...VideoFrameBuffer.maxDimension).contains(v) else {
+                    throw fail("bad width tag 'W\(value)' (1…\(VideoFrameBuffer.maxDimension))")
+                }
                 w = v
             case UInt8(ascii: "H"):
-                guard let v = Int(value), v > 0, v <= 16384 else { throw fail("bad height tag 'H\(value)' (1…16384)") }
+                guard let v = Int(value), (1...VideoFrameBuffer.maxDimension).contains(v) else {
+                    throw fail("bad height tag 'H\(value)' (1…\(VideoFrameBuffer.maxDimension))")
+                }
                 h = v
             case UInt8(ascii: "F"):
                 guard let r = Self.ratio(value), r.0 > 0, r.1 > 0, Double(r.0) / Double(r.1) <= 1000 else {

@@ -95,8 +95,10 @@ public final class FFmpegH264Decoder: VideoDecoder {
     private func copyOut(_ pic: UnsafeMutablePointer<AVFrame>, _ frame: EncodedFrame) throws(MediaError) -> VideoFrame {
         let f = pic.pointee
         let width = Int(f.width), height = Int(f.height)
-        guard width > 0, height > 0, width <= 16384, height <= 16384,
-              let y = f.data.0, let u = f.data.1, let v = f.data.2 else {
+        guard VideoFrameBuffer.isValidSize(width: width, height: height) else {
+            throw MediaError("H.264 decode: libavcodec returned a \(width)x\(height) picture (1…\(VideoFrameBuffer.maxDimension) a side)")
+        }
+        guard let y = f.data.0, let u = f.data.1, let v = f.data.2 else {
             throw MediaError("H.264 decode: libavcodec returned an empty \(width)x\(height) picture")
         }
         let format = AVPixelFormat(f.format)

@@ -55,8 +55,8 @@ public final class OpenH264Decoder: VideoDecoder {
         waitingForKeyframe = false
         let mem = info.UsrData.sSystemBuffer
         let width = Int(mem.iWidth), height = Int(mem.iHeight)
-        guard width > 0, height > 0, width <= 16384, height <= 16384 else {
-            throw MediaError("H.264 decode: decoder returned size \(width)x\(height)")
+        guard VideoFrameBuffer.isValidSize(width: width, height: height) else {
+            throw MediaError("H.264 decode: decoder returned size \(width)x\(height) (1…\(VideoFrameBuffer.maxDimension) a side)")
         }
         let buffer = pool.copyI420(y: y, strideY: Int(mem.iStride.0), u: u, strideU: Int(mem.iStride.1),
                                    v: v, strideV: Int(mem.iStride.1), width: width, height: height)

@@ -55,7 +55,7 @@ public final class VP8Decoder: VideoDecoder {
         while let image = vpx_codec_get_frame(context, &iterator) {
             let img = image.pointee
             guard img.fmt == VPX_IMG_FMT_I420, let y = img.planes.0, let u = img.planes.1, let v = img.planes.2,
-                  img.d_w > 0, img.d_h > 0, img.d_w <= 16384, img.d_h <= 16384 else {
+                  VideoFrameBuffer.isValidSize(width: Int(img.d_w), height: Int(img.d_h)) else {
                 fail()
                 throw MediaError("VP8 decode: unexpected picture \(img.d_w)x\(img.d_h) format \(img.fmt.rawValue)")
             }

@@ -71,11 +71,8 @@ func outputBuffer(_ format: PixelFormat, _ width: Int, _ height: Int, pool: Vide
     return BufferPoolCache.shared.pool(format: format, width: width, height: height).get()
 }
 
-/// Largest frame side `VideoFrameBuffer` accepts.
-let maxFrameSide = 16384
-
 @inline(__always)
-func clampSide(_ n: Int) -> Int { min(max(n, 1), maxFrameSide) }
+func clampSide(_ n: Int) -> Int { VideoFrameBuffer.clampedDimension(n) }
 
 @inline(__always)
 func i32(_ n: Int) -> Int32 { Int32(truncatingIfNeeded: n) }

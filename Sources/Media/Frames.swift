@@ -86,6 +86,9 @@ public protocol VideoProcessor: AnyObject, Sendable {
 
 /// Something that produces audio (microphone, file, tone).
 public protocol AudioCapturer: AnyObject, Sendable {
+    /// Every 10 or 20 ms frame, on the capturer's thread (an `AudioSource` takes it over). The
+    /// data path, not an event: a closure per frame, as the video side's is a delegate call
+    /// per frame. Events, such as a file's end, go elsewhere (`WAVFileCapturer.events`).
     var onFrame: (@Sendable (AudioFrame) -> Void)? { get set }
 }
 

@@ -180,8 +180,8 @@ extension VideoFrameBuffer {
     }
 
     static func validate(width: Int, height: Int) throws(MediaError) {
-        guard width > 0, height > 0, width <= maxFrameSide, height <= maxFrameSide else {
-            throw MediaError("frame size \(width)x\(height) out of range 1…\(maxFrameSide)")
+        guard VideoFrameBuffer.isValidSize(width: width, height: height) else {
+            throw MediaError("frame size \(width)x\(height) out of range 1…\(VideoFrameBuffer.maxDimension)")
         }
     }
 }

@@ -26,7 +26,7 @@ extension VideoFrameBuffer {
     }
 
     /// Crops `rect` (clamped, see `clampedCropRect`) and scales it to `width`×`height` in one pass
-    /// (libyuv box filter), in the buffer's own format. Sizes are clamped to 1…16384.
+    /// (libyuv box filter), in the buffer's own format. Sizes are clamped to 1…`VideoFrameBuffer.maxDimension`.
     public func cropAndScale(_ rect: PixelRect, toWidth: Int, toHeight: Int, pool: VideoBufferPool? = nil) -> VideoFrameBuffer {
         let r = clampedCropRect(rect)
         let ow = clampSide(toWidth), oh = clampSide(toHeight)

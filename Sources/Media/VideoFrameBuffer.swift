@@ -14,9 +14,26 @@ public final class VideoFrameBuffer: @unchecked Sendable {
     public let byteCount: Int
     public let baseAddress: UnsafeMutableRawPointer
 
+    /// The largest width, and the largest height, of a buffer: the one frame size limit. Every
+    /// decoder, file reader, capturer, camera, converter and window checks a size it did not
+    /// make (a bitstream, a file header, a driver, a caller) against it before it allocates, and
+    /// refuses a larger one with an error that names the size. Strides and plane offsets of a
+    /// 16384×16384 BGRA picture still fit libyuv's Int32 arguments.
+    public static let maxDimension = 16384
+
+    /// Whether `width`×`height` is a size a buffer takes: 1…`maxDimension` on each side.
+    public static func isValidSize(width: Int, height: Int) -> Bool {
+        (1...maxDimension).contains(width) && (1...maxDimension).contains(height)
+    }
+
+    /// `side` brought into `minimum`…`maxDimension`.
+    public static func clampedDimension(_ side: Int, minimum: Int = 1) -> Int {
+        min(max(side, minimum), maxDimension)
+    }
+
     /// A buffer with tightly packed planes (strides rounded up to 32 bytes for SIMD code).
     public init(format: PixelFormat, width: Int, height: Int) {
-        precondition(width > 0 && height > 0 && width <= 16384 && height <= 16384,
+        precondition(Self.isValidSize(width: width, height: height),
                      "frame size \(width)x\(height) out of range")   // callers validate untrusted sizes first
         self.format = format
         self.width = width

@@ -101,8 +101,9 @@ public final class VideoSource: VideoCapturerDelegate {
     public static func adaptation(width: Int, height: Int, request: VideoSize) -> (crop: PixelRect, output: VideoSize) {
         let full = PixelRect(x: 0, y: 0, width: width, height: height)
         // Clamped to the largest frame there can be, which also keeps the products below in range.
-        var tw = min(request.width, maxFrameSide), th = min(request.height, maxFrameSide)
-        guard tw > 0, th > 0, width > 0, height > 0, width <= maxFrameSide, height <= maxFrameSide else { return (full, VideoSize(width: width, height: height)) }
+        let maxSide = VideoFrameBuffer.maxDimension
+        var tw = min(request.width, maxSide), th = min(request.height, maxSide)
+        guard tw > 0, th > 0, VideoFrameBuffer.isValidSize(width: width, height: height) else { return (full, VideoSize(width: width, height: height)) }
         // Orientation-agnostic: match the request's orientation to the frame's.
         if (width >= height) != (tw >= th) { swap(&tw, &th) }
         var crop = full

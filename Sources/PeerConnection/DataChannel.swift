@@ -47,10 +47,13 @@ public enum DataChannelEvent: Sendable, Equatable {
     case open, closing, closed
     /// `bufferedAmount` fell to `bufferedAmountLowThreshold` or below.
     case bufferedAmountLow
-    case error(String)
+    /// SCTP could not send a message or refused the channel (kind `.transport`).
+    case error(PeerConnectionError)
 }
 
-/// The Google iOS SDK's `RTCDataChannelDelegate` shape; called on the connection's loop thread.
+/// The Google iOS SDK's `RTCDataChannelDelegate` shape; called on the connection's loop thread,
+/// where a reply can be sent without a hop. A delegate takes the channel's messages: while one
+/// is set they do not go on `messages`.
 public protocol DataChannelDelegate: AnyObject, Sendable {
     func dataChannelDidChangeState(_ channel: DataChannel)
     func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage)
@@ -62,7 +65,7 @@ extension DataChannelDelegate {
 }
 
 /// W3C `RTCDataChannel`. Any thread may call it; the protocol work runs on the connection's
-/// loop thread, where `onMessage`, the delegate and the streams' items originate.
+/// loop thread, where the delegate is called and the streams' items originate.
 public final class DataChannel: @unchecked Sendable {
     // @unchecked: `transport` and `stream` are touched on `loop` only; everything else that
     // changes is behind `state`.
@@ -72,8 +75,9 @@ public final class DataChannel: @unchecked Sendable {
     public let maxRetransmits: UInt16?
     public let maxPacketLifeTime: UInt16?
     public let negotiated: Bool
-    /// Every message received, unless `onMessage` takes them.
+    /// Every message received while no delegate is set (a delegate takes them), in order.
     public let messages: AsyncStream<DataChannelMessage>
+    /// State changes, `bufferedAmountLow` and errors, in order (the newest 256 wait for a reader).
     public let events: AsyncStream<DataChannelEvent>
     let loop: EventLoop
     private let messageSink: AsyncStream<DataChannelMessage>.Continuation
@@ -92,7 +96,6 @@ public final class DataChannel: @unchecked Sendable {
         var bufferedAmount = 0
         var bufferedAmountLowThreshold = 0
         var remoteMaxMessageSize = 65_536
-        var onMessage: (@Sendable (DataChannelMessage) -> Void)?
         weak var delegate: DataChannelDelegate?
         var messagesSent = 0, bytesSent = 0, messagesReceived = 0, bytesReceived = 0
     }
@@ -121,11 +124,10 @@ public final class DataChannel: @unchecked Sendable {
         get { state.withLock { $0.bufferedAmountLowThreshold } }
         set { state.withLock { $0.bufferedAmountLowThreshold = max(0, newValue) } }
     }
-    /// Called on the loop thread for each message, instead of putting it on `messages`.
-    public var onMessage: (@Sendable (DataChannelMessage) -> Void)? {
-        get { state.withLock { $0.onMessage } }
-        set { state.withLock { $0.onMessage = newValue } }
-    }
+    /// State changes, messages and `bufferedAmount` as method calls, on the loop thread. Held
+    /// weakly; while set it takes the messages (they do not go on `messages`). For a channel the
+    /// peer opens, set it in `PeerConnectionDelegate.peerConnection(_:didOpen:)`: that runs on
+    /// the loop thread before any message of the channel is delivered.
     public var delegate: DataChannelDelegate? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
@@ -148,10 +150,11 @@ public final class DataChannel: @unchecked Sendable {
         let size = message.data.count
         try state.withLock { s in
             guard s.readyState == .open else {
-                throw PeerConnectionError("data channel \(label): cannot send while \(s.readyState.rawValue)")
+                throw PeerConnectionError(s.readyState == .connecting ? .invalidState : .closed,
+                                          "data channel \(label): cannot send while \(s.readyState.rawValue)")
             }
             if s.remoteMaxMessageSize > 0 && size > s.remoteMaxMessageSize {
-                throw PeerConnectionError("data channel \(label): a \(size)-byte message exceeds the peer's max-message-size of \(s.remoteMaxMessageSize)")
+                throw PeerConnectionError(.limitExceeded, "data channel \(label): a \(size)-byte message exceeds the peer's max-message-size of \(s.remoteMaxMessageSize)")
             }
             s.bufferedAmount += size
             s.messagesSent += 1
@@ -188,7 +191,7 @@ public final class DataChannel: @unchecked Sendable {
             try transport.send(message, on: id)
         } catch {
             state.withLock { $0.bufferedAmount -= message.data.count }
-            report(.error("data channel \(label): \(error)"))
+            report(.error(PeerConnectionError(.transport, "data channel \(label): \(error)")))
         }
         flush?()
     }
@@ -215,13 +218,12 @@ public final class DataChannel: @unchecked Sendable {
 
     func received(_ message: SCTP.DataChannelMessage) {
         let m = DataChannelMessage(data: Data(message.data), isBinary: message.isBinary)
-        let (handler, delegate) = state.withLock { s in
+        let delegate = state.withLock { s in
             s.messagesReceived += 1
             s.bytesReceived += message.data.count
-            return (s.onMessage, s.delegate)
+            return s.delegate
         }
-        delegate?.dataChannel(self, didReceiveMessage: m)
-        if let handler { handler(m) } else { messageSink.yield(m) }
+        if let delegate { delegate.dataChannel(self, didReceiveMessage: m) } else { messageSink.yield(m) }
     }
 
     func sent(_ bytes: Int) {

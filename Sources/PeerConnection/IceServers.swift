@@ -23,7 +23,7 @@ struct ResolvedIceServers: Sendable {
     var stun: [SocketAddress] = []
     var turn: [TURNServerEntry] = []
     /// Servers that cannot be used, each with why; reported as `error` events when gathering starts.
-    var problems: [String] = []
+    var problems: [PeerConnectionError] = []
 }
 
 /// Bad URLs and TURN servers without credentials throw (as W3C's constructor does); a name that
@@ -36,18 +36,18 @@ func resolveIceServers(_ servers: [IceServer],
         for text in server.urls {
             let url: ICEServerURL
             do { url = try ICEServerURL(parsing: text) } catch {
-                throw PeerConnectionError("iceServers: \(error.message)")
+                throw PeerConnectionError(.invalidArgument, "iceServers: \(error.message)")
             }
             if url.scheme.isTURN, server.username?.isEmpty ?? true || server.credential == nil {
-                throw PeerConnectionError("iceServers: \(text) needs a username and a credential")
+                throw PeerConnectionError(.invalidArgument, "iceServers: \(text) needs a username and a credential")
             }
             if url.scheme == .stuns {
-                result.problems.append("iceServers: \(text): STUN over TLS (stuns:) is not implemented; skipped")
+                result.problems.append(PeerConnectionError(.unsupported, "iceServers: \(text): STUN over TLS (stuns:) is not implemented; skipped"))
                 continue
             }
             if url.scheme == .turns, url.transport == .udp {
-                result.problems.append("iceServers: \(text): TURN over DTLS (turns: with transport=udp) is not implemented; "
-                                       + "use transport=tcp (TLS); skipped")
+                result.problems.append(PeerConnectionError(.unsupported, "iceServers: \(text): TURN over DTLS (turns: with transport=udp) "
+                                                           + "is not implemented; use transport=tcp (TLS); skipped"))
                 continue
             }
             let address: SocketAddress
@@ -55,7 +55,7 @@ func resolveIceServers(_ servers: [IceServer],
                 guard let first = try resolve(url.host, url.port).first else { continue }
                 address = first
             } catch {
-                result.problems.append("iceServers: \(text): \(error); skipped")
+                result.problems.append(PeerConnectionError(.transport, "iceServers: \(text): \(error); skipped"))
                 continue
             }
             if url.scheme.isTURN {

@@ -22,17 +22,17 @@ extension PeerConnection {
     /// next offer; on a connected association the channel opens at once.
     public func createDataChannel(_ label: String, _ options: DataChannelInit = DataChannelInit()) async throws -> DataChannel {
         if label.utf8.count > 65535 || options.protocol.utf8.count > 65535 {
-            throw PeerConnectionError("createDataChannel: label and protocol are limited to 65535 bytes")
+            throw PeerConnectionError(.invalidArgument, "createDataChannel: label and protocol are limited to 65535 bytes")
         }
         if options.maxRetransmits != nil && options.maxPacketLifeTime != nil {
-            throw PeerConnectionError("createDataChannel: maxRetransmits and maxPacketLifeTime cannot both be set")
+            throw PeerConnectionError(.invalidArgument, "createDataChannel: maxRetransmits and maxPacketLifeTime cannot both be set")
         }
         if options.negotiated && options.id == nil {
-            throw PeerConnectionError("createDataChannel: a negotiated channel needs an id")
+            throw PeerConnectionError(.invalidArgument, "createDataChannel: a negotiated channel needs an id")
         }
-        if options.id == 65535 { throw PeerConnectionError("createDataChannel: id 65535 is reserved") }
+        if options.id == 65535 { throw PeerConnectionError(.invalidArgument, "createDataChannel: id 65535 is reserved") }
         return try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("createDataChannel: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "createDataChannel: the connection is closed") }
             let channel = DataChannel(label: label, options: options, id: options.id, loop: loop)
             dataChannels.wanted = true
             updateNegotiationNeeded()
@@ -92,7 +92,7 @@ extension PeerConnection {
             sctp = try DataChannelTransport(isDTLSClient: role == .client, remoteMaxMessageSize: dataChannels.remoteMaxMessageSize,
                                             remotePort: dataChannels.remotePort, now: loop.now)
         } catch {
-            emit(.error("data channels: \(error)"))
+            emit(.error(PeerConnectionError(.transport, "data channels: \(error)")))
             return
         }
         transport.dataChannels = sctp
@@ -109,7 +109,7 @@ extension PeerConnection {
             let id = try sctp.open(parameters, id: channel.id)
             attach(channel, id: id, to: sctp)
         } catch {
-            channel.report(.error("data channel \(channel.label): \(error)"))
+            channel.report(.error(PeerConnectionError(.transport, "data channel \(channel.label): \(error)")))
             channel.closed()
         }
     }
@@ -144,9 +144,13 @@ extension PeerConnection {
         case .channelClosed(let id):
             dataChannels.byStream.removeValue(forKey: id)?.closed()
         case .error(let id, let why):
-            if let id, let channel = dataChannels.byStream[id] { channel.report(.error(why)) } else { emit(.error("data channels: \(why)")) }
+            if let id, let channel = dataChannels.byStream[id] {
+                channel.report(.error(PeerConnectionError(.transport, why)))
+            } else {
+                emit(.error(PeerConnectionError(.transport, "data channels: \(why)")))
+            }
         case .closed(let reason):
-            if !closed { emit(.error("data channels: \(reason)")) }
+            if !closed { emit(.error(PeerConnectionError(.transport, "data channels: \(reason)"))) }
             closeDataChannels()
         }
     }

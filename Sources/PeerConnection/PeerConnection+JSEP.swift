@@ -19,7 +19,7 @@ extension PeerConnection {
     /// negotiated (recycled, any kind, with a new mid), else goes after them with the
     /// application m-line.
     func makeOffer() throws -> SessionDescription {
-        guard !closed else { throw PeerConnectionError("createOffer: the connection is closed") }
+        guard !closed else { throw PeerConnectionError(.closed, "createOffer: the connection is closed") }
         let current = localSDP?.media ?? []
         let currentMids = current.enumerated().map { $1.mid ?? String($0) }
         var used = negotiation.usedMids.union(currentMids)
@@ -125,9 +125,9 @@ extension PeerConnection {
     }
 
     func makeAnswer() throws -> SessionDescription {
-        guard !closed else { throw PeerConnectionError("createAnswer: the connection is closed") }
+        guard !closed else { throw PeerConnectionError(.closed, "createAnswer: the connection is closed") }
         guard remoteType == .offer, signalingState == .haveRemoteOffer, let offer = remoteSDP else {
-            throw PeerConnectionError("createAnswer: there is no remote offer")
+            throw PeerConnectionError(.invalidState, "createAnswer: there is no remote offer")
         }
         if let role = transport?.dtlsRole {
             // A re-offer: DTLS keeps running, so our answer keeps its role.
@@ -212,28 +212,28 @@ extension PeerConnection {
     static func parseRemote(_ sdp: String) throws -> SDP.SessionDescription {
         let parsed: SDP.SessionDescription
         do { parsed = try SDP.SessionDescription(parsing: sdp) } catch {
-            throw PeerConnectionError("setRemoteDescription: \(error)")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: \(error)", line: sdpLine(of: error))
         }
         let candidates = Set(parsed.media.flatMap(\.candidates)).count
         let limit = ICEConfiguration().maxRemoteCandidates
         guard candidates <= limit else {
-            throw PeerConnectionError("setRemoteDescription: the description carries \(candidates) candidates; at most \(limit) are taken")
+            throw PeerConnectionError(.limitExceeded, "setRemoteDescription: the description carries \(candidates) candidates; at most \(limit) are taken")
         }
         return parsed
     }
 
     func applyLocal(_ description: SessionDescription) throws {
-        guard !closed else { throw PeerConnectionError("setLocalDescription: the connection is closed") }
+        guard !closed else { throw PeerConnectionError(.closed, "setLocalDescription: the connection is closed") }
         if description.type == .rollback { return try rollbackLocal() }
         let parsed: SDP.SessionDescription
         do { parsed = try SDP.SessionDescription(parsing: description.sdp) } catch {
-            throw PeerConnectionError("setLocalDescription: \(error)")
+            throw PeerConnectionError(.invalidDescription, "setLocalDescription: \(error)", line: sdpLine(of: error))
         }
         switch (description.type, signalingState) {
         case (.offer, .stable), (.offer, .haveLocalOffer): setSignaling(.haveLocalOffer)
         case (.answer, .haveRemoteOffer), (.pranswer, .haveRemoteOffer): setSignaling(.stable)
         default:
-            throw PeerConnectionError("setLocalDescription: cannot apply a local \(description.type.rawValue) in state \(signalingState.rawValue)")
+            throw PeerConnectionError(.invalidState, "setLocalDescription: cannot apply a local \(description.type.rawValue) in state \(signalingState.rawValue)")
         }
         localSDP = parsed
         localType = description.type
@@ -247,7 +247,7 @@ extension PeerConnection {
 
     /// `parsed`: the description as `parseRemote` made it (nil for a rollback, or to parse here).
     func applyRemote(_ description: SessionDescription, parsed: SDP.SessionDescription? = nil) throws {
-        guard !closed else { throw PeerConnectionError("setRemoteDescription: the connection is closed") }
+        guard !closed else { throw PeerConnectionError(.closed, "setRemoteDescription: the connection is closed") }
         if description.type == .rollback { return try rollbackRemote() }
         let parsed = try parsed ?? Self.parseRemote(description.sdp)
         try validateRemote(parsed)
@@ -261,7 +261,7 @@ extension PeerConnection {
         case (.answer, .haveLocalOffer), (.pranswer, .haveLocalOffer):
             setSignaling(.stable)
         default:
-            throw PeerConnectionError("setRemoteDescription: cannot apply a remote \(description.type.rawValue) in state \(signalingState.rawValue)")
+            throw PeerConnectionError(.invalidState, "setRemoteDescription: cannot apply a remote \(description.type.rawValue) in state \(signalingState.rawValue)")
         }
         remoteSDP = parsed
         remoteType = description.type
@@ -302,21 +302,21 @@ extension PeerConnection {
     func validateRemoteOffer(_ offer: SDP.SessionDescription) throws {
         let theirs = mids(of: offer)
         if let duplicate = Dictionary(grouping: theirs, by: { $0 }).first(where: { $1.count > 1 })?.key {
-            throw PeerConnectionError("setRemoteDescription: mid \(duplicate) is on more than one m-line")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: mid \(duplicate) is on more than one m-line")
         }
         guard let current = negotiation.stableLocal?.sdp else { return }
         let ours = mids(of: current)
         guard theirs.count >= ours.count else {
-            throw PeerConnectionError("setRemoteDescription: the offer has \(theirs.count) m-lines, the current session \(ours.count); m-lines cannot be removed, only rejected")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: the offer has \(theirs.count) m-lines, the current session \(ours.count); m-lines cannot be removed, only rejected")
         }
         for (index, mid) in ours.enumerated() where theirs[index] != mid {
             let rejected = current.media[index].port == 0
                 || negotiation.stableRemote.map { index < $0.sdp.media.count && $0.sdp.media[index].port == 0 } == true
             guard rejected else {
-                throw PeerConnectionError("setRemoteDescription: m-line \(index) has mid \(theirs[index]) in the offer but \(mid) in the session; only a rejected m-line may take a new mid")
+                throw PeerConnectionError(.invalidDescription, "setRemoteDescription: m-line \(index) has mid \(theirs[index]) in the offer but \(mid) in the session; only a rejected m-line may take a new mid")
             }
             guard !ours.contains(theirs[index]) else {
-                throw PeerConnectionError("setRemoteDescription: m-line \(index) recycles mid \(theirs[index]), which m-line \(ours.firstIndex(of: theirs[index]) ?? 0) already has")
+                throw PeerConnectionError(.invalidDescription, "setRemoteDescription: m-line \(index) recycles mid \(theirs[index]), which m-line \(ours.firstIndex(of: theirs[index]) ?? 0) already has")
             }
         }
     }
@@ -324,23 +324,23 @@ extension PeerConnection {
     /// What every remote description must carry for our transport, checked before anything changes.
     func validateRemote(_ sdp: SDP.SessionDescription) throws {
         guard let first = sdp.transportSection else {
-            throw PeerConnectionError("setRemoteDescription: the description has no m= line")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: the description has no m= line")
         }
         guard (first.iceUfrag ?? sdp.iceUfrag) != nil, (first.icePwd ?? sdp.icePwd) != nil else {
-            throw PeerConnectionError("setRemoteDescription: m-line \(first.mid ?? "0") has no a=ice-ufrag/a=ice-pwd")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: m-line \(first.mid ?? "0") has no a=ice-ufrag/a=ice-pwd")
         }
         guard (first.fingerprint ?? sdp.fingerprint) != nil else {
-            throw PeerConnectionError("setRemoteDescription: m-line \(first.mid ?? "0") has no a=fingerprint (DTLS is required)")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: m-line \(first.mid ?? "0") has no a=fingerprint (DTLS is required)")
         }
         for m in sdp.media where m.port != 0 && m.kind != "application" && !m.proto.contains("SAVPF") && !m.proto.contains("SAVP") {
-            throw PeerConnectionError("setRemoteDescription: m-line \(m.mid ?? "?") uses \(m.proto); only UDP/TLS/RTP/SAVPF is supported")
+            throw PeerConnectionError(.unsupported, "setRemoteDescription: m-line \(m.mid ?? "?") uses \(m.proto); only UDP/TLS/RTP/SAVPF is supported")
         }
     }
 
     func startTransport(controlling: Bool) throws {
         let io: PacketIO
         do { io = try ioFactory(loop, credentials.ufrag) } catch {
-            throw PeerConnectionError("cannot open the transport: \(error)")
+            throw PeerConnectionError(.transport, "cannot open the transport: \(error)")
         }
         var iceConfig = ICEConfiguration()
         iceConfig.lite = configuration.iceLite
@@ -362,14 +362,14 @@ extension PeerConnection {
         t.onDTLSFailed = { [weak self] reason in
             guard let self else { return }
             snapshot.withLock { $0.failure = reason }
-            emit(.error(reason))
+            emit(.error(PeerConnectionError(.transport, reason)))
             updateConnectionState()
         }
         t.onDTLSClosed = { [weak self] in self?.updateConnectionState() }
         t.onTURNError = { [weak self] reason, fatal in
             guard let self else { return }
             snapshot.withLock { $0.failure = reason }
-            emit(.error(reason))
+            emit(.error(PeerConnectionError(.transport, reason)))
             // Relay-only with every allocation gone: nothing can ever connect.
             if fatal {
                 relayFailed = true
@@ -493,7 +493,7 @@ extension PeerConnection {
         case (_, .active): role = weAreOfferer ? .server : .client
         case (_, .passive): role = weAreOfferer ? .client : .server
         default:
-            throw PeerConnectionError("setRemoteDescription: the answer's a=setup must be active or passive")
+            throw PeerConnectionError(.invalidDescription, "setRemoteDescription: the answer's a=setup must be active or passive")
         }
         negotiateDataChannels(answer: answer, remote: remote)
         stopUnnegotiatedStreams()
@@ -504,7 +504,7 @@ extension PeerConnection {
                 DTLS.Fingerprint(algorithm: $0.algorithm.lowercased(), value: $0.value.uppercased())
             })
         } catch {
-            throw PeerConnectionError("DTLS set-up failed: \(error)")
+            throw PeerConnectionError(.transport, "DTLS set-up failed: \(error)")
         }
         // An application m-line added by a renegotiation: SCTP starts on the running DTLS.
         if transport.dtlsState == .connected {

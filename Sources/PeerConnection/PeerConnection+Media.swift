@@ -35,7 +35,7 @@ extension PeerConnection {
     private func addTrackTransceiver(_ kind: MediaKind, streamIds: [String], codecs: [RtpCodecCapability]?,
                                      attach: @escaping @Sendable (RtpSender) -> Void) async throws -> RtpSender {
         try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("addTrack: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "addTrack: the connection is closed") }
             let t = makeTransceiver(kind, TransceiverInit(direction: .sendrecv, streamIds: streamIds), codecs: codecs)
             t.createdByAddTrack = true
             attach(t.sender)

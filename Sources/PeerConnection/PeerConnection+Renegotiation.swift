@@ -34,9 +34,9 @@ extension PeerConnection {
     /// negotiation on (sendrecv → recvonly, sendonly → inactive).
     public func removeTrack(_ sender: RtpSender) async throws {
         try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("removeTrack: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "removeTrack: the connection is closed") }
             guard let t = transceiverList.first(where: { $0.sender === sender }) else {
-                throw PeerConnectionError("removeTrack: the sender does not belong to this connection")
+                throw PeerConnectionError(.invalidArgument, "removeTrack: the sender does not belong to this connection")
             }
             if sender.videoTrack != nil { sender.replaceTrack(nil as VideoTrack?) }
             if sender.audioTrack != nil { sender.replaceTrack(nil as AudioTrack?) }
@@ -123,7 +123,7 @@ extension PeerConnection {
     /// `setLocalDescription(.rollback)`: our pending offer is dropped; mids it gave out are free again.
     func rollbackLocal() throws {
         guard signalingState == .haveLocalOffer else {
-            throw PeerConnectionError("setLocalDescription: cannot roll back in state \(signalingState.rawValue)")
+            throw PeerConnectionError(.invalidState, "setLocalDescription: cannot roll back in state \(signalingState.rawValue)")
         }
         localSDP = negotiation.stableLocal?.sdp
         localType = negotiation.stableLocal?.type
@@ -140,7 +140,7 @@ extension PeerConnection {
     /// `setRemoteDescription(.rollback)`: the pending remote offer is dropped with the transceivers it made.
     func rollbackRemote() throws {
         guard signalingState == .haveRemoteOffer else {
-            throw PeerConnectionError("setRemoteDescription: cannot roll back in state \(signalingState.rawValue)")
+            throw PeerConnectionError(.invalidState, "setRemoteDescription: cannot roll back in state \(signalingState.rawValue)")
         }
         remoteSDP = negotiation.stableRemote?.sdp
         remoteType = negotiation.stableRemote?.type

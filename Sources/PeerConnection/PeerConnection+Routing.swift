@@ -25,7 +25,7 @@ extension PeerConnection {
             publishLocalDescription()
             emit(.iceGatheringStateChanged(.complete))
         case .stateChanged(let s):
-            if !relayFailed { setIce(IceConnectionState(rawValue: s.rawValue) ?? .new) }
+            if !relayFailed { setIce(IceConnectionState(s)) }
             updateConnectionState()
         case .selectedPairChanged(let local, let remote):
             snapshot.withLock { $0.selectedPair = (local.description, remote.description) }

@@ -12,7 +12,7 @@ extension PeerConnection {
     /// Loop thread only.
     func transportStats(into report: inout StatsReport, transport: MediaTransport?) {
         var t = RTCStats(id: "T01", type: "transport")
-        t["dtlsState"] = .string(transport.map { "\($0.dtlsState)" } ?? "new")
+        t["dtlsState"] = .string((transport.map { DtlsTransportState($0.dtlsState) } ?? .new).rawValue)
         t["iceState"] = .string(iceConnectionState.rawValue)
         t["dtlsRole"] = .string(transport?.dtlsRole.map { $0 == .client ? "client" : "server" } ?? "unknown")
         if let profile = transport?.srtpProfileName { t["srtpCipher"] = .string(profile) }

@@ -6,7 +6,7 @@ extension PeerConnection {
     /// Before the transport exists (no local description yet) candidates wait for it.
     public func addIceCandidate(_ candidate: IceCandidate) async throws {
         do { try await addIceCandidates([candidate]) } catch let error as PeerConnectionError {
-            throw PeerConnectionError(error.description.replacing("candidate 1: ", with: "addIceCandidate: "))
+            throw PeerConnectionError(error.kind, error.description.replacing("candidate 1: ", with: "addIceCandidate: "))
         }
     }
 
@@ -17,26 +17,26 @@ extension PeerConnection {
     public func addIceCandidates(_ candidates: [IceCandidate]) async throws {
         let limit = ICEConfiguration().maxRemoteCandidates
         guard candidates.count <= limit + 1 else {
-            throw PeerConnectionError("addIceCandidate: \(candidates.count) candidates at once; at most \(limit) are taken per connection")
+            throw PeerConnectionError(.limitExceeded, "addIceCandidate: \(candidates.count) candidates at once; at most \(limit) are taken per connection")
         }
         var parsed: [Candidate?] = []
         for (n, candidate) in candidates.enumerated() {
             do { parsed.append(candidate.candidate.isEmpty ? nil : try Candidate(parsing: candidate.candidate)) } catch {
-                throw PeerConnectionError("candidate \(n + 1): \(error)")
+                throw PeerConnectionError(.invalidCandidate, "candidate \(n + 1): \(error)")
             }
         }
         try await loop.submit { [self, parsed] in
-            guard !closed else { throw PeerConnectionError("addIceCandidate: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "addIceCandidate: the connection is closed") }
             for (n, candidate) in candidates.enumerated() {
                 do { try checkCandidateTarget(candidate) } catch let error as PeerConnectionError {
-                    throw PeerConnectionError("candidate \(n + 1): \(error.description.replacing("addIceCandidate: ", with: ""))")
+                    throw PeerConnectionError(error.kind, "candidate \(n + 1): \(error.description.replacing("addIceCandidate: ", with: ""))")
                 }
             }
             let fresh = parsed.compactMap { $0 }
             let room = transport?.ice.remoteCandidateRoom ?? max(0, limit - pendingRemoteCandidates.count)
             let new = transport?.ice.newRemoteAddresses(in: fresh) ?? fresh.count
             guard new <= room else {
-                throw PeerConnectionError("addIceCandidate: \(new) new candidates, but room for \(room): at most \(limit) remote candidates per connection")
+                throw PeerConnectionError(.limitExceeded, "addIceCandidate: \(new) new candidates, but room for \(room): at most \(limit) remote candidates per connection")
             }
             if let transport {
                 transport.ice.addRemoteCandidates(fresh, now: loop.now)
@@ -52,7 +52,7 @@ extension PeerConnection {
     /// Checks a candidate's syntax without adding it anywhere (empty: end of candidates, fine).
     public static func checkCandidate(_ candidate: String) throws {
         guard !candidate.isEmpty else { return }
-        do { _ = try Candidate(parsing: candidate) } catch { throw PeerConnectionError("\(error)") }
+        do { _ = try Candidate(parsing: candidate) } catch { throw PeerConnectionError(.invalidCandidate, "\(error)") }
     }
 
     /// A candidate must name an m-line of the remote description (by mid, else by index).
@@ -61,11 +61,11 @@ extension PeerConnection {
         let mids = remote.media.enumerated().map { $1.mid ?? String($0) }
         if let mid = candidate.sdpMid {
             guard mids.contains(mid) else {
-                throw PeerConnectionError("addIceCandidate: no m-line with mid \"\(mid)\" in the remote description (mids: \(mids.joined(separator: ", ")))")
+                throw PeerConnectionError(.invalidCandidate, "addIceCandidate: no m-line with mid \"\(mid)\" in the remote description (mids: \(mids.joined(separator: ", ")))")
             }
         } else if let index = candidate.sdpMLineIndex {
             guard mids.indices.contains(index) else {
-                throw PeerConnectionError("addIceCandidate: sdpMLineIndex \(index) is out of range (the remote description has \(mids.count) m-lines)")
+                throw PeerConnectionError(.invalidCandidate, "addIceCandidate: sdpMLineIndex \(index) is out of range (the remote description has \(mids.count) m-lines)")
             }
         }
     }

@@ -13,11 +13,15 @@ public final class PeerConnection: @unchecked Sendable {
     // methods hop there with `loop.submit`); cross-thread reads go through `snapshot`.
     public let configuration: Configuration
     public let loop: EventLoop
+    /// Every event from the connection's creation on, in order (the newest 256 wait for a
+    /// reader). One reader: an AsyncStream gives each element to one iterator. `StreamingSession`
+    /// and `P2PCall` read their connection's stream themselves, leaving `delegate` to the app.
     public let events: AsyncStream<PeerConnectionEvent>
-    /// Called on the loop thread for each event, before it is put on `events`.
-    public var onEvent: (@Sendable (PeerConnectionEvent) -> Void)? {
-        get { snapshot.withLock { $0.onEvent } }
-        set { snapshot.withLock { $0.onEvent = newValue } }
+    /// The same events as method calls (the iOS SDK's `RTCPeerConnectionDelegate`), on the loop
+    /// thread, each before it goes on `events`. Held weakly.
+    public var delegate: (any PeerConnectionDelegate)? {
+        get { snapshot.withLock { $0.delegate } }
+        set { snapshot.withLock { $0.delegate = newValue } }
     }
 
     let continuation: AsyncStream<PeerConnectionEvent>.Continuation
@@ -48,7 +52,8 @@ public final class PeerConnection: @unchecked Sendable {
     var iceState: IceConnectionState = .new
     /// Relay-only and no TURN allocation left: failed for good, whatever ICE says next.
     var relayFailed = false
-    var connectionState: PeerConnectionState = .new
+    /// The connection state as the loop last set it (`connectionState` reads the snapshot).
+    var loopConnectionState: PeerConnectionState = .new
     var bySSRC: [UInt32: RtpTransceiver] = [:]
     var byMid: [String: RtpTransceiver] = [:]
     var midExtensionID: UInt8?
@@ -71,9 +76,9 @@ public final class PeerConnection: @unchecked Sendable {
         var remoteDescription: SessionDescription?
         var transceivers: [RtpTransceiver] = []
         var selectedPair: (local: String, remote: String)?
-        var dtlsState = "new"
+        var dtlsState = DtlsTransportState.new
         var failure: String?
-        var onEvent: (@Sendable (PeerConnectionEvent) -> Void)?
+        weak var delegate: (any PeerConnectionDelegate)?
     }
 
     public init(configuration: Configuration = Configuration(), loop: EventLoop = .shared,
@@ -90,14 +95,16 @@ public final class PeerConnection: @unchecked Sendable {
 
     public var signalingState: SignalingState { snapshot.withLock { $0.signaling } }
     public var iceConnectionState: IceConnectionState { snapshot.withLock { $0.ice } }
-    public var peerConnectionState: PeerConnectionState { snapshot.withLock { $0.connection } }
+    /// W3C `connectionState`: ICE and DTLS together.
+    public var connectionState: PeerConnectionState { snapshot.withLock { $0.connection } }
     public var iceGatheringState: IceGatheringState { snapshot.withLock { $0.gathering } }
     public var transceivers: [RtpTransceiver] { snapshot.withLock { $0.transceivers } }
     public var remoteDescription: SessionDescription? { snapshot.withLock { $0.remoteDescription } }
     /// Our description with every candidate gathered so far (like the W3C attribute).
     public var localDescription: SessionDescription? { snapshot.withLock { $0.localDescription } }
     public var selectedCandidatePair: (local: String, remote: String)? { snapshot.withLock { $0.selectedPair } }
-    public var dtlsState: String { snapshot.withLock { $0.dtlsState } }
+    /// W3C `RTCDtlsTransport.state` of the connection's (bundled) transport.
+    public var dtlsState: DtlsTransportState { snapshot.withLock { $0.dtlsState } }
     /// Our certificate's fingerprint as it appears in our SDP.
     public var fingerprint: DTLS.Fingerprint { certificate.fingerprint }
 
@@ -108,7 +115,7 @@ public final class PeerConnection: @unchecked Sendable {
     public func addTransceiver(_ kind: MediaKind, _ options: TransceiverInit = TransceiverInit(),
                                codecs: [RtpCodecCapability]? = nil) async throws -> RtpTransceiver {
         try await loop.submit { [self] in
-            guard !closed else { throw PeerConnectionError("addTransceiver: the connection is closed") }
+            guard !closed else { throw PeerConnectionError(.closed, "addTransceiver: the connection is closed") }
             return makeTransceiver(kind, options, codecs: codecs)
         }
     }
@@ -136,14 +143,14 @@ public final class PeerConnection: @unchecked Sendable {
     public func waitConnected(timeout: Duration = .seconds(30)) async throws {
         let terminal: @Sendable (PeerConnectionState) -> Bool = { $0 == .connected || $0 == .failed || $0 == .closed }
         let event = await firstEvent(timeout: timeout, current: { [self] in
-            terminal(connectionState) ? .connectionStateChanged(connectionState) : nil
+            terminal(loopConnectionState) ? .connectionStateChanged(loopConnectionState) : nil
         }, match: { if case .connectionStateChanged(let s) = $0 { return terminal(s) }; return false })
         switch event {
         case .connectionStateChanged(.connected): return
         case .connectionStateChanged(.failed):
-            throw PeerConnectionError("connection failed" + (snapshot.withLock { $0.failure }.map { ": \($0)" } ?? ""))
-        case .connectionStateChanged(.closed): throw PeerConnectionError("connection closed before it connected")
-        default: throw PeerConnectionError("not connected after \(timeout) (ICE \(iceConnectionState.rawValue), DTLS \(dtlsState))")
+            throw PeerConnectionError(.transport, "connection failed" + (snapshot.withLock { $0.failure }.map { ": \($0)" } ?? ""))
+        case .connectionStateChanged(.closed): throw PeerConnectionError(.closed, "connection closed before it connected")
+        default: throw PeerConnectionError(.timeout, "not connected after \(timeout) (ICE \(iceConnectionState.rawValue), DTLS \(dtlsState.rawValue))")
         }
     }
 
@@ -193,6 +200,8 @@ public final class PeerConnection: @unchecked Sendable {
         transport?.close()
         closeDataChannels()
         closed = true
+        // W3C close(): the DTLS transport is closed too.
+        if transport != nil { snapshot.withLock { $0.dtlsState = .closed } }
         setIce(.closed)
         setConnection(.closed)
         setSignaling(.closed)
@@ -234,7 +243,7 @@ public final class PeerConnection: @unchecked Sendable {
     func updateConnectionState() {
         guard !closed, let transport else { return }
         let dtls = transport.dtlsState
-        snapshot.withLock { $0.dtlsState = "\(dtls)" }
+        snapshot.withLock { $0.dtlsState = DtlsTransportState(dtls) }
         let next: PeerConnectionState
         if iceState == .failed || dtls == .failed || relayFailed {
             next = .failed
@@ -272,14 +281,14 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     func setConnection(_ s: PeerConnectionState) {
-        guard connectionState != s else { return }
-        connectionState = s
+        guard loopConnectionState != s else { return }
+        loopConnectionState = s
         snapshot.withLock { $0.connection = s }
         emit(.connectionStateChanged(s))
     }
 
     func emit(_ event: PeerConnectionEvent) {
-        snapshot.withLock { $0.onEvent }?(event)
+        if let delegate = snapshot.withLock({ $0.delegate }) { event.deliver(to: delegate, from: self) }
         continuation.yield(event)
         waiters.removeAll { w in
             guard w.match(event) else { return false }

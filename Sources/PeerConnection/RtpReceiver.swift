@@ -12,8 +12,12 @@ public final class RtpReceiver: @unchecked Sendable {
     private let counters = Mutex(RtpStreamCounters())
     private let ssrcs = Mutex<Set<UInt32>>([])
     /// Every RTP packet received for this m-line, after SRTP. Called on the loop thread.
+    /// A packet tap, not an event, so a closure rather than `events`/a delegate: it runs per
+    /// packet on the hot path (the relay forwards from it), where a stream would add a hop and
+    /// a buffer per packet and a delegate a weak load; one owner sets it before media flows.
     public var onRTP: (@Sendable (RTPPacket) -> Void)?
-    /// RTCP about the remote's stream (sender reports, BYE). Called on the loop thread.
+    /// RTCP about the remote's stream (sender reports, BYE). Called on the loop thread; a packet
+    /// tap like `onRTP`.
     public var onRTCP: (@Sendable (RTCPPacket) -> Void)?
 
     init(kind: MediaKind) {
@@ -28,7 +32,8 @@ public final class RtpReceiver: @unchecked Sendable {
     public var remoteSSRCs: Set<UInt32> { ssrcs.withLock { $0 } }
 
     /// The same with the packet's plaintext bytes (after SRTP; after RTX unwrapping), for a
-    /// forwarder that rewrites them in place instead of re-serializing `RTPPacket`s.
+    /// forwarder that rewrites them in place instead of re-serializing `RTPPacket`s. A packet
+    /// tap like `onRTP`.
     public var onRTPBytes: (@Sendable (RTPPacket, [UInt8]) -> Void)?
 
     func deliver(_ packet: RTPPacket, bytes: [UInt8]) {

@@ -93,7 +93,8 @@ public final class RtpSender: @unchecked Sendable {
     }
 
     /// RTCP feedback about what this sender sends (NACK, PLI, FIR, REMB, TWCC, receiver reports).
-    /// Called on the connection's loop thread.
+    /// Called on the connection's loop thread. A packet tap, not an event (see
+    /// `RtpReceiver.onRTP`): a closure, called per packet without a hop.
     public var onRTCP: (@Sendable (RTCPPacket) -> Void)? {
         get { handlers.withLock { $0.onRTCP } }
         set { handlers.withLock { $0.onRTCP = newValue } }

@@ -39,20 +39,20 @@ public struct RtpSendParameters: Sendable, Equatable {
     /// Checks what `setParameters` accepts; the message names the bad field.
     func validate() throws(PeerConnectionError) {
         guard encodings.count == 1 else {
-            throw PeerConnectionError("setParameters: exactly one encoding is supported (got \(encodings.count))")
+            throw PeerConnectionError(.unsupported, "setParameters: exactly one encoding is supported (got \(encodings.count))")
         }
         let e = encodings[0]
         if let s = e.scaleResolutionDownBy, !(s >= 1) {
-            throw PeerConnectionError("setParameters: scaleResolutionDownBy must be ≥ 1 (got \(s))")
+            throw PeerConnectionError(.invalidArgument, "setParameters: scaleResolutionDownBy must be ≥ 1 (got \(s))")
         }
-        if let m = e.maxBitrate, m <= 0 { throw PeerConnectionError("setParameters: maxBitrate must be > 0 (got \(m))") }
-        if let m = e.minBitrate, m < 0 { throw PeerConnectionError("setParameters: minBitrate must be ≥ 0 (got \(m))") }
+        if let m = e.maxBitrate, m <= 0 { throw PeerConnectionError(.invalidArgument, "setParameters: maxBitrate must be > 0 (got \(m))") }
+        if let m = e.minBitrate, m < 0 { throw PeerConnectionError(.invalidArgument, "setParameters: minBitrate must be ≥ 0 (got \(m))") }
         if let lo = e.minBitrate, let hi = e.maxBitrate, lo > hi {
-            throw PeerConnectionError("setParameters: minBitrate \(lo) is above maxBitrate \(hi)")
+            throw PeerConnectionError(.invalidArgument, "setParameters: minBitrate \(lo) is above maxBitrate \(hi)")
         }
         // 0.01 fps (a frame every 100 s) and up: below that the frame interval overflows nanoseconds.
         if let f = e.maxFramerate, !(f >= 0.01 && f.isFinite) {
-            throw PeerConnectionError("setParameters: maxFramerate must be a number ≥ 0.01 (got \(f))")
+            throw PeerConnectionError(.invalidArgument, "setParameters: maxFramerate must be a number ≥ 0.01 (got \(f))")
         }
     }
 }

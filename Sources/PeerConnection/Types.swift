@@ -1,3 +1,5 @@
+import DTLS
+import ICE
 import SDP
 
 /// offer / answer / pranswer / rollback, as in W3C `RTCSdpType`.
@@ -64,6 +66,35 @@ public enum PeerConnectionState: String, Sendable {
 /// W3C `RTCIceConnectionState`.
 public enum IceConnectionState: String, Sendable {
     case new, checking, connected, completed, failed, disconnected, closed
+
+    /// The agent's state under its W3C name.
+    package init(_ state: ICEConnectionState) {
+        switch state {
+        case .new: self = .new
+        case .checking: self = .checking
+        case .connected: self = .connected
+        case .completed: self = .completed
+        case .failed: self = .failed
+        case .disconnected: self = .disconnected
+        case .closed: self = .closed
+        }
+    }
+}
+
+/// W3C `RTCDtlsTransportState`: where the DTLS handshake and the connection over it are.
+public enum DtlsTransportState: String, Sendable {
+    case new, connecting, connected, closed, failed
+
+    /// The DTLS machine's state under its W3C name.
+    package init(_ state: DTLSState) {
+        switch state {
+        case .new: self = .new
+        case .connecting: self = .connecting
+        case .connected: self = .connected
+        case .closed: self = .closed
+        case .failed: self = .failed
+        }
+    }
 }
 
 /// W3C `RTCIceGatheringState`.
@@ -96,7 +127,7 @@ public struct IceServer: Sendable, Equatable {
     }
 }
 
-/// What a PeerConnection reports; also delivered through its `events` stream.
+/// What a PeerConnection reports, on its `events` stream and to its `delegate` (one method each).
 public enum PeerConnectionEvent: Sendable {
     case iceCandidate(IceCandidate)
     case iceGatheringStateChanged(IceGatheringState)
@@ -109,12 +140,66 @@ public enum PeerConnectionEvent: Sendable {
     case negotiationNeeded
     /// W3C `track`: the peer started sending on this transceiver (its receiver has the track).
     case track(RtpTransceiver)
-    case error(String)
+    /// Something went wrong in the background (DTLS or TURN failed, an ICE server cannot be
+    /// used, SCTP trouble); the connection may go on.
+    case error(PeerConnectionError)
 }
 
+/// What went wrong in a PeerConnection call, or in the background (an `error` event): a `kind` an
+/// app can switch on, and the message that names the call and the reason, as it is logged and
+/// shown (`description`). The kinds follow the W3C exceptions they stand for.
 public struct PeerConnectionError: Error, CustomStringConvertible, Sendable, Equatable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
+        /// The call does not fit the current state (W3C `InvalidStateError`): a description of
+        /// the wrong type for the signaling state, a rollback with nothing to roll back,
+        /// `createAnswer` without a remote offer, `send` on a data channel still connecting.
+        case invalidState
+        /// The connection, or the data channel, is closed (or closing): nothing more will happen
+        /// on it (W3C `InvalidStateError` on a closed object).
+        case closed
+        /// A session description that does not parse or does not fit the session (W3C
+        /// `RTCError` `sdp-syntax-error`, `InvalidAccessError`, `InvalidModificationError`):
+        /// `line` names the SDP line when one line is at fault.
+        case invalidDescription
+        /// A trickled candidate that does not parse, or names no m-line of the remote
+        /// description (W3C `OperationError`).
+        case invalidCandidate
+        /// An argument or configuration value the call does not take (W3C `TypeError`,
+        /// `RangeError`, `SyntaxError`, `InvalidAccessError`): ICE server URLs, data channel
+        /// options, send parameters, a sender of another connection.
+        case invalidArgument
+        /// More than a limit allows: remote candidates per connection, a message over the peer's
+        /// max-message-size (W3C `OperationError`, `TypeError`).
+        case limitExceeded
+        /// Well-formed, but not implemented here (W3C `NotSupportedError`): a media transport
+        /// other than UDP/TLS/RTP/SAVPF, more than one encoding, `stuns:` servers.
+        case unsupported
+        /// The network side failed: sockets, ICE, DTLS, TURN or SCTP (W3C `RTCError`
+        /// `dtls-failure`, `sctp-failure`); `waitConnected` after the connection failed.
+        case transport
+        /// `waitConnected` gave up before the connection was connected.
+        case timeout
+    }
+
+    public let kind: Kind
+    /// What was wrong and where, e.g. `setRemoteDescription: SDP line 5: …` (also `description`).
+    public let message: String
+    /// The 1-based SDP line an `.invalidDescription` is about, when one line is at fault.
+    public let line: Int?
+
+    public init(_ kind: Kind, _ message: String, line: Int? = nil) {
+        self.kind = kind
+        self.message = message
+        self.line = line
+    }
+
+    public var description: String { message }
+}
+
+/// The line an SDP parse error points at (nil when the whole text is at fault).
+func sdpLine(of error: any Error) -> Int? {
+    guard let error = error as? SDPError, error.line > 0 else { return nil }
+    return error.line
 }
 
 /// Whose preference orders the codecs of an answer.

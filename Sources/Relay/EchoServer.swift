@@ -27,14 +27,14 @@ public final class EchoServer: Sendable {
         let loop = try EventLoop(name: "swiftrtc-echo")
         let udpHost = udpHost ?? httpHost
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
-            throw PeerConnectionError("--udp host \(udpHost) is not an IP address")
+            throw PeerConnectionError(.invalidArgument, "--udp host \(udpHost) is not an IP address")
         }
         self.loop = loop
         self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         self.udpAddress = mux.socket.localAddress
         if let candidate {
             guard let c = SocketAddress(host: candidate, port: udpAddress.port) else {
-                throw PeerConnectionError("--candidate \(candidate) is not an IP address")
+                throw PeerConnectionError(.invalidArgument, "--candidate \(candidate) is not an IP address")
             }
             advertised = c
         } else {
@@ -98,9 +98,11 @@ public final class EchoServer: Sendable {
         let id = randomID()
         do {
             let pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendrecv, advertised: advertised)
-            let session = EchoSession(id: id, pc: pc, remote: request.remoteAddress)
+            let session = EchoSession(id: id, pc: pc, remote: request.remoteAddress, log: log) { [weak self] in
+                _ = self?.sessions.withLock { $0.removeValue(forKey: id) }
+            }
             let sdp = try await answer(pc, offer: offer)
-            session.wire(log: log) { [weak self] in _ = self?.sessions.withLock { $0.removeValue(forKey: id) } }
+            session.wire()
             sessions.withLock { $0[id] = session }
             return .sdp(201, sdp, location: "/echo/\(id)")
         } catch {
@@ -114,19 +116,26 @@ public final class EchoServer: Sendable {
     }
 }
 
-/// One echo call: wires each m-line's receiver back to its sender.
-final class EchoSession: Sendable {
+/// One echo call: wires each m-line's receiver back to its sender, and is its connection's
+/// delegate and that of every channel the peer opens (whose messages it sends back).
+final class EchoSession: PeerConnectionDelegate, DataChannelDelegate {
     let id: String
     let pc: PeerConnection
     let remote: String
+    let log: @Sendable (String) -> Void
+    /// The call ended (failed or closed).
+    let onEnd: @Sendable () -> Void
 
-    init(id: String, pc: PeerConnection, remote: String) {
+    init(id: String, pc: PeerConnection, remote: String, log: @escaping @Sendable (String) -> Void,
+         onEnd: @escaping @Sendable () -> Void) {
         self.id = id
         self.pc = pc
         self.remote = remote
+        self.log = log
+        self.onEnd = onEnd
     }
 
-    func wire(log: @escaping @Sendable (String) -> Void, onEnd: @escaping @Sendable () -> Void) {
+    func wire() {
         for t in pc.transceivers {
             let sender = t.sender, receiver = t.receiver
             // Same peer both ways: the video-orientation element keeps its id.
@@ -158,27 +167,34 @@ final class EchoSession: Sendable {
                 }
             }
         }
-        pc.onEvent = { [self] event in
-            if case .dataChannel(let channel) = event {
-                // Same loop thread as the message: the echo is queued without a hop.
-                channel.onMessage = { [weak channel, id] message in
-                    do { try channel?.send(message) } catch { log("echo: session \(id) channel \(channel?.label ?? "?"): \(error)") }
-                }
-                log("echo: session \(id) data channel \"\(channel.label)\" (id \(channel.id.map(String.init) ?? "?")) opened by the peer")
-                return
-            }
-            guard case .connectionStateChanged(let state) = event else { return }
-            switch state {
-            case .connected:
-                log("echo: session \(id) from \(remote) connected via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?"): \(describeMedia())")
-            case .failed, .closed:
-                log("echo: session \(id) \(state.rawValue): \(summary())")
-                onEnd()
-            default:
-                break
-            }
+        pc.delegate = self
+    }
+
+    // Loop thread, as the connection's events and the channels' messages are.
+
+    func peerConnection(_ peerConnection: PeerConnection, didOpen channel: DataChannel) {
+        channel.delegate = self
+        log("echo: session \(id) data channel \"\(channel.label)\" (id \(channel.id.map(String.init) ?? "?")) opened by the peer")
+    }
+
+    func peerConnection(_ peerConnection: PeerConnection, didChange state: PeerConnectionState) {
+        switch state {
+        case .connected:
+            log("echo: session \(id) from \(remote) connected via \(pc.selectedCandidatePair.map { "\($0.local) <-> \($0.remote)" } ?? "?"): \(describeMedia())")
+        case .failed, .closed:
+            log("echo: session \(id) \(state.rawValue): \(summary())")
+            onEnd()
+        default:
+            break
         }
     }
+
+    /// Same loop thread as the message: the echo is queued without a hop.
+    func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
+        do { try channel.send(message) } catch { log("echo: session \(id) channel \(channel.label): \(error)") }
+    }
+
+    func dataChannelDidChangeState(_ channel: DataChannel) {}
 
     func describeMedia() -> String {
         pc.transceivers.map { t in

@@ -96,6 +96,6 @@ func answer(_ pc: PeerConnection, offer: String) async throws -> String {
     let answer = try await pc.createAnswer()
     try await pc.setLocalDescription(answer)
     await pc.waitForGatheringComplete(timeout: .seconds(2))
-    guard let local = pc.localDescription else { throw PeerConnectionError("no local description after answering") }
+    guard let local = pc.localDescription else { throw PeerConnectionError(.invalidState, "no local description after answering") }
     return local.sdp
 }

@@ -46,24 +46,24 @@ public final class RelayServer: Sendable {
                 log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
-                throw PeerConnectionError("\(flag) \(host) is not loopback: give --publish-token/--play-token/--api-token "
+                throw PeerConnectionError(.invalidArgument, "\(flag) \(host) is not loopback: give --publish-token/--play-token/--api-token "
                                           + "(or --hook), or say --no-auth to serve anyone who can reach it")
             }
         }
         let loop = try EventLoop(name: "swiftrtc-relay")
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
-            throw PeerConnectionError("--udp host \(udpHost) is not an IP address")
+            throw PeerConnectionError(.invalidArgument, "--udp host \(udpHost) is not an IP address")
         }
         self.loop = loop
         self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         self.udpAddress = mux.socket.localAddress
         if let candidate {
             guard let c = SocketAddress(host: candidate, port: udpAddress.port) else {
-                throw PeerConnectionError("--candidate \(candidate) is not an IP address")
+                throw PeerConnectionError(.invalidArgument, "--candidate \(candidate) is not an IP address")
             }
             advertisedAddress = c
         } else if udpAddress.ip == SocketAddress(host: "0.0.0.0", port: 0)?.ip {
-            throw PeerConnectionError("--udp 0.0.0.0 needs --candidate IP: the address players and publishers should send to")
+            throw PeerConnectionError(.invalidArgument, "--udp 0.0.0.0 needs --candidate IP: the address players and publishers should send to")
         } else {
             advertisedAddress = udpAddress
         }
@@ -271,7 +271,7 @@ public final class RelayServer: Sendable {
                     throw RelayError("stream \(key) is already being published (another publish is being set up)", code: 409)
                 }
                 var replaced: RelaySession?
-                if let stream, let p = stream.publisher, p.pc.peerConnectionState != .failed, p.pc.peerConnectionState != .closed {
+                if let stream, let p = stream.publisher, p.pc.connectionState != .failed, p.pc.connectionState != .closed {
                     // A live publisher keeps its name; one that went silent (killed, unplugged:
                     // ICE-lite would notice only after 30 s) or any, with --takeover, gives way.
                     let silent = p.connected && loop.now - (stream.lastPublisherPacketAt ?? p.created) > publisherSilence
@@ -333,17 +333,12 @@ public final class RelayServer: Sendable {
                 guard stream.publisher != nil else { throw RelayError("stream \(key) stopped publishing", code: 404) }
                 stream.attachPlayer(session)
             }
-            // Weak: the session owns the pc, whose handler this is (a strong capture was a cycle
-            // that kept every ended session's PeerConnection alive).
-            pc.onEvent = { [weak self, weak session] event in
-                guard let self, let session else { return }
-                switch event {
-                case .connectionStateChanged(let s): self.sessionStateChanged(session, s)
-                // Why a session failed (DTLS, TURN) belongs in the operator's log.
-                case .error(let why): self.log("serve: \(session.role.rawValue) \(session.id): \(why)")
-                default: break
-                }
-            }
+            // The session owns the pc and its delegate, which holds the server and the session
+            // weakly (a strong reference was a cycle that kept every ended session's
+            // PeerConnection alive).
+            let delegate = RelaySessionDelegate(server: self, session: session)
+            session.delegate = delegate
+            pc.delegate = delegate
             log("serve: \(role.rawValue) \(id) for \(key) from \(remote)")
             _ = self.loop.schedule(at: self.loop.now.advanced(by: self.connectTimeout)) { [weak self, weak session] in
                 guard let self, let session, !session.connected, self.state.value.sessions[id] === session else { return }
@@ -355,7 +350,7 @@ public final class RelayServer: Sendable {
     }
 
     /// Loop thread (PeerConnection events are delivered there).
-    private func sessionStateChanged(_ session: RelaySession, _ s: PeerConnectionState) {
+    fileprivate func sessionStateChanged(_ session: RelaySession, _ s: PeerConnectionState) {
         let relay = state.value
         switch s {
         case .connected:
@@ -513,4 +508,27 @@ func isLoopback(_ host: String) -> Bool {
 
 func releaseFreeHeap() {
     _ = swiftrtc_release_free_heap()
+}
+
+/// One session's PeerConnection events, on the relay's loop thread (where the relay's
+/// connections run): state changes move the session; errors go to the operator's log.
+private final class RelaySessionDelegate: PeerConnectionDelegate {
+    private weak let server: RelayServer?
+    private weak let session: RelaySession?
+
+    init(server: RelayServer, session: RelaySession) {
+        self.server = server
+        self.session = session
+    }
+
+    func peerConnection(_ peerConnection: PeerConnection, didChange newState: PeerConnectionState) {
+        guard let server, let session else { return }
+        server.sessionStateChanged(session, newState)
+    }
+
+    /// Why a session failed (DTLS, TURN) belongs in the operator's log.
+    func peerConnection(_ peerConnection: PeerConnection, didReport error: PeerConnectionError) {
+        guard let server, let session else { return }
+        server.log("serve: \(session.role.rawValue) \(session.id): \(error)")
+    }
 }

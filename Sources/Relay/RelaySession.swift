@@ -17,6 +17,8 @@ final class RelaySession: @unchecked Sendable {
     let stream: String
     let remoteAddress: String
     let created: ContinuousClock.Instant
+    /// Its connection's delegate (the connection holds it weakly). Set once, on the loop thread.
+    var delegate: (any PeerConnectionDelegate)?
     /// Whether media goes to it (a player) or comes from it; changing it remakes the
     /// streams' forwarding tables.
     var connected = false { didSet { ForwardingEpoch.bump() } }

@@ -99,7 +99,7 @@ extension RelayServer {
         let offer: SDP.SessionDescription
         do {
             for (n, c) in fragment.candidateGroups.flatMap(\.candidates).enumerated() {
-                do { try PeerConnection.checkCandidate(c) } catch { throw PeerConnectionError("candidate \(n + 1): \(error)") }
+                do { try PeerConnection.checkCandidate(c) } catch { throw PeerConnectionError(.invalidCandidate, "candidate \(n + 1): \(error)") }
             }
             offer = try remote.applyingICERestart(fragment)
         } catch {

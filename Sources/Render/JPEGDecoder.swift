@@ -5,9 +5,6 @@ import Media
 /// Decodes JPEG files (baseline or progressive, any chroma subsampling, greyscale) to I420
 /// frames with libjpeg-turbo. Corrupt or truncated files are errors, never a half-grey picture.
 public enum JPEGDecoder {
-    /// Largest side accepted (VideoFrameBuffer's limit).
-    public static let maxSide = 16384
-
     /// Width and height from the file's header, without decoding.
     public static func size(of bytes: [UInt8]) throws(MediaError) -> (width: Int, height: Int) {
         var w: Int32 = 0, h: Int32 = 0, components: Int32 = 0
@@ -22,8 +19,8 @@ public enum JPEGDecoder {
     /// The picture as an I420 frame (timestamp 0, no rotation).
     public static func decode(_ bytes: [UInt8]) throws(MediaError) -> VideoFrame {
         let (w, h) = try size(of: bytes)
-        guard w > 0, h > 0, w <= maxSide, h <= maxSide else {
-            throw MediaError("JPEGDecoder: picture size \(w)x\(h) out of range 1…\(maxSide)")
+        guard VideoFrameBuffer.isValidSize(width: w, height: h) else {
+            throw MediaError("JPEGDecoder: picture size \(w)x\(h) out of range 1…\(VideoFrameBuffer.maxDimension)")
         }
         let bgra = VideoFrameBuffer(format: .bgra, width: w, height: h)
         var message = [CChar](repeating: 0, count: Int(CJPEG_ERROR_LENGTH))

@@ -1,4 +1,5 @@
 import CZlib
+import Media
 
 /// What was wrong with a PNG file and at which byte offset.
 public struct PNGError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -15,7 +16,8 @@ public struct PNGError: Error, CustomStringConvertible, Sendable, Equatable {
 /// grey+alpha and RGBA, non-interlaced, all five row filters. CRCs are checked and the image
 /// data is inflated with zlib (which checks its Adler-32). Alpha is dropped.
 public enum PNGDecoder {
-    /// Largest picture accepted (keeps a forged IHDR from asking for gigabytes).
+    /// Most pixels a picture may have (keeps a forged IHDR from asking for gigabytes: 3 bytes a
+    /// pixel); each side is at most `VideoFrameBuffer.maxDimension`, so a picture can become a frame.
     public static let maxPixels = 1 << 26
 
     public static func decodeRGB(_ bytes: [UInt8]) throws(PNGError) -> (width: Int, height: Int, rgb: [UInt8]) {
@@ -94,7 +96,7 @@ public enum PNGDecoder {
             width = Int(d.readBigEndian32(0))
             height = Int(d.readBigEndian32(4))
             colorType = d[9]
-            guard width > 0, height > 0, width <= 1 << 24, height <= 1 << 24, width * height <= PNGDecoder.maxPixels else {
+            guard VideoFrameBuffer.isValidSize(width: width, height: height), width * height <= PNGDecoder.maxPixels else {
                 throw PNGError("image size \(width)x\(height) is zero or too large", offset: offset + 8)
             }
             guard [0, 2, 3, 4, 6].contains(colorType) else {

@@ -63,7 +63,7 @@ public enum PNGEncoder {
     /// Packed 8-bit RGB rows (`width * height * 3` bytes) as a PNG file. Each row gets the
     /// filter that makes it smallest by the usual sum-of-absolute-differences guess.
     public static func encode(rgb: [UInt8], width: Int, height: Int, compressionLevel: Int = 6) throws(MediaError) -> [UInt8] {
-        guard width > 0, height > 0, width <= 1 << 24, height <= 1 << 24, rgb.count == width * height * 3 else {
+        guard VideoFrameBuffer.isValidSize(width: width, height: height), rgb.count == width * height * 3 else {
             throw MediaError("PNGEncoder: \(rgb.count) bytes do not make a \(width)x\(height) RGB image")
         }
         return encodeChecked(rgb: rgb, width: width, height: height, compressionLevel: compressionLevel)

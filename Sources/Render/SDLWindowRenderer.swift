@@ -22,8 +22,8 @@ public final class SDLWindowRenderer: VideoRenderer {
     /// Opens the window (waits until SDL has created it). `x`/`y` nil centres it.
     public init(title: String, width: Int, height: Int, x: Int? = nil, y: Int? = nil,
                 followsVideoSize: Bool = true) throws(MediaError) {
-        guard width > 0, height > 0, width <= 16384, height <= 16384 else {
-            throw MediaError("SDLWindowRenderer: window size \(width)x\(height) out of range")
+        guard VideoFrameBuffer.isValidSize(width: width, height: height) else {
+            throw MediaError("SDLWindowRenderer: window size \(width)x\(height) out of range 1…\(VideoFrameBuffer.maxDimension)")
         }
         if let problem = SDLWindowRenderer.displayProblem(environment: SDLWindowRenderer.currentEnvironment()) {
             throw MediaError(problem)

@@ -7,7 +7,8 @@ import Synchronization
 /// A peer-to-peer call through the signaling server (`swiftrtc signal`, `/rtc/v1/signal/`): the
 /// reference app's P2P variant. Joins the room; whoever was there first offers when the other
 /// arrives (`peer-joined`); candidates trickle both ways; a data channel `chat` carries app
-/// messages. Audio and video go both ways.
+/// messages. Audio and video go both ways. The call reads its connection's `events` (for
+/// trickle and its own `events`); the app may set `peerConnection.delegate`.
 public final class P2PCall: Sendable {
     public enum Event: Sendable {
         /// In the room; `peers` others were there (0: we wait, and will offer).
@@ -74,8 +75,8 @@ public final class P2PCall: Sendable {
                 case .dataChannel(let channel) where channel.label == "chat":
                     self.state.withLock { $0.chat = channel }
                     continuation.yield(.chatOpen(channel))
-                case .error(let why):
-                    continuation.yield(.error(why))
+                case .error(let error):
+                    continuation.yield(.error(error.description))
                 default:
                     break
                 }

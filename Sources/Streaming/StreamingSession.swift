@@ -5,6 +5,9 @@ import Signaling
 /// Publish to or play from a streaming server, shaped like the reference app's
 /// `WebRTCClient(isPublish:)`: `webrtc://` URLs speak SRS's JSON API, `http(s)://` URLs speak
 /// WHIP (publish) or WHEP (play).
+///
+/// The session reads its connection's `events` (for trickle ICE and `states`); the app may set
+/// `peerConnection.delegate` to follow the connection itself.
 public final class StreamingSession: Sendable {
     public enum Role: String, Sendable { case publish, play }
 
@@ -38,6 +41,7 @@ public final class StreamingSession: Sendable {
     private let whipSession = LockedValue<WHIPClient.Session?>(nil)
     /// WHIP/WHEP trickle and ICE restart (nil for SRS's API).
     private let ice: WHIPIceChannel?
+    private let stateStreams = StateStreams()
 
     public init(role: Role, url: String, options: Options = Options()) throws {
         guard url.hasPrefix("webrtc://") || url.hasPrefix("http://") || url.hasPrefix("https://") else {
@@ -53,6 +57,16 @@ public final class StreamingSession: Sendable {
         ice = url.hasPrefix("webrtc://") ? nil
             : WHIPIceChannel(client: WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure),
                              pc: peerConnection, batchInterval: options.trickleBatch, onProblem: options.onSignalingProblem)
+        // The connection's events, in order, until it closes (or goes away with the session:
+        // the task holds the stream, not the connection).
+        let (events, ice, stateStreams) = (peerConnection.events, ice, stateStreams)
+        Task {
+            for await event in events {
+                ice?.handle(event)
+                if case .connectionStateChanged(let s) = event { stateStreams.yield(s) }
+            }
+            stateStreams.finish()
+        }
     }
 
     /// Publishes the tracks (either may be nil); returns once media can flow.
@@ -117,19 +131,9 @@ public final class StreamingSession: Sendable {
     /// Candidates sent by trickle PATCH so far (0 for SRS's API or without trickle).
     public var trickledCandidates: Int { ice?.trickledCount ?? 0 }
 
-    /// Connection states as they change (the reference app colours its button by them).
-    public var states: AsyncStream<PeerConnectionState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionState.self)
-        let pc = peerConnection
-        let task = Task {
-            for await event in pc.events {
-                if case .connectionStateChanged(let s) = event { continuation.yield(s) }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
-    }
+    /// Connection states (the reference app colours its button by them): a new stream each
+    /// time, starting with the state the session last saw, then each change, until it closes.
+    public var states: AsyncStream<PeerConnectionState> { stateStreams.stream() }
 
     public func stats() async -> StatsReport { await peerConnection.getStats() }
 
@@ -150,4 +154,43 @@ final class LockedValue<T: Sendable>: Sendable {
     init(_ v: T) { m = Mutex(v) }
     func get() -> T { m.withLock { $0 } }
     func set(_ v: T) { m.withLock { $0 = v } }
+}
+
+/// Every `states` stream of a session: the last state at once, then each change.
+private final class StateStreams: Sendable {
+    private struct Listeners {
+        var last = PeerConnectionState.new
+        var finished = false
+        var next = 0
+        var streams: [Int: AsyncStream<PeerConnectionState>.Continuation] = [:]
+    }
+    private let listeners = Mutex(Listeners())
+
+    func stream() -> AsyncStream<PeerConnectionState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionState.self)
+        let id = listeners.withLock { l -> Int in
+            continuation.yield(l.last)
+            if l.finished { continuation.finish() } else { l.streams[l.next] = continuation }
+            l.next += 1
+            return l.next - 1
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.streams.removeValue(forKey: id) } }
+        return stream
+    }
+
+    func yield(_ state: PeerConnectionState) {
+        listeners.withLock { l in
+            l.last = state
+            for c in l.streams.values { c.yield(state) }
+        }
+    }
+
+    func finish() {
+        let streams = listeners.withLock { l in
+            l.finished = true
+            defer { l.streams.removeAll() }
+            return Array(l.streams.values)
+        }
+        for c in streams { c.finish() }   // outside the lock: onTermination takes it
+    }
 }

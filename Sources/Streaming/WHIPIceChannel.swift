@@ -28,6 +28,8 @@ final class WHIPIceChannel: Sendable {
         var trickleOff = false
         var trickled = 0
         var endSent = false
+        /// `handle` passes candidates on (trickle is on for this session).
+        var attached = false
     }
     private let state = Mutex(State())
     private let serial = SerialQueue()
@@ -45,23 +47,24 @@ final class WHIPIceChannel: Sendable {
         self.onProblem = onProblem
     }
 
-    /// Installs the event hook (before setLocalDescription, so no candidate is missed); any
-    /// handler already there keeps getting every event.
+    /// Trickle is on: from now on `handle` queues candidates for PATCHes. Before
+    /// setLocalDescription, so no candidate is missed.
     func attach() {
-        let previous = pc.onEvent
-        pc.onEvent = { [weak self] event in
-            previous?(event)
-            guard let self else { return }
-            switch event {
-            case .iceCandidate(let c) where !c.candidate.isEmpty:
-                state.withLock { $0.pending.append(c.candidate) }
-                scheduleFlush()
-            case .iceGatheringStateChanged(.complete):
-                state.withLock { $0.pendingEnd = true }
-                scheduleFlush()
-            default:
-                break
-            }
+        state.withLock { $0.attached = true }
+    }
+
+    /// One of the connection's events (the session reads them from `events`, in order).
+    func handle(_ event: PeerConnectionEvent) {
+        guard state.withLock({ $0.attached }) else { return }
+        switch event {
+        case .iceCandidate(let c) where !c.candidate.isEmpty:
+            state.withLock { $0.pending.append(c.candidate) }
+            scheduleFlush()
+        case .iceGatheringStateChanged(.complete):
+            state.withLock { $0.pendingEnd = true }
+            scheduleFlush()
+        default:
+            break
         }
     }
 

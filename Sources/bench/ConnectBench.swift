@@ -45,8 +45,8 @@ func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Durat
     let offerer = try PeerConnection(configuration: loopbackConfiguration(answerer: false), loop: offererLoop)
     let answerer = try PeerConnection(configuration: loopbackConfiguration(answerer: true), loop: answererLoop)
     let iceUp = IceTimes()
-    offerer.onEvent = { event in iceUp.record(event, side: 0) }
-    answerer.onEvent = { event in iceUp.record(event, side: 1) }
+    offerer.delegate = iceUp
+    answerer.delegate = iceUp
     do {
         try await offerer.addTransceiver(.audio)
         try await offerer.addTransceiver(.video)
@@ -64,8 +64,8 @@ func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Durat
         async let answererUp: Void = answerer.waitConnected(timeout: timeout)
         _ = try await (offererUp, answererUp)
         let connectMs = millisecondsSince(started)
-        offerer.onEvent = nil
-        answerer.onEvent = nil
+        offerer.delegate = nil
+        answerer.delegate = nil
         return ConnectedPair(offerer: offerer, answerer: answerer, connectMs: connectMs, signalingMs: signalingMs,
                              iceMs: iceUp.bothUp.map { milliseconds($0 - started) })
     } catch {
@@ -75,22 +75,20 @@ func connectPair(offererLoop: EventLoop, answererLoop: EventLoop, timeout: Durat
     }
 }
 
-/// When each side's ICE first reached connected/completed (events arrive on the loop threads).
-final class IceTimes: Sendable {
-    private let times = Mutex<[ContinuousClock.Instant?]>([nil, nil])
+/// When each side's ICE first reached connected/completed (the delegate of both, called on
+/// their loop threads).
+final class IceTimes: PeerConnectionDelegate {
+    private let times = Mutex<[ObjectIdentifier: ContinuousClock.Instant]>([:])
 
-    func record(_ event: PeerConnectionEvent, side: Int) {
-        guard case .iceConnectionStateChanged(let state) = event, state == .connected || state == .completed else { return }
+    func peerConnection(_ peerConnection: PeerConnection, didChange state: IceConnectionState) {
+        guard state == .connected || state == .completed else { return }
         let now = ContinuousClock.now
-        times.withLock { if $0[side] == nil { $0[side] = now } }
+        times.withLock { if $0[ObjectIdentifier(peerConnection)] == nil { $0[ObjectIdentifier(peerConnection)] = now } }
     }
 
     /// The later of the two, once both are up.
     var bothUp: ContinuousClock.Instant? {
-        times.withLock { t in
-            guard let a = t[0], let b = t[1] else { return nil }
-            return max(a, b)
-        }
+        times.withLock { t in t.count == 2 ? t.values.max() : nil }
     }
 }
 

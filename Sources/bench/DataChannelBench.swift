@@ -5,11 +5,17 @@ import PeerConnection
 import Synchronization
 import Transport
 
-/// Bytes received so far, counted on the receiver's loop thread.
-final class ByteCounter: Sendable {
+/// Bytes received so far, counted on the receiver's loop thread: the delegate of the
+/// receiving connection and of the channel the peer opens.
+final class ByteCounter: PeerConnectionDelegate, DataChannelDelegate {
     private let bytes = Atomic<Int>(0)
-    func add(_ n: Int) { bytes.add(n, ordering: .relaxed) }
     var value: Int { bytes.load(ordering: .relaxed) }
+
+    func peerConnection(_ peerConnection: PeerConnection, didOpen dataChannel: DataChannel) { dataChannel.delegate = self }
+    func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
+        bytes.add(message.data.count, ordering: .relaxed)
+    }
+    func dataChannelDidChangeState(_ channel: DataChannel) {}
 }
 
 /// Sends `totalBytes` in `messageSize` messages and returns MB/s (10^6 bytes) from the first
@@ -25,10 +31,7 @@ func swiftDataChannelThroughput(totalBytes: Int, messageSize: Int, timeout: Dura
     let answerer = try PeerConnection(configuration: loopbackConfiguration(answerer: true), loop: loops.1)
     defer { Task { await offerer.close(); await answerer.close() } }
     let received = ByteCounter()
-    answerer.onEvent = { event in
-        guard case .dataChannel(let channel) = event else { return }
-        channel.onMessage = { received.add($0.data.count) }
-    }
+    answerer.delegate = received
     let channel = try await offerer.createDataChannel("bench")
     try await offerer.setLocalDescription(try await offerer.createOffer())
     await offerer.waitForGatheringComplete()
@@ -41,7 +44,7 @@ func swiftDataChannelThroughput(totalBytes: Int, messageSize: Int, timeout: Dura
     var events = channel.events.makeAsyncIterator()
     while channel.readyState != .open {
         guard let e = await events.next() else { throw BenchError("the data channel closed before it opened") }
-        if case .error(let why) = e { throw BenchError(why) }
+        if case .error(let error) = e { throw BenchError(error.description) }
     }
     channel.bufferedAmountLowThreshold = 1 << 20
     let message = Data(repeating: 0xab, count: messageSize)
@@ -50,7 +53,7 @@ func swiftDataChannelThroughput(totalBytes: Int, messageSize: Int, timeout: Dura
     for _ in 0..<count {
         while channel.bufferedAmount > 4 << 20 {
             guard let e = await events.next() else { throw BenchError("the data channel closed while sending") }
-            if case .error(let why) = e { throw BenchError(why) }
+            if case .error(let error) = e { throw BenchError(error.description) }
         }
         try channel.send(message)
     }

@@ -57,7 +57,7 @@ private func rssPerPC(pairs: Int, idle: Duration, loops makeLoops: () throws -> 
         throw error
     }
     let after = trimmedResidentBytes()
-    let stayed = connected.allSatisfy { $0.offerer.peerConnectionState == .connected && $0.answerer.peerConnectionState == .connected }
+    let stayed = connected.allSatisfy { $0.offerer.connectionState == .connected && $0.answerer.connectionState == .connected }
     for pair in connected { await pair.close() }
     try await Task.sleep(for: .milliseconds(200))   // let close_notify and socket teardown finish
     guard stayed else { throw BenchError("a measured pair did not stay connected while idle") }

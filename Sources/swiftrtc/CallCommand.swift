@@ -108,12 +108,12 @@ enum CallCommand {
         let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            if player.peerConnection.peerConnectionState == .failed || publisher.peerConnection.peerConnectionState == .failed { break }
+            if player.peerConnection.connectionState == .failed || publisher.peerConnection.connectionState == .failed { break }
             try? await Task.sleep(for: .seconds(1))
             let report = await player.stats()
             let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
             let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
-            status.show("peer " + formatStatus(state: player.peerConnection.peerConnectionState.rawValue, elapsed: now() - started,
+            status.show("peer " + formatStatus(state: player.peerConnection.connectionState.rawValue, elapsed: now() - started,
                                                fps: rate.fps, width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
                                                kbps: rate.kbps, rtt: nil, loss: nil))
         }

@@ -71,10 +71,13 @@ struct CameraOptions {
     func makeCapturer(delegate: any VideoCapturerDelegate, command: String) -> CameraCapturer {
         let capturer = CameraCapturer(backend: Self.backend, delegate: delegate)
         capturer.mirrorMode = mirror
-        capturer.onEvent = { event in
-            switch event {
-            case .warning, .interrupted, .resumed, .switched, .exposurePolicy: say("\(command): camera \(event)")
-            default: break
+        let events = capturer.events()   // ends when the capturer goes away
+        Task {
+            for await event in events {
+                switch event {
+                case .warning, .interrupted, .resumed, .switched, .exposurePolicy: say("\(command): camera \(event)")
+                default: break
+                }
             }
         }
         return capturer

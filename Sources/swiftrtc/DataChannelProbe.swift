@@ -30,8 +30,8 @@ struct DataChannelProbe {
     static func run(_ channel: DataChannel, count: Int, timeout: Duration = .seconds(30)) async throws -> DataChannelProbe {
         var events = channel.events.makeAsyncIterator()
         while channel.readyState != .open {
-            guard let event = await events.next() else { throw PeerConnectionError("the data channel closed before it opened") }
-            if case .error(let why) = event { throw PeerConnectionError(why) }
+            guard let event = await events.next() else { throw PeerConnectionError(.closed, "the data channel closed before it opened") }
+            if case .error(let error) = event { throw error }
         }
         let peerLimit = channel.maxMessageSize
         let limit = peerLimit == 0 ? 262_144 : min(262_144, peerLimit)
@@ -42,8 +42,8 @@ struct DataChannelProbe {
             // W3C flow control: at most 4 MiB waiting in our queue, sending again on bufferedamountlow.
             if channel.bufferedAmount > 4 << 20 { report.queueFullWaits += 1 }
             while channel.bufferedAmount > 4 << 20 {
-                guard let event = await events.next() else { throw PeerConnectionError("the data channel closed while sending") }
-                if case .error(let why) = event { throw PeerConnectionError(why) }
+                guard let event = await events.next() else { throw PeerConnectionError(.closed, "the data channel closed while sending") }
+                if case .error(let error) = event { throw error }
                 if case .bufferedAmountLow = event { report.bufferedAmountLowEvents += 1 }
             }
             try channel.send(message(i, count: count, limit: limit))

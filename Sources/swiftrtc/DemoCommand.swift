@@ -78,7 +78,7 @@ enum DemoCommand {
         var snapshotTaken = false
         var tour = cameraCapturer.map { CameraTour(capturer: $0, out: out, start: now(), duration: duration) }
         while now() < end {
-            if player.peerConnection.peerConnectionState == .failed { break }
+            if player.peerConnection.connectionState == .failed { break }
             try? await Task.sleep(for: .milliseconds(500))
             if let line = await tour?.step(now: now(), video: tracks.video) {
                 status.finish()
@@ -89,7 +89,7 @@ enum DemoCommand {
                 snapshotTaken = true
             }
             let report = await player.stats()
-            status.show(playerStatus(report, state: player.peerConnection.peerConnectionState.rawValue,
+            status.show(playerStatus(report, state: player.peerConnection.connectionState.rawValue,
                                      elapsed: now() - playStarted, meter: &meter))
         }
         status.finish()

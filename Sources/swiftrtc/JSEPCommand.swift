@@ -63,7 +63,7 @@ enum JSEPCommand {
             var reply: [String: Any]
             do {
                 guard let request = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-                    throw PeerConnectionError("a request must be a JSON object")
+                    throw UsageError("a request must be a JSON object")
                 }
                 id = request["id"] ?? NSNull()
                 reply = try await perform(request)
@@ -77,17 +77,17 @@ enum JSEPCommand {
         func perform(_ request: [String: Any]) async throws -> [String: Any] {
             let op = request["op"] as? String ?? ""
             func string(_ key: String) throws -> String {
-                guard let value = request[key] as? String else { throw PeerConnectionError("\(op): \"\(key)\" is missing") }
+                guard let value = request[key] as? String else { throw UsageError("\(op): \"\(key)\" is missing") }
                 return value
             }
             func kind() throws -> MediaKind {
                 let text = try string("kind")
-                guard let kind = MediaKind(rawValue: text) else { throw PeerConnectionError("\(op): kind must be audio or video, not \(text)") }
+                guard let kind = MediaKind(rawValue: text) else { throw UsageError("\(op): kind must be audio or video, not \(text)") }
                 return kind
             }
             switch op {
             case "addTrack":
-                guard try kind() == .video else { throw PeerConnectionError("addTrack: only video tracks (a test pattern) here") }
+                guard try kind() == .video else { throw UsageError("addTrack: only video tracks (a test pattern) here") }
                 let source = VideoSource()
                 let capturer = TestPatternCapturer(delegate: source)
                 try capturer.start(width: 320, height: 240, fps: 30)
@@ -96,12 +96,12 @@ enum JSEPCommand {
                 return ["trackId": sender.trackId]
             case "addTransceiver":
                 let text = request["direction"] as? String ?? "sendrecv"
-                guard let direction = TransceiverDirection(rawValue: text) else { throw PeerConnectionError("addTransceiver: no direction \(text)") }
+                guard let direction = TransceiverDirection(rawValue: text) else { throw UsageError("addTransceiver: no direction \(text)") }
                 try await pc.addTransceiver(try kind(), TransceiverInit(direction: direction))
                 return [:]
             case "stop":
                 let mid = try string("mid")
-                guard let t = pc.transceivers.first(where: { $0.mid == mid }) else { throw PeerConnectionError("stop: no transceiver has mid \(mid)") }
+                guard let t = pc.transceivers.first(where: { $0.mid == mid }) else { throw UsageError("stop: no transceiver has mid \(mid)") }
                 t.stop()
                 return [:]
             case "offer":
@@ -120,13 +120,13 @@ enum JSEPCommand {
             case "state":
                 return state()
             default:
-                throw PeerConnectionError("unknown op \"\(op)\"")
+                throw UsageError("unknown op \"\(op)\"")
             }
         }
 
         func localDescription() async throws -> [String: Any] {
             await pc.waitForGatheringComplete(timeout: .seconds(3))
-            guard let d = pc.localDescription else { throw PeerConnectionError("no local description") }
+            guard let d = pc.localDescription else { throw PeerConnectionError(.invalidState, "no local description") }
             return ["type": d.type.rawValue, "sdp": d.sdp]
         }
 
@@ -147,7 +147,7 @@ enum JSEPCommand {
                     "framesDecoded": counter?.frames ?? 0,
                 ]
             }
-            return ["signalingState": pc.signalingState.rawValue, "connectionState": pc.peerConnectionState.rawValue,
+            return ["signalingState": pc.signalingState.rawValue, "connectionState": pc.connectionState.rawValue,
                     "transceivers": rows]
         }
 

@@ -123,7 +123,7 @@ enum P2PCommand {
         }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            let state = call.peerConnection.peerConnectionState
+            let state = call.peerConnection.connectionState
             if state == .failed { break }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await call.peerConnection.getStats()
@@ -133,7 +133,7 @@ enum P2PCommand {
         waiter.cancel()
         status.finish()
         let report = await call.peerConnection.getStats()
-        let state = call.peerConnection.peerConnectionState.rawValue
+        let state = call.peerConnection.connectionState.rawValue
         await call.hangUp()
         events.cancel()
         await capture.stop()
@@ -186,20 +186,29 @@ final class P2PProgress: @unchecked Sendable {
 }
 
 /// Lines typed on stdin go out on the chat channel (after the audio commands had their turn);
-/// its messages are printed.
-final class ChatConsole: @unchecked Sendable {
-    // @unchecked: the counters and the channel are behind `lock`.
+/// its messages are printed (as its delegate).
+final class ChatConsole: DataChannelDelegate, @unchecked Sendable {
+    // @unchecked: the counters, the channel and the status line are behind `lock`.
     private let lock = NSLock()
     private var counts = (sent: 0, received: 0)
     private var channel: DataChannel?
+    private var status: StatusLine?
     var sent: Int { lock.withLock { counts.sent } }
     var received: Int { lock.withLock { counts.received } }
 
-    func attach(_ channel: DataChannel, status: StatusLine) {
-        channel.onMessage = { [weak self] message in
-            self?.lock.withLock { self?.counts.received += 1 }
-            status.say("chat: " + (message.text ?? "<\(message.data.count) bytes>"))
+    func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
+        let status = lock.withLock { () -> StatusLine? in
+            counts.received += 1
+            return self.status
         }
+        status?.say("chat: " + (message.text ?? "<\(message.data.count) bytes>"))
+    }
+
+    func dataChannelDidChangeState(_ channel: DataChannel) {}
+
+    func attach(_ channel: DataChannel, status: StatusLine) {
+        lock.withLock { self.status = status }
+        channel.delegate = self
         let first = lock.withLock { () -> Bool in
             defer { self.channel = channel }
             return self.channel == nil

@@ -74,7 +74,7 @@ enum PlayCommand {
         let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            let state = session.peerConnection.peerConnectionState
+            let state = session.peerConnection.connectionState
             if state == .failed || state == .closed { break }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await session.stats()
@@ -90,7 +90,7 @@ enum PlayCommand {
         say("play: " + playback.resultLine(report))
         if let statsPath {
             var summary = playback.summary(report, connectMs: connectMs, started: started,
-                                           state: session.peerConnection.peerConnectionState.rawValue)
+                                           state: session.peerConnection.connectionState.rawValue)
             if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
             summary["trickledCandidates"] = session.trickledCandidates
             try writeJSON(summary, to: statsPath)

@@ -88,7 +88,7 @@ enum ProbeCommand {
             printError("swiftrtc probe: \(error)")
         }
         let transceivers = pc.transceivers
-        var ok = pc.peerConnectionState == .connected
+        var ok = pc.connectionState == .connected
         if channel != nil && (result["dataChannel"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
         if restartAt != nil && (result["iceRestart"] as? [String: Any])?["ok"] as? Bool != true { ok = false }
         var rows: [[String: Any]] = []
@@ -106,10 +106,10 @@ enum ProbeCommand {
             ])
             say("probe: mid \(t.mid ?? "?") \(t.kind.rawValue) sent \(tx.packets) received \(rx.packets) PTs \(rx.payloadTypes.sorted())")
         }
-        result["connected"] = pc.peerConnectionState == .connected
+        result["connected"] = pc.connectionState == .connected
         result["iceState"] = pc.iceConnectionState.rawValue
-        result["connectionState"] = pc.peerConnectionState.rawValue
-        result["dtlsState"] = pc.dtlsState
+        result["connectionState"] = pc.connectionState.rawValue
+        result["dtlsState"] = pc.dtlsState.rawValue
         result["connectMs"] = connectMs ?? NSNull()
         result["transceivers"] = rows
         result["transport"] = await pc.transportStatistics()
@@ -185,7 +185,7 @@ enum ProbeCommand {
     static func reoffer(_ pc: PeerConnection, url: String) async throws -> Double {
         let started = ContinuousClock.now
         try await pc.setLocalDescription()
-        guard let offer = pc.localDescription else { throw PeerConnectionError("no local description for the re-offer") }
+        guard let offer = pc.localDescription else { throw PeerConnectionError(.invalidState, "no local description for the re-offer") }
         let session = try await WHIPClient(endpoint: url).publish(offer: offer.sdp)
         try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: session.answer))
         return msSince(started)

@@ -120,7 +120,7 @@ enum PublishCommand {
         var disabled = false
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            if session.peerConnection.peerConnectionState == .failed || session.peerConnection.peerConnectionState == .closed { break }
+            if session.peerConnection.connectionState == .failed || session.peerConnection.connectionState == .closed { break }
             if let disableAfter, !disabled, now() - started - connectMs / 1000 >= disableAfter {
                 videoTrack.isEnabled = false
                 disabled = true
@@ -130,7 +130,7 @@ enum PublishCommand {
             let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
             let remote = report.ofType("remote-inbound-rtp").first
             let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: out?.int("bytesSent") ?? 0)
-            status.show(formatStatus(state: session.peerConnection.peerConnectionState.rawValue, elapsed: now() - started,
+            status.show(formatStatus(state: session.peerConnection.connectionState.rawValue, elapsed: now() - started,
                                      fps: rate.fps, width: out?.int("frameWidth") ?? 0, height: out?.int("frameHeight") ?? 0,
                                      kbps: rate.kbps, rtt: remote?.double("roundTripTime"), loss: remote?.double("fractionLost"))
                         + senderExtras(report))
@@ -141,7 +141,7 @@ enum PublishCommand {
         await capture.stop()
         audio.stop()
         let report = await session.stats()
-        let state = session.peerConnection.peerConnectionState
+        let state = session.peerConnection.connectionState
         let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
         let codecStats = report.ofType("codec").first { $0["mimeType"].map { "\($0)".hasPrefix("video/") } ?? false }
         let ok = state == .connected && (out?.int("framesEncoded") ?? 0) > 0

@@ -169,7 +169,7 @@ func sine(frequency: Double, rate: Int, seconds: Double, channels: Int = 1, ampl
         #expect(n == 5)
     }
 
-    @Test func wavCapturerThreadEnds() throws {
+    @Test func wavCapturerThreadEnds() async throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let path = dir.path("t.wav")
         let writer = try WAVWriter(path: path, sampleRate: 8000)
@@ -178,9 +178,8 @@ func sine(frequency: Double, rate: Int, seconds: Double, channels: Int = 1, ampl
         let capturer = WAVFileCapturer(path: path)
         let count = Box(0)
         capturer.onFrame = { _ in count.update { $0 += 1 } }
-        capturer.onEnd = { count.signal.signal() }
         try capturer.start()
-        #expect(count.signal.wait(timeout: .now() + 20) == .success)
+        #expect(await firstEvent(capturer.events) == .ended)
         capturer.stop()
         #expect(count.value == 3)
     }

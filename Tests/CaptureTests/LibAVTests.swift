@@ -61,16 +61,14 @@ func writePatternVideo(_ path: String, codec: String, frames: Int, width: Int = 
         #expect(numbers == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1])
     }
 
-    @Test func threadedPlaybackOfAContainerFile() throws {
+    @Test func threadedPlaybackOfAContainerFile() async throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let path = dir.path("fast.mkv")
         _ = try writePatternVideo(path, codec: "mpeg4", frames: 6, width: 160, height: 120, fps: 200)
         let collector = FrameCollector(target: 6)
         let capturer = FileVideoCapturer(path: path, delegate: collector)
-        let ended = Box(false)
-        capturer.onEnd = { ended.value = true; ended.signal.signal() }
         try capturer.start()
-        #expect(ended.signal.wait(timeout: .now() + 20) == .success)
+        #expect(await firstEvent(capturer.events) == .ended)
         capturer.stop()
         #expect(collector.numbers == [0, 1, 2, 3, 4, 5])
     }

@@ -156,7 +156,7 @@ func i420Frame(_ w: Int, _ h: Int, index: Int) -> [UInt8] {
         #expect(seen == [frames[0], frames[1], frames[2], frames[0], frames[1], frames[2], frames[0]])
     }
 
-    @Test func fileCapturerThreadDeliversThenEnds() throws {
+    @Test func fileCapturerThreadDeliversThenEnds() async throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let path = dir.path("run.y4m")
         // Frames carry the test pattern so the delegate can check order.
@@ -168,30 +168,29 @@ func i420Frame(_ w: Int, _ h: Int, index: Int) -> [UInt8] {
         }
         try writeY4M(path, header: "W64 H48 F200:1", frames: frames)
         let collector = FrameCollector(target: 5)
-        let capturer = FileVideoCapturer(path: path, delegate: collector)
-        let ended = Box(0)
-        capturer.onEnd = { ended.update { $0 += 1 }; ended.signal.signal() }
-        try capturer.start()
-        #expect(ended.signal.wait(timeout: .now() + 20) == .success)
-        capturer.stop()
-        #expect(ended.value == 1)
+        var capturer: FileVideoCapturer? = FileVideoCapturer(path: path, delegate: collector)
+        let events = try #require(capturer).events
+        try capturer?.start()
+        #expect(await firstEvent(events) == .ended)
+        capturer?.stop()
         #expect(collector.numbers == [0, 1, 2, 3, 4])
-        #expect(!capturer.isRunning)
+        #expect(capturer?.isRunning == false)
+        capturer = nil
+        #expect(await remainingEvents(events) == [], "ended once")
     }
 
-    @Test func fileCapturerReportsMidFileErrors() throws {
+    @Test func fileCapturerReportsMidFileErrors() async throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let path = dir.path("bad.y4m")
         let full = i420Frame(16, 16, index: 1)
         try writeY4M(path, header: "W16 H16 F200:1", frames: [full, full, Array(full.prefix(10))])
         let collector = FrameCollector(target: 2)
         let capturer = FileVideoCapturer(path: path, loop: true, delegate: collector)
-        let failure = Box<MediaError?>(nil)
-        capturer.onError = { e in failure.value = e; failure.signal.signal() }
         try capturer.start()
-        #expect(failure.signal.wait(timeout: .now() + 20) == .success)
+        let failure = await firstEvent(capturer.events)
         capturer.stop()
-        #expect(failure.value?.description.contains("frame 2 truncated (got 10 of 384 bytes)") == true)
+        guard case .failed(let error)? = failure else { Issue.record("no failure: \(String(describing: failure))"); return }
+        #expect(error.description.contains("frame 2 truncated (got 10 of 384 bytes)"), "\(error)")
         #expect(collector.numbers.count == 2)
     }
 }

@@ -82,7 +82,7 @@ struct ICERestartTests {
         #expect(log.longestGap(from: start, to: end) <= .seconds(1), "freeze \(log.longestGap(from: start, to: end))")
         // DTLS and SRTP ran on: no new handshake, no state change, no SRTP failures.
         for (pc, log) in [(restarter, events), (other, otherEvents)] {
-            #expect(pc.peerConnectionState == .connected)
+            #expect(pc.connectionState == .connected)
             #expect(!log.all.contains { if case .connectionStateChanged = $0 { return true }; return false })
             #expect(await pc.transportStatistics()["srtpErrors"] == 0)
         }
@@ -104,7 +104,7 @@ struct ICERestartTests {
         #expect(await eventually { events.negotiationNeeded == 1 })
         try await renegotiate(a, b)
         for pc in [a, b] { #expect(await eventually { await restartedPairSelected(pc) }) }
-        #expect(a.peerConnectionState == .connected && b.peerConnectionState == .connected)
+        #expect(a.connectionState == .connected && b.connectionState == .connected)
         await a.close()
         await b.close()
     }

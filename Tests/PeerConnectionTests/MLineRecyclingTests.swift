@@ -84,7 +84,7 @@ struct MLineRecyclingTests {
         #expect(remote.mid == "2")
         let log = try decodedFrames(remote)
         #expect(await feed([second.capturer], until: [log], count: 8), "decoded \(log.all.count) frames on the recycled m-line")
-        #expect(a.peerConnectionState == .connected && b.peerConnectionState == .connected)
+        #expect(a.connectionState == .connected && b.connectionState == .connected)
         await a.close()
         await b.close()
     }

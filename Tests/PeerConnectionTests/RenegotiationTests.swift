@@ -5,12 +5,21 @@ import PeerConnection
 import Synchronization
 import Testing
 
-/// Every event a peer emits (through `onEvent`, so it can sit beside readers of `events`).
-final class EventLog: Sendable {
+/// Every event a peer emits (as its delegate, so it can sit beside readers of `events`).
+final class EventLog: PeerConnectionDelegate {
     private let items = Mutex<[PeerConnectionEvent]>([])
-    init(_ pc: PeerConnection) {
-        pc.onEvent = { [self] event in items.withLock { $0.append(event) } }
-    }
+    init(_ pc: PeerConnection) { pc.delegate = self }
+    private func add(_ event: PeerConnectionEvent) { items.withLock { $0.append(event) } }
+    func peerConnection(_ pc: PeerConnection, didChange state: SignalingState) { add(.signalingStateChanged(state)) }
+    func peerConnection(_ pc: PeerConnection, didChange state: IceConnectionState) { add(.iceConnectionStateChanged(state)) }
+    func peerConnection(_ pc: PeerConnection, didChange state: IceGatheringState) { add(.iceGatheringStateChanged(state)) }
+    func peerConnection(_ pc: PeerConnection, didChange state: PeerConnectionState) { add(.connectionStateChanged(state)) }
+    func peerConnection(_ pc: PeerConnection, didGenerate candidate: IceCandidate) { add(.iceCandidate(candidate)) }
+    func peerConnection(_ pc: PeerConnection, didOpen channel: DataChannel) { add(.dataChannel(channel)) }
+    func peerConnectionShouldNegotiate(_ pc: PeerConnection) { add(.negotiationNeeded) }
+    func peerConnection(_ pc: PeerConnection, didStartReceivingOn transceiver: RtpTransceiver) { add(.track(transceiver)) }
+    func peerConnection(_ pc: PeerConnection, didReport error: PeerConnectionError) { add(.error(error)) }
+
     var all: [PeerConnectionEvent] { items.withLock { $0 } }
     var negotiationNeeded: Int { all.filter { if case .negotiationNeeded = $0 { return true }; return false }.count }
     var tracks: [RtpTransceiver] { all.compactMap { if case .track(let t) = $0 { return t }; return nil } }
@@ -81,7 +90,7 @@ struct RenegotiationTests {
         await log.wait(for: 10)
         #expect(log.all.count >= 10, "decoded \(log.all.count) frames on the added track")
         #expect(remoteAudio.stats.packets > before + 20, "audio kept flowing")
-        #expect(a.dtlsState == "connected" && b.peerConnectionState == .connected)
+        #expect(a.dtlsState == .connected && b.connectionState == .connected)
         #expect(eventsA.negotiationNeeded == 1)
         await a.close()
         await b.close()
@@ -174,7 +183,7 @@ struct RenegotiationTests {
             #expect(mids == ["a=mid:0", "a=mid:1", "a=mid:2"])
             #expect(mLines(b).filter { $0.hasPrefix("a=mid") } == mids)
             #expect(b.transceivers.filter { $0.kind == .video }.allSatisfy { $0.currentDirection != nil })
-            #expect(a.peerConnectionState == .connected)
+            #expect(a.connectionState == .connected)
             await a.close()
             await b.close()
         }

@@ -85,8 +85,8 @@ import Transport
         _ = try await a.addTransceiver(.audio)
         try await a.setLocalDescription(try await a.createOffer())
         await a.waitForGatheringComplete(timeout: .seconds(2))
-        #expect(a.peerConnectionState == .failed)
-        await #expect(throws: PeerConnectionError("connection failed: iceTransportPolicy relay, but no usable turn: server: there is nothing to gather")) {
+        #expect(a.connectionState == .failed)
+        await #expect(throws: PeerConnectionError(.transport, "connection failed: iceTransportPolicy relay, but no usable turn: server: there is nothing to gather")) {
             try await a.waitConnected(timeout: .seconds(2))
         }
         await a.close()
@@ -118,7 +118,7 @@ import Transport
             #expect("\(error)" == message, sourceLocation: sourceLocation)
         }
         #expect(ContinuousClock.now - started < .seconds(2), sourceLocation: sourceLocation)
-        #expect(a.peerConnectionState == .failed, sourceLocation: sourceLocation)
+        #expect(a.connectionState == .failed, sourceLocation: sourceLocation)
     }
 
     /// turns: to a TCP server that answers the ClientHello with something that is not TLS, or

@@ -3,14 +3,11 @@ import PeerConnection
 import Synchronization
 import Testing
 
-/// Every `.iceCandidate` a peer emits, from the loop thread.
-final class CandidateLog: Sendable {
+/// Every candidate a peer gathers, from the loop thread (as its delegate).
+final class CandidateLog: PeerConnectionDelegate {
     private let items = Mutex<[IceCandidate]>([])
-    init(_ pc: PeerConnection) {
-        pc.onEvent = { [self] event in
-            if case .iceCandidate(let c) = event { items.withLock { $0.append(c) } }
-        }
-    }
+    init(_ pc: PeerConnection) { pc.delegate = self }
+    func peerConnection(_ pc: PeerConnection, didGenerate candidate: IceCandidate) { items.withLock { $0.append(candidate) } }
     var all: [IceCandidate] { items.withLock { $0 } }
 }
 

@@ -86,7 +86,7 @@ import Transport
         #expect(gap <= .seconds(1), "freeze \(gap)")
         #expect(relayLog.all.filter { $0.contains("restarted ICE") }.count == 3, "\(relayLog.all)")
         for (pc, events) in [(publisher.peerConnection, publisherEvents), (player.peerConnection, events)] {
-            #expect(pc.peerConnectionState == .connected)
+            #expect(pc.connectionState == .connected)
             #expect(!events.all.contains { if case .connectionStateChanged = $0 { return true }; return false })
             #expect(await pc.transportStatistics()["srtpErrors"] == 0)
         }
@@ -115,12 +115,12 @@ import Transport
         })
         try await publisher.publish(video: VideoTrack(id: "v", source: VideoSource()), audio: nil)
         #expect(await eventually { patches.all.count == 1 }, "one PATCH tried: \(patches.all)")
-        #expect(publisher.peerConnection.peerConnectionState == .connected && publisher.trickledCandidates == 0)
+        #expect(publisher.peerConnection.connectionState == .connected && publisher.trickledCandidates == 0)
         #expect(problems.all.isEmpty, "a 405 is not a problem to report: \(problems.all)")
         await #expect {
             try await publisher.restartIce()
         } throws: { "\($0)".contains("does not take ICE restarts by PATCH (405") }
-        #expect(publisher.peerConnection.peerConnectionState == .connected, "a refused restart leaves ICE as it was")
+        #expect(publisher.peerConnection.connectionState == .connected, "a refused restart leaves ICE as it was")
         await publisher.close()
 
         // The next session to that endpoint does not trickle: its offer waited for the relay candidate.

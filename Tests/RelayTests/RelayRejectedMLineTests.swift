@@ -45,7 +45,7 @@ import Transport
         #expect(answer.media.first?.port == 0, "the audio m-line is rejected")
         #expect(answer.media.first?.setup == nil && answer.media.last?.setup == .passive)
         try await player.waitConnected(timeout: .seconds(10))   // DTLS: client and server, not two clients
-        #expect(player.peerConnectionState == .connected)
+        #expect(player.connectionState == .connected)
         // The answer said passive: the player is the DTLS client, as a browser would be.
         let transport = await player.getStats().ofType("transport").first
         #expect(transport?["dtlsRole"] == .string("client"))

@@ -164,13 +164,13 @@ import Transport
         // The client's checks with the new ufrag reach the session (the mux learnt it) and
         // select a pair proven after the restart.
         #expect(await eventually { await restartedPairSelected(p.pc) })
-        #expect(p.pc.peerConnectionState == .connected)
+        #expect(p.pc.connectionState == .connected)
         #expect(log.all.contains { $0.contains("restarted ICE (ufrag \(newCreds.ufrag))") })
         let state = relay.state
         let found: RelaySession? = try await relay.loop.submit { state.value.sessions.values.first }
         let session = try #require(found)
         #expect(await eventually { await restartedPairSelected(session.pc) }, "the relay's side selected a pair again")
-        #expect(session.pc.peerConnectionState == .connected && session.connected)
+        #expect(session.pc.connectionState == .connected && session.connected)
         watch.cancel()
         // (The stream holds the events since the pc was made: connecting, connected, then none.)
         let states = await watch.value
