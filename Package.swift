@@ -37,13 +37,16 @@ let package = Package(
                               .unsafeFlags(["-I/usr/include/webrtc_audio_processing", "-std=c++14"])],
                 linkerSettings: [.linkedLibrary("webrtc_audio_processing"), .linkedLibrary("stdc++")]),
 
+        // One seedable generator for jitter, simulated loss and test data (see its file).
+        .target(name: "SeededRandom"),
+
         // Wire formats: pure value types.
         .target(name: "SDP"),
         .target(name: "STUN", dependencies: ["COpenSSL"]),
         .target(name: "RTP"),
 
         // Sans-I/O protocol state machines.
-        .target(name: "ICE", dependencies: ["STUN"]),
+        .target(name: "ICE", dependencies: ["STUN", "SeededRandom"]),
         .target(name: "TURN", dependencies: ["STUN"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "CShim"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
@@ -55,7 +58,7 @@ let package = Package(
         .target(name: "TLS", dependencies: ["COpenSSL"]),
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
         .target(name: "HTTP", dependencies: ["COpenSSL", "TLS"]),
-        .target(name: "Transport", dependencies: ["STUN", "CShim"]),
+        .target(name: "Transport", dependencies: ["STUN", "CShim", "SeededRandom"]),
         // WebSocket (RFC 6455), sans-I/O: handshake, frames, messages, closing.
         .target(name: "WebSocket", dependencies: ["COpenSSL"]),
 
@@ -92,32 +95,35 @@ let package = Package(
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg",
                                                          "AudioCodecs", "AudioProcessing", "AudioDevice"], path: "Sources/bench"),
 
-        .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "STUNTests", dependencies: ["STUN"]),
-        .testTarget(name: "RTPTests", dependencies: ["RTP"]),
-        .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
-        .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN"]),
-        .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
-        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL"]),
-        .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
-        .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),
+        // What the test targets share: waiting on events (never on time), hex, temporary
+        // directories. SplitMix64 is the library's own (SeededRandom).
+        .target(name: "TestSupport", dependencies: ["SeededRandom"], path: "Tests/TestSupport"),
+        .testTarget(name: "SDPTests", dependencies: ["SDP", "SeededRandom"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SeededRandom"]),
+        .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN", "SeededRandom"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SeededRandom"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "TestSupport"]),
+        .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "SCTPTests", dependencies: ["SCTP", "SeededRandom"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling", "SeededRandom", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
-        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket"]),
-        .testTarget(name: "MediaTests", dependencies: ["Media"]),
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket", "TestSupport"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "SeededRandom"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
         .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
-        .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media"]),
-        .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP"]),
-        .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
-        .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
-        .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "PeerConnection", "HTTP", "Transport", "STUN"]),
+        .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media", "TestSupport"]),
+        .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP", "SeededRandom"]),
+        .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP", "SeededRandom"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "RenderTests", dependencies: ["Render", "Media", "TestSupport"]),
+        .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture", "TestSupport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport"]),
         .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
-                                                               "Media", "Capture", "Render", "Camera"]),
+                                                               "Media", "Capture", "Render", "Camera", "SeededRandom", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import SeededRandom
 import Testing
 @testable import Capture
 

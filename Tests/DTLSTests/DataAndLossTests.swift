@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import DTLS
 
@@ -21,7 +22,7 @@ import Testing
         let other = try Link()
         other.start()
         let foreignClientHello = try #require(other.client.pollTransmit())
-        var random = SplitMix64(state: 42)
+        var random = SplitMix64(seed: 42)
         var garbage: [[UInt8]] = []
         for index in 0..<20 {
             garbage.append([UInt8(20 + index * 2)] + random.bytes(Int(random.next() % 200)))

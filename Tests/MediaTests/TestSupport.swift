@@ -35,15 +35,6 @@ enum Pictures {
              u: { x, y in 90 + x * 70 / width },
              v: { x, y in 170 - y * 70 / height })
     }
-
-    /// Deterministic pseudo-random numbers (a 32-bit LCG).
-    struct Noise {
-        var state: UInt32
-        mutating func next(in range: ClosedRange<Int>) -> Int {
-            state = state &* 1_664_525 &+ 1_013_904_223
-            return range.lowerBound + Int(state >> 8) % (range.count)
-        }
-    }
 }
 
 extension VideoFrameBuffer {
