@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locks
 
 /// The audio thread of one device stream: runs `frame` back to back (each call blocks on the
 /// device for ~10 ms, which paces it). When the device fails it reports `.lost`, closes it,
@@ -9,7 +9,7 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
     typealias Open = @Sendable () throws(AudioDeviceError) -> Stream
     typealias Frame = @Sendable (Stream) throws(AudioDeviceError) -> Void
 
-    private let stopping = LockedBox(false)
+    private let stopping = Locked(false)
     /// Signalled by `stop()`: ends a wait between reopen attempts at once.
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -66,7 +66,7 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
 /// The running audio thread of a capturer or playout, if any; replacing or stopping it joins
 /// the old one first.
 final class AudioDeviceThreadSlot<Stream: AnyObject & Sendable>: Sendable {
-    private let current = Mutex<AudioDeviceThread<Stream>?>(nil)
+    private let current = Locked<AudioDeviceThread<Stream>?>(nil)
 
     func set(_ thread: AudioDeviceThread<Stream>) {
         stop()

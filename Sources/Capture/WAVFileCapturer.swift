@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// Plays a 16-bit PCM WAV file as an audio source: resampled to 48 kHz (windowed sinc), in 10 or
 /// 20 ms frames with the file's channel count, paced on the capturer's own thread (timestamps
@@ -16,8 +16,8 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
         var onEnd: (@Sendable () -> Void)?
         var onError: (@Sendable (MediaError) -> Void)?
     }
-    private let callbacks = Mutex(Callbacks())
-    private let playback = Mutex<Playback?>(nil)
+    private let callbacks = Locked(Callbacks())
+    private let playback = Locked<Playback?>(nil)
     private let thread = PacedThreadSlot()
 
     public init(path: String, loop: Bool = false, frameDuration: AudioFrameDuration = .ms10) {

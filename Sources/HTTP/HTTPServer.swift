@@ -2,6 +2,7 @@
 // HTTPLimits.maxConnections), keep-alive, CORS. Request framing and limits live in
 // HTTPRequestDecoder; this file only moves bytes and threads.
 import Glibc
+import Locks
 
 /// @unchecked Sendable: the descriptors and limits are immutable after init; everything mutable
 /// (phase, thread table, `corsOrigins`) sits in one `Locked` state.

@@ -1,12 +1,12 @@
 import Glibc
-import Synchronization
+import Locks
 
 /// A simulated loop's virtual clock and the lock that serialises its work (there is no thread:
 /// work runs on whichever thread hands it in, or on the test's thread as it moves the clock).
 final class SimulatedClock: @unchecked Sendable {
     // @unchecked: `mutex` is used only through lock/tryLock/unlock; `sameInstantFires` only by
-    // its holder; `now` is behind its own Mutex (read from any thread).
-    let now: Mutex<ContinuousClock.Instant>
+    // its holder; `now` is behind its own lock (read from any thread).
+    let now: Locked<ContinuousClock.Instant>
     /// Timers fired since the clock last moved: a timer that keeps rescheduling itself for now
     /// would otherwise spin forever.
     var sameInstantFires = 0
@@ -14,7 +14,7 @@ final class SimulatedClock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     init(start: ContinuousClock.Instant) {
-        now = Mutex(start)
+        now = Locked(start)
         pthread_mutex_init(mutex, nil)
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Locks
 import Synchronization
 
 /// The serial context every sans-I/O core of a connection is driven from: its timers, the work
@@ -18,11 +19,11 @@ public final class EventLoop: @unchecked Sendable {
 
     public let name: String
     let driver: Driver
-    private let pending = Mutex<[Work]>([])
+    private let pending = Locked<[Work]>([])
     var timers = TimerHeap<() -> Void>()
     /// The thread running loop work: a threaded loop's own thread, or the thread running a
     /// simulated loop's work at this moment (nil between work).
-    let runner = Mutex<pthread_t?>(nil)
+    let runner = Locked<pthread_t?>(nil)
     let stopped = Atomic<Bool>(false)
 
     enum Driver {

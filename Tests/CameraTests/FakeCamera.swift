@@ -1,6 +1,6 @@
 import Camera
 import Media
-import Synchronization
+import Locks
 
 /// A backend the test drives by hand: frames are pushed from the test's own thread, the "driver"
 /// rounds exposure to 100 µs like V4L2, and devices can vanish and come back.
@@ -12,12 +12,12 @@ final class FakeBackend: CameraBackend {
         var opened: [String] = []
         var streams: [FakeStream] = []
     }
-    let state: Mutex<State>
+    let state: Locked<State>
     let all: [CaptureDevice]
 
     init(devices: [CaptureDevice] = [FakeBackend.front, FakeBackend.back]) {
         all = devices
-        state = Mutex(State(present: Set(devices.map(\.id))))
+        state = Locked(State(present: Set(devices.map(\.id))))
     }
 
     func devices() throws(CameraError) -> [CaptureDevice] {
@@ -84,13 +84,13 @@ final class FakeStream: CameraStream {
         var photo: VideoFrame?
         var exposure: (iso: Double, duration: Double)? = (100, 1.0 / 30)
     }
-    let state: Mutex<State>
+    let state: Locked<State>
 
     init(device: CaptureDevice, format: CaptureFormat, fps: Double, controls: CameraControlState, sink: any CameraStreamSink) {
         self.device = device
         self.format = format
         self.sink = sink
-        state = Mutex(State(fps: fps, controls: controls))
+        state = Locked(State(fps: fps, controls: controls))
     }
 
     func apply(_ setting: CameraSetting) throws(CameraError) -> CameraSetting {
@@ -145,7 +145,7 @@ func makeNV12(width: Int, height: Int, y: UInt8, leftY: UInt8? = nil, topY: UInt
 
 /// Collects delivered frames.
 final class FrameSink: VideoCapturerDelegate {
-    let frames = Mutex<[VideoFrame]>([])
+    let frames = Locked<[VideoFrame]>([])
     func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) { frames.withLock { $0.append(frame) } }
     var all: [VideoFrame] { frames.withLock { $0 } }
     var count: Int { frames.withLock { $0.count } }

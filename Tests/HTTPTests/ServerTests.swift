@@ -1,4 +1,5 @@
 import Glibc
+import Locks
 import Testing
 @testable import HTTP
 

@@ -1,4 +1,4 @@
-import Synchronization
+import Locks
 @testable import Media
 
 /// Pictures and sinks shared by the media tests.
@@ -89,21 +89,21 @@ extension VideoFrameBuffer {
 
 /// Keeps every frame it is given.
 final class CollectingRenderer: VideoRenderer {
-    private let store = Mutex<[VideoFrame]>([])
+    private let store = Locked<[VideoFrame]>([])
     func render(_ frame: VideoFrame) { store.withLock { $0.append(frame) } }
     var frames: [VideoFrame] { store.withLock { $0 } }
     func clear() { store.withLock { $0.removeAll() } }
 }
 
 final class CollectingAudioRenderer: AudioRenderer {
-    private let store = Mutex<[AudioFrame]>([])
+    private let store = Locked<[AudioFrame]>([])
     func render(_ frame: AudioFrame) { store.withLock { $0.append(frame) } }
     var frames: [AudioFrame] { store.withLock { $0 } }
 }
 
 /// A capturer driven by the test.
 final class ManualAudioCapturer: AudioCapturer {
-    private let handler = Mutex<(@Sendable (AudioFrame) -> Void)?>(nil)
+    private let handler = Locked<(@Sendable (AudioFrame) -> Void)?>(nil)
     var onFrame: (@Sendable (AudioFrame) -> Void)? {
         get { handler.withLock { $0 } }
         set { handler.withLock { $0 = newValue } }
@@ -112,7 +112,7 @@ final class ManualAudioCapturer: AudioCapturer {
 }
 
 final class ManualVideoCapturer: VideoCapturer {
-    private let target = Mutex<WeakDelegate>(WeakDelegate())
+    private let target = Locked<WeakDelegate>(WeakDelegate())
     struct WeakDelegate { weak var value: (any VideoCapturerDelegate)? }
     var delegate: (any VideoCapturerDelegate)? {
         get { target.withLock { $0.value } }
