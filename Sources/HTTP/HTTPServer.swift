@@ -185,12 +185,13 @@ public final class HTTPServer: @unchecked Sendable {
             do {
                 let thread = try JoinableThread.spawn { [self] in
                     serve(fd, id: id, remote: remote)
-                    close(fd)
+                    // The slot is free before the close: a peer that sees the end can reconnect.
                     state.withLock { state in
                         state.live -= 1
                         state.release(ip)
                         state.finished.append(id)
                     }
+                    close(fd)
                 }
                 state.withLock { $0.threads[id] = thread }
             } catch {
