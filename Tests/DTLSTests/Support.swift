@@ -1,3 +1,4 @@
+import CWallClock
 @testable import DTLS
 
 /// Two transports wired back to back in process, with a fake clock.
@@ -69,6 +70,17 @@ final class Link {
         start()
         pump()
     }
+
+    /// OpenSSL 3.0 runs the retransmission timer on gettimeofday, whatever `now` says: this
+    /// moves that clock (the test binary's own, see CWallClock) and `now` together. Undone when
+    /// the link goes away.
+    func advanceOpenSSLClock(by duration: Duration) {
+        let (s, atto) = duration.components
+        swiftrtc_test_wall_clock_advance(s * 1_000_000 + atto / 1_000_000_000_000)
+        now = now.advanced(by: duration)
+    }
+
+    deinit { swiftrtc_test_wall_clock_reset() }
 }
 
 extension [DTLSEvent] {
