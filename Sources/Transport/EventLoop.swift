@@ -113,10 +113,12 @@ public final class EventLoop: @unchecked Sendable {
     /// with the same deadline fire in the order they were scheduled). Returns an id for `cancelTimer`.
     @discardableResult
     public func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping () -> Void) -> Int {
-        timers.schedule(at: deadline, fire)
+        preconditionInLoop()
+        return timers.schedule(at: deadline, fire)
     }
 
     public func cancelTimer(_ id: Int) {
+        preconditionInLoop()
         timers.cancel(id)
     }
 

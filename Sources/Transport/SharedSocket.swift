@@ -72,6 +72,7 @@ public final class MuxEndpoint: PacketIO, MuxRoutable {
 
     public func addressVerified(_ remote: SocketAddress) {
         guard let mux else { return }
+        mux.loop.preconditionInLoop()
         mux.router.claim(remote, for: self, now: deliveryTime ?? mux.loop.now)
     }
 
@@ -80,6 +81,7 @@ public final class MuxEndpoint: PacketIO, MuxRoutable {
     }
 
     public func close() {
+        mux?.loop.preconditionInLoop()
         mux?.router.remove(self)
         onReceive = nil
     }

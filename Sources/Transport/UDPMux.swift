@@ -25,7 +25,8 @@ public final class UDPMux: SharedSocket, @unchecked Sendable {
     public var batchSocket: UDPSocket? { socket }
 
     public func send(_ bytes: UnsafeRawBufferPointer, to remote: SocketAddress) -> Bool {
-        socket.send(bytes, to: remote)
+        loop.preconditionInLoop()
+        return socket.send(bytes, to: remote)
     }
 
     public func close() {
