@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import Testing
+import TestSupport
 @testable import Capture
 
 /// Test files are made here with libavcodec (Debian ships no ffmpeg CLI on this machine; the
@@ -67,10 +68,10 @@ func writePatternVideo(_ path: String, codec: String, frames: Int, width: Int = 
         _ = try writePatternVideo(path, codec: "mpeg4", frames: 6, width: 160, height: 120, fps: 200)
         let collector = FrameCollector(target: 6)
         let capturer = FileVideoCapturer(path: path, delegate: collector)
-        let ended = Box(false)
-        capturer.onEnd = { ended.value = true; ended.signal.signal() }
+        let ended = Monitor(false)
+        capturer.onEnd = { ended.withLock { $0 = true } }
         try capturer.start()
-        #expect(ended.signal.wait(timeout: .now() + 20) == .success)
+        #expect(ended.wait(until: { $0 }, timeout: .seconds(20)))
         capturer.stop()
         #expect(collector.numbers == [0, 1, 2, 3, 4, 5])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import Testing
+import TestSupport
 @testable import Capture
 
 /// Writes a Y4M file: `header` tags after the magic, then frames of raw planes.
@@ -169,10 +170,10 @@ func i420Frame(_ w: Int, _ h: Int, index: Int) -> [UInt8] {
         try writeY4M(path, header: "W64 H48 F200:1", frames: frames)
         let collector = FrameCollector(target: 5)
         let capturer = FileVideoCapturer(path: path, delegate: collector)
-        let ended = Box(0)
-        capturer.onEnd = { ended.update { $0 += 1 }; ended.signal.signal() }
+        let ended = Monitor(0)
+        capturer.onEnd = { ended.withLock { $0 += 1 } }
         try capturer.start()
-        #expect(ended.signal.wait(timeout: .now() + 20) == .success)
+        #expect(ended.wait(until: { $0 > 0 }, timeout: .seconds(20)))
         capturer.stop()
         #expect(ended.value == 1)
         #expect(collector.numbers == [0, 1, 2, 3, 4])
@@ -186,10 +187,10 @@ func i420Frame(_ w: Int, _ h: Int, index: Int) -> [UInt8] {
         try writeY4M(path, header: "W16 H16 F200:1", frames: [full, full, Array(full.prefix(10))])
         let collector = FrameCollector(target: 2)
         let capturer = FileVideoCapturer(path: path, loop: true, delegate: collector)
-        let failure = Box<MediaError?>(nil)
-        capturer.onError = { e in failure.value = e; failure.signal.signal() }
+        let failure = Monitor<MediaError?>(nil)
+        capturer.onError = { e in failure.withLock { $0 = e } }
         try capturer.start()
-        #expect(failure.signal.wait(timeout: .now() + 20) == .success)
+        #expect(failure.wait(until: { $0 != nil }, timeout: .seconds(20)))
         capturer.stop()
         #expect(failure.value?.description.contains("frame 2 truncated (got 10 of 384 bytes)") == true)
         #expect(collector.numbers.count == 2)
