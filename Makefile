@@ -54,10 +54,11 @@ unit: deps
 	swift test --skip-build --no-parallel
 
 # The unit tests under ThreadSanitizer, in a build directory of their own (the first build is a
-# full one). Any report fails the run. Shared state must be behind Locks' Locked or atomics:
+# full one; only the test bundle and what it needs, not the CLI, bench or fuzz tools). Any
+# report fails the run. Shared state must be behind Locks' Locked or atomics:
 # TSan cannot see Synchronization's Mutex hand over a contended lock, and reports it as a race.
 tsan: deps
-	swift build --build-tests --sanitize=thread --scratch-path .build/tsan
+	swift build --product SwiftRTCPackageTests --sanitize=thread --scratch-path .build/tsan
 	swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
 	  $(foreach t,$(TSAN_SKIP),--skip '$(t)')
 
