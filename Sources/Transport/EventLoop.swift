@@ -76,7 +76,7 @@ public final class EventLoop: @unchecked Sendable {
     /// from there. A simulated loop runs it at once on the calling thread when no work is
     /// running, otherwise right after the work that is (so `submit` needs nobody to pump).
     public func execute(_ work: @escaping Work) {
-        guard !stopped.load(ordering: .relaxed) || !isSimulated else { return }
+        if isSimulated && stopped.load(ordering: .relaxed) { return }   // shut down: takes no more work
         pending.withLock { $0.append(work) }
         switch driver {
         case .thread(let pollSet): pollSet.wake()

@@ -126,6 +126,26 @@ import Testing
         #expect(now >= before && now <= ContinuousClock.now)
     }
 
+    @Test("after shutdown a simulated loop fires no timer and takes no work")
+    func shutdown() {
+        let loop = EventLoop.simulated(at: t0)
+        let log = LoopBound([String](), loop: loop)
+        loop.perform { loop.schedule(at: t0 + .milliseconds(10)) { log.value.append("timer") } }
+        loop.shutdown()
+        loop.execute { log.value.append("late work") }
+        loop.advance(by: .seconds(1))
+        #expect(loop.perform { log.value }.isEmpty)
+        #expect(loop.now == t0 + .seconds(1))
+    }
+
+    @Test("a timer scheduled off the loop traps in a debug build")
+    func scheduleChecksTheLoop() async {
+        await #expect(processExitsWith: .failure) {
+            let loop = EventLoop.simulated()
+            loop.schedule(at: loop.now) {}
+        }
+    }
+
     @Test("a LoopBound value read off the loop traps in a debug build")
     func loopBoundChecksTheLoop() async {
         await #expect(processExitsWith: .failure) {
