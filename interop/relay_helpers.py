@@ -99,6 +99,32 @@ def raw_http(host: str, port: int, data: bytes, timeout: float = 10) -> bytes:
         return b"".join(chunks)
 
 
+def connect_from(source_ip: str, host: str, port: int, timeout: float = 5) -> socket.socket:
+    """A TCP connection from one of the namespace's loopback addresses (127.0.0.2, …): each is
+    its own client as far as per-address limits go."""
+    s = socket.socket()
+    s.bind((source_ip, 0))
+    s.settimeout(timeout)
+    s.connect((host, port))
+    return s
+
+
+def read_head(sock: socket.socket) -> tuple[int | None, bytes]:
+    """(status, the response's bytes: its head and body, or a 101's head and what followed) on
+    `sock`; status None if the server closed without answering or nothing came in time."""
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data or (not data.startswith(b"HTTP/1.1 101") and not _complete(data)):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (TimeoutError, OSError):
+        pass
+    m = re.match(rb"HTTP/1\.[01] (\d{3}) ", data)
+    return (int(m.group(1)) if m else None), data
+
+
 def _complete(data: bytes) -> bool:
     head, _, body = data.partition(b"\r\n\r\n")
     m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
@@ -313,7 +339,7 @@ PC_STATS_JS = r"""
     } else if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') {
       const l = byId.get(s.localCandidateId), r = byId.get(s.remoteCandidateId);
       out.pair = {local: l && `${l.address}:${l.port}`, remote: r && `${r.address}:${r.port}`,
-                  rtt: s.currentRoundTripTime};
+                  rtt: s.currentRoundTripTime, availableOutgoingBitrate: s.availableOutgoingBitrate};
     }
   });
   return out;

@@ -5,11 +5,14 @@
   test pattern read back off Chromium's <video>), chat messages both ways on the data channel,
   and the hang-up seen by the other side.
 - Two `swiftrtc p2p` processes through `swiftrtc serve` (the same endpoint inside the relay).
+- With `serve --signal-token` (issue 18.3): the call page takes the token from its fragment and
+  makes the room's key; `swiftrtc p2p --token` joins with the key from the invitation.
 Run inside the loopback-only namespace: interop/run.sh -k p2p
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -29,8 +32,8 @@ def signal_server(swift_bin, artifact_dir, logs):
         proc.close()
 
 
-def p2p(swift_bin, url: str, artifact_dir, name: str, duration: float = 25) -> SwiftRun:
-    return SwiftRun(swift_bin, "p2p", [url, "--source", "testsrc", "--size", "640x360", "--duration", str(duration)],
+def p2p(swift_bin, url: str, artifact_dir, name: str, duration: float = 25, extra: tuple[str, ...] = ()) -> SwiftRun:
+    return SwiftRun(swift_bin, "p2p", [url, "--source", "testsrc", "--size", "640x360", "--duration", str(duration), *extra],
                     artifact_dir, name, stdin_pipe=True)
 
 
@@ -189,12 +192,17 @@ def test_ice_restart_mid_call_both_ways(signal_server, browser, swift_bin, artif
     swift = p2p(swift_bin, f"{signal_server['ws']}?room={room}", artifact_dir, "p2p", duration=40)
     logs.append(("swiftrtc p2p", swift.text))
     samples: list[tuple[float, int]] = []
+    sent: list[dict] = []   # what Chromium sent, and why it limited it
 
     def sample(seconds: float):
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             s = page.evaluate(PC_STATS_JS, timeout=10)
             samples.append((time.monotonic(), (s and s["inbound"] or {}).get("framesDecoded", 0)))
+            out = (s and s["outbound"] or [{}])[0]
+            sent.append({"t": round(time.monotonic(), 2), "width": out.get("frameWidth"),
+                         "reason": out.get("qualityLimitationReason"),
+                         "available": ((s or {}).get("pair") or {}).get("availableOutgoingBitrate")})
             time.sleep(0.1)
 
     try:
@@ -224,12 +232,65 @@ def test_ice_restart_mid_call_both_ways(signal_server, browser, swift_bin, artif
     s = summary(swift.stats())
     stall = longest_stall(samples)
     write_json(artifact_dir / "restart.json", {"ufrags": [before, after_swift, after_chromium], "chromiumStallSeconds": stall,
-                                                "swift": s, "samples": samples, "pageLog": page_log})
+                                                "swift": s, "samples": samples, "chromiumSent": sent, "pageLog": page_log})
     print(f"ICE restarts: ufrags {before} -> {after_swift} -> {after_chromium}; Chromium's longest stall {stall:.2f} s; "
-          f"Swift's longest frame gap {s.get('longestFrameGapMs')} ms, decoded {s.get('framesDecoded')}")
+          f"Swift's longest frame gap {s.get('longestFrameGapMs')} ms, decoded {s.get('framesDecoded')}; Chromium sent "
+          f"{sorted({x['width'] for x in sent if x['width']})} wide, limited by {sorted({x['reason'] for x in sent})}")
     assert code == 0, swift.text()[-2000:]
     assert after_swift["remote"] != before["remote"] and after_swift["state"] == "connected", (before, after_swift)
     assert after_chromium["local"] != after_swift["local"] and after_chromium["state"] == "connected", (after_swift, after_chromium)
     assert stall <= 1.0, f"Chromium's video stalled {stall:.2f} s across the restarts"
     assert s.get("longestFrameGapMs", 1e9) <= 1000 and s.get("freezesOver500Ms") == 0, s
-    assert s.get("framesDecoded", 0) >= 100 and s.get("frameWidth") == 640, s   # Chromium's fake camera: no pattern
+    # Chromium's fake camera (no pattern): we must decode what it sends. Its sending size is its
+    # own choice: on a busy machine its CPU adaptation steps down (seen once in CI: 480 wide
+    # after the restart); a step down for *bandwidth* would be our feedback's fault.
+    widths = [x["width"] for x in sent if x["width"]]
+    limited = sorted({x["reason"] for x in sent if x["reason"] not in (None, "none")})
+    assert s.get("framesDecoded", 0) >= 100 and widths and s.get("frameWidth") == widths[-1], (s, widths[-5:])
+    assert "bandwidth" not in limited, f"Chromium limited its video for {limited}: {sent}"
+
+
+@pytest.mark.timeout(90)
+def test_call_page_and_swift_p2p_with_a_signal_token(browser, swift_bin, artifact_dir, logs):
+    """`serve --signal-token`: Chromium opens `/call/#room=locked&token=T` and joins first; the page
+    makes the room's key and shows the invitation. `swiftrtc p2p --token T` without the key is
+    refused (400, it says why); with the key from the invitation it joins, and each side decodes
+    the other's video until Chromium hangs up."""
+    proc = ManagedProcess([str(swift_bin), "serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--signal-token", "sig-secret"],
+                          artifact_dir / "serve.log")
+    logs.append(("swiftrtc serve", proc.text))
+    swift = page = None
+    try:
+        m = proc.wait_for_line(r"signaling on (ws://(\S+?)/rtc/v1/signal/)\?room=NAME", timeout=20)
+        ws, http_base = m.group(1), "http://" + m.group(2)
+        page = browser.new_page(f"{http_base}/call/#room=locked&token=sig-secret")
+        logs.append(("call page log", lambda: "\n".join(page.evaluate("window.log", timeout=5) or [])))
+        page.evaluate("document.getElementById('connect').click(); true")
+        page.wait_for("window.log.includes('state waiting for the peer')", timeout=15)
+        invite = page.evaluate("document.getElementById('invite').textContent")
+        key = page.evaluate("new URLSearchParams(location.hash.slice(1)).get('key')")
+        assert key and len(key) >= 16 and invite.startswith(f"invite: {http_base}/call/#") and f"key={key}" in invite, invite
+        keyless = subprocess.run([str(swift_bin), "p2p", f"{ws}?room=locked", "--token", "sig-secret", "--duration", "3"],
+                                 capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert keyless.returncode != 0 and "400" in keyless.stderr and "room key" in keyless.stderr, keyless.stderr
+        swift = p2p(swift_bin, f"{ws}?room=locked&key={key}", artifact_dir, "p2p", duration=30, extra=("--token", "sig-secret"))
+        logs.append(("swiftrtc p2p", swift.text))
+        stats, _ = poll(lambda: page.evaluate(PC_STATS_JS, timeout=10),
+                        lambda s: bool(s and s["inbound"] and s["inbound"]["framesDecoded"] > 30), timeout=25, interval=0.25)
+        swift.process.wait_for_line(r"p2p: chat open", timeout=15)
+        time.sleep(1.5)   # some video for Swift's side
+        page.evaluate("document.getElementById('hangup').click(); true")
+        swift.process.wait_for_line(r"p2p: the peer hung up", timeout=10)
+        code = swift.wait(timeout=20)
+    finally:
+        if page is not None:
+            close_page(browser, page)
+        if swift is not None:
+            swift.close()
+        proc.close()
+    s = summary(swift.stats())
+    write_json(artifact_dir / "p2p-token.json", {"invite": invite, "chromiumStats": stats, "swift": s})
+    print(f"with a signal token: Chromium decoded {stats and stats['inbound'] and stats['inbound']['framesDecoded']} frames, "
+          f"Swift {s.get('framesDecoded')} (pattern {s.get('patternVerified')})")
+    assert stats and stats["inbound"]["framesDecoded"] > 30, stats
+    assert code == 0 and s.get("framesDecoded", 0) >= 30 and s.get("hungUp") == "the peer hung up", s

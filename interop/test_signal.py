@@ -5,27 +5,34 @@ that sends exact frames.
 Issue 11, part 1: joined / peer-joined, offer and candidates (as a browser's JSON.stringify makes
 them) forwarded verbatim, peer-left, room full, malformed JSON answered with the connection
 open, a message over the limit closed with 1009, a fragmented message assembled.
+Issue 18: a page from an origin the server was not told about cannot connect; with
+--signal-token a peer needs the token (a browser offers it as a subprotocol) and every room a
+key, and a stranger with the token but another key gets neither the seat nor the offer.
 Run inside the loopback-only namespace: interop/run.sh -k signal
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
 import struct
+import urllib.parse
 
 import pytest
 
 from interop.conftest import ManagedProcess
-from interop.ws_client import RawPeer
+from interop.relay_helpers import read_head
+from interop.ws_client import RawPeer, ws_handshake
 
 PEERS_JS = r"""
 window.peers = {};
-window.openPeer = (name, url) => new Promise((resolve, reject) => {
+window.bearerProtocol = t => 'swiftrtc.bearer.' + btoa(t).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+window.openPeer = (name, url, protocols) => new Promise((resolve, reject) => {
   const p = {messages: [], closed: null};
-  const ws = new WebSocket(url);
+  const ws = protocols ? new WebSocket(url, protocols) : new WebSocket(url);
   p.ws = ws;
   ws.onmessage = (e) => p.messages.push(e.data);
   ws.onclose = (e) => { p.closed = {code: e.code, reason: e.reason}; };
@@ -37,18 +44,31 @@ true
 """
 
 
-@pytest.fixture(params=["signal", "serve"])
-def signal_url(request, swift_bin, artifact_dir, logs):
-    args = [str(swift_bin), request.param, "--http", "127.0.0.1:0"]
-    if request.param == "serve":
+@contextlib.contextmanager
+def start_signaling(kind: str, swift_bin, artifact_dir, logs, *extra: str):
+    """`swiftrtc signal` or `swiftrtc serve` on free ports, for a `with`: its signaling URL."""
+    args = [str(swift_bin), kind, "--http", "127.0.0.1:0", *extra]
+    if kind == "serve":
         args += ["--udp", "127.0.0.1:0"]
-    proc = ManagedProcess(args, artifact_dir / f"{request.param}.log")
-    logs.append((f"swiftrtc {request.param}", proc.text))
+    proc = ManagedProcess(args, artifact_dir / f"{kind}.log")
+    logs.append((f"swiftrtc {kind}", proc.text))
     try:
         m = proc.wait_for_line(r"(?:listening|signaling) on (ws://\S+)\?room=NAME", timeout=20)
         yield m.group(1)
     finally:
         proc.close()
+
+
+def origin_of(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@pytest.fixture(params=["signal", "serve"])
+def signal_url(request, swift_bin, artifact_dir, logs, pages_server):
+    # The test page is served from another port: the server is told to take its Origin.
+    with start_signaling(request.param, swift_bin, artifact_dir, logs, "--cors-origin", origin_of(pages_server.url)) as url:
+        yield url
 
 
 
@@ -129,9 +149,66 @@ def test_raw_fragmented_message_reaches_chromium(signal_url, page):
 def test_missing_room_is_400(signal_url):
     host, port, path = RawPeer._split(signal_url)
     with socket.create_connection((host, port), timeout=10) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
         reply = b""
         while chunk := s.recv(4096):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
     assert reply.endswith(b"missing or invalid room: ?room=NAME with 1-64 letters, digits, '-', '_' or '.'\n")
+
+
+@pytest.mark.parametrize("kind", ["signal", "serve"])
+def test_page_from_an_unlisted_origin_cannot_connect(kind, swift_bin, artifact_dir, logs, page):
+    """Without --cors-origin for it, a page from another origin (here: the test page's port) gets
+    403 for its WebSocket handshake: Chromium sees the connection fail and no room is joined."""
+    with start_signaling(kind, swift_bin, artifact_dir, logs) as url:
+        outcome = page.evaluate(f"""new Promise(resolve => {{
+          const ws = new WebSocket({json.dumps(url + "?room=foreign")});
+          ws.onopen = () => resolve('open');
+          ws.onclose = e => resolve('closed ' + e.code);
+        }})""", timeout=15)
+        assert outcome == "closed 1006", outcome
+        assert "joins room foreign" not in (artifact_dir / f"{kind}.log").read_text()
+
+
+@pytest.mark.parametrize("kind", ["signal", "serve"])
+def test_signal_token_and_room_keys(kind, swift_bin, artifact_dir, logs, page, pages_server):
+    """--signal-token: without a token 401, a wrong one 403, no key 400. Chromium joins with the
+    token as a subprotocol (the server answers swiftrtc.signal) and a key; a stranger with the
+    token and another key is refused (wrong room key, 1008) and never sees the offer; a raw peer
+    with `Authorization: Bearer` and the key joins and gets it."""
+    key = "Zp4vQ8-n_Tk2Lm9xWc3R"
+    with start_signaling(kind, swift_bin, artifact_dir, logs, "--signal-token", "sig-secret",
+                         "--cors-origin", origin_of(pages_server.url)) as url:
+        host, port, path = RawPeer._split(url)
+        statuses = {}
+        for label, query, headers in (("no token", f"?room=k&key={key}", {}),
+                                      ("wrong token", f"?room=k&key={key}", {"Authorization": "Bearer nope"}),
+                                      ("no key", "?room=k", {"Authorization": "Bearer sig-secret"})):
+            with socket.create_connection((host, port), timeout=10) as s:
+                s.sendall(ws_handshake(path + query, f"{host}:{port}", headers))
+                statuses[label] = read_head(s)
+        assert statuses["no token"][0] == 401 and b"signaling needs a token" in statuses["no token"][1], statuses
+        assert statuses["wrong token"][0] == 403 and statuses["no key"][0] == 400, statuses
+
+        page.evaluate(PEERS_JS)
+        protocols = page.evaluate("['swiftrtc.signal', bearerProtocol('sig-secret')]")
+        page.call("openPeer", "a", f"{url}?room=k&key={key}", protocols)
+        page.wait_for("peers.a.messages.length >= 1", timeout=10)
+        assert page.evaluate("peers.a.messages[0]") == '{"type":"joined","room":"k","peers":0}'
+        assert page.evaluate("peers.a.ws.protocol") == "swiftrtc.signal"
+        page.call("openPeer", "stranger", f"{url}?room=k&key={key[:-1]}X", protocols)
+        page.wait_for("peers.stranger.closed !== null", timeout=10)
+        assert page.evaluate("peers.stranger.messages") == ['{"type":"error","error":"wrong room key"}']
+        assert page.evaluate("peers.stranger.closed") == {"code": 1008, "reason": "wrong room key"}
+
+        raw = RawPeer(f"{url}?room=k&key={key}", headers={"Authorization": "Bearer sig-secret"})
+        try:
+            assert raw.status_line == "HTTP/1.1 101 Switching Protocols" and raw.accept_ok
+            assert raw.text() == '{"type":"joined","room":"k","peers":1}'
+            page.wait_for("peers.a.messages.length >= 2", timeout=10)
+            page.evaluate("peers.a.ws.send(JSON.stringify({type: 'offer', sdp: 'v=0 for the invited peer'})), true")
+            assert json.loads(raw.text()) == {"type": "offer", "sdp": "v=0 for the invited peer"}
+            assert page.evaluate("peers.stranger.messages.length") == 1
+        finally:
+            raw.close()

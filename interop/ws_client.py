@@ -10,15 +10,22 @@ import socket
 import struct
 
 
+def ws_handshake(path: str, host: str, headers: dict | None = None, key: str | None = None) -> bytes:
+    """A WebSocket opening handshake (RFC 6455 §4.1) for `path`, with extra header fields."""
+    key = key or base64.b64encode(os.urandom(16)).decode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n").encode()
+
+
 class RawPeer:
     """A WebSocket client in a few lines of stdlib: exact, masked frames out; frames in."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, headers: dict | None = None):
         host, port, path = self._split(url)
         self.sock = socket.create_connection((host, port), timeout=10)
         key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        self.sock.sendall(ws_handshake(path, f"{host}:{port}", headers, key))
         self.buffer = b""
         while b"\r\n\r\n" not in self.buffer:
             self.buffer += self._recv()

@@ -49,9 +49,22 @@ public struct HTTPRequest: Sendable {
                   query: head.query, headers: head.headers, body: body, remoteAddress: remoteAddress)
     }
 
+    /// The request line and header fields, without the body.
+    public var head: HTTPRequestHead {
+        HTTPRequestHead(method: method, target: target, version: version, path: path, query: query, headers: headers)
+    }
+
     /// The first value of query parameter `name`.
     public func queryValue(_ name: String) -> String? {
         query.first { $0.0 == name }?.1
+    }
+
+    /// Whether Content-Type names `type` (`application/json; charset=utf-8` is application/json),
+    /// case-insensitively.
+    public func hasMediaType(_ type: String) -> Bool {
+        guard let value = headers["Content-Type"] else { return false }
+        let essence = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return HTTPHeaders.same(essence.trimmingSpaces, type)
     }
 
     /// The body as UTF-8 text (invalid sequences replaced).

@@ -55,6 +55,15 @@ public struct HTTPRequestDecoder: Sendable {
         return true
     }
 
+    /// The head of the request whose body is still arriving (nil between requests and while a
+    /// head arrives), so a server can judge a request before its body is in.
+    public var pendingHead: HTTPRequestHead? {
+        switch state {
+        case .head: return nil
+        case .fixedBody(let head, _), .chunkedBody(let head, _, _): return head
+        }
+    }
+
     /// The next complete request, or what is needed to get one. After an error the decoder must
     /// not be used again (the server closes the connection).
     public mutating func next() throws(HTTPError) -> Output {
@@ -153,6 +162,14 @@ public struct HTTPRequestDecoder: Sendable {
             }
             index += 1
         }
+        return nil
+    }
+}
+
+extension HTTPRequestDecoder.Output {
+    /// The request, when this is one.
+    public var request: HTTPRequest? {
+        if case .request(let request) = self { return request }
         return nil
     }
 }

@@ -1,6 +1,7 @@
-// HTTP/1.1 server over POSIX sockets: one accept thread, one thread per connection (bounded by
-// HTTPLimits.maxConnections), keep-alive, CORS. Request framing and limits live in
-// HTTPRequestDecoder; this file only moves bytes and threads.
+// HTTP/1.1 server over POSIX sockets: one accept thread, one thread per connection, keep-alive,
+// CORS. Request framing and limits live in HTTPRequestDecoder, which connections are held (and
+// which gives way) in ConnectionBudget, each wait's deadline in RequestTimer, Host and Origin
+// checks in RequestGuard; this file only moves bytes and threads.
 import Glibc
 import Locks
 
@@ -24,28 +25,26 @@ public final class HTTPServer: @unchecked Sendable {
     private enum Phase { case created, running, stopped }
 
     private struct State {
-        mutating func release(_ ip: String) {
-            let left = perAddress[ip, default: 1] - 1
-            perAddress[ip] = left > 0 ? left : nil
-        }
         var phase = Phase.created
         var corsOrigins = ["*"]
+        var allowedHosts: Set<String>?
         var upgradeHandler: UpgradeHandler?
+        var credentialCheck: CredentialCheck?
         var acceptThread: JoinableThread?
         /// Connection threads not yet joined, by connection id.
         var threads: [Int: JoinableThread] = [:]
-        /// Connections being served (counted before their thread starts).
-        var live = 0
-        /// Live connections per remote IP address.
-        var perAddress: [String: Int] = [:]
+        /// Connections held (counted before their thread starts), by pool and address.
+        var budget: ConnectionBudget
+        /// Descriptors of live connections, so one can be shut down to make room for another;
+        /// removed (under the lock) before the descriptor is closed.
+        var descriptors: [Int: Int32] = [:]
         /// Ids whose thread has finished and can be joined without waiting.
         var finished: [Int] = []
-        var nextID = 0
         /// Handler results being waited for, by connection id; stop() abandons them.
         var waits: [Int: (OneShot<HTTPResponse>, Task<Void, Never>)] = [:]
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     /// When true, every response carries Access-Control-Allow-Origin: * and OPTIONS requests are
     /// answered 204 as CORS preflights without calling the handler.
@@ -56,10 +55,32 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The origins whose pages may call this server (`*`: any); a listed origin is echoed back
     /// (with `Vary: Origin`), any other gets no Access-Control-Allow-Origin, so its browser
-    /// refuses the response. Empty: no CORS at all (same-origin pages need none).
+    /// refuses the response. Empty: no CORS at all (same-origin pages need none). Besides the
+    /// server's own, only these origins may make state-changing requests or upgrades (403).
     public var corsOrigins: [String] {
         get { state.withLock { $0.corsOrigins } }
         set { state.withLock { $0.corsOrigins = newValue } }
+    }
+
+    /// Host names answered besides IP addresses (see `RequestGuard`); nil: any Host. Others
+    /// get 421. A loopback server open to everyone sets this against DNS rebinding.
+    public var allowedHosts: Set<String>? {
+        get { state.withLock { $0.allowedHosts } }
+        set { state.withLock { $0.allowedHosts = newValue } }
+    }
+
+    /// Whether a request head carries valid credentials: such requests are never the ones
+    /// closed to make room, and may use `HTTPLimits.reservedConnections` once the rest is full.
+    /// Called on the connection's thread as soon as a head is in. nil: no reserve.
+    public typealias CredentialCheck = @Sendable (HTTPRequestHead) -> Bool
+    public var credentialCheck: CredentialCheck? {
+        get { state.withLock { $0.credentialCheck } }
+        set {
+            state.withLock { state in
+                state.credentialCheck = newValue
+                state.budget.reserveEnabled = newValue != nil
+            }
+        }
     }
 
     /// Lets a handler take over connections (WebSocket): see `HTTPUpgrade`.
@@ -73,6 +94,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.host = host
         self.limits = limits
         self.handler = handler
+        self.state = Locked(State(budget: ConnectionBudget(limits: limits)))
         self.wake = try WakePipe()
         let listener = try Sockets.listen(host: host, port: port, backlog: 128)
         self.listenFD = listener.fd
@@ -165,41 +187,41 @@ public final class HTTPServer: @unchecked Sendable {
             }
             Sockets.configure(fd)
             let remote = Sockets.format(address)
-            let ip = Self.ipAddress(of: remote)
-            let (admitted, refusal) = state.withLock { state -> (Int?, String) in
-                guard state.live < limits.maxConnections else { return (nil, "too many connections") }
-                guard state.perAddress[ip, default: 0] < limits.maxConnectionsPerAddress else {
-                    return (nil, "too many connections from \(ip)")
-                }
-                state.live += 1
-                state.perAddress[ip, default: 0] += 1
-                state.nextID += 1
-                return (state.nextID, "")
+            let accepted = ContinuousClock.now
+            let admission = state.withLock { state -> ConnectionBudget.Admission in
+                let admission = state.budget.admit(ip: Self.ipAddress(of: remote), now: accepted)
+                guard case .admitted(let id, _, let victim) = admission else { return admission }
+                // The victim's thread sees the end of its stream and leaves; its descriptor
+                // stays open until that thread has removed it from the table.
+                if let victim, let victimFD = state.descriptors[victim] { shutdown(victimFD, Int32(SHUT_RDWR)) }
+                state.descriptors[id] = fd
+                return admission
             }
-            guard let id = admitted else {
-                let busy = HTTPResponse.text(503, refusal + "\n").serialize(headOnly: false, close: true)
-                _ = Sockets.writeAll(fd, busy, wake: nil, deadline: Deadline(after: .zero))
+            guard case .admitted(let id, _, _) = admission else {
+                if case .refused(let refusal) = admission {
+                    let busy = HTTPResponse.text(503, refusal + "\n").serialize(headOnly: false, close: true)
+                    _ = Sockets.writeAll(fd, busy, wake: nil, deadline: Deadline(after: .zero))
+                }
                 close(fd)
                 continue
             }
             do {
                 let thread = try JoinableThread.spawn { [self] in
-                    serve(fd, id: id, remote: remote)
-                    // The slot is free before the close: a peer that sees the end can reconnect.
+                    serve(fd, id: id, remote: remote, acceptedAt: accepted)
                     state.withLock { state in
-                        state.live -= 1
-                        state.release(ip)
+                        state.descriptors[id] = nil
+                        state.budget.release(id)
                         state.finished.append(id)
                     }
                     close(fd)
                 }
                 state.withLock { $0.threads[id] = thread }
             } catch {
-                close(fd)
                 state.withLock { state in
-                    state.live -= 1
-                    state.release(ip)
+                    state.descriptors[id] = nil
+                    state.budget.release(id)
                 }
+                close(fd)
             }
         }
     }
@@ -220,11 +242,13 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: Serving one connection
 
-    private func serve(_ fd: Int32, id: Int, remote: String) {
+    private func serve(_ fd: Int32, id: Int, remote: String, acceptedAt accepted: ContinuousClock.Instant) {
         Sockets.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
         var decoder = HTTPRequestDecoder(limits: limits, remoteAddress: remote)
         var scratch = [UInt8](repeating: 0, count: 16 * 1024)
-        var deadline = Deadline(after: limits.readTimeout)
+        var timer = RequestTimer(limits: limits, acceptedAt: accepted)
+        /// The current request's head has been judged (credentials, the reserve).
+        var judged = false
         while true {
             let output: HTTPRequestDecoder.Output
             do {
@@ -234,51 +258,90 @@ public final class HTTPServer: @unchecked Sendable {
                 finishWithError(fd, HTTPResponse.text(status, error.message + "\n"), scratch: &scratch)
                 return
             }
+            if !judged, let head = decoder.pendingHead ?? output.request?.head {
+                judged = true
+                guard mayServe(head, connection: id) else {
+                    var busy = HTTPResponse.text(503, "the server is at its connection limit: only requests with valid "
+                                                 + "credentials (Authorization: Bearer) are served now\n")
+                    busy.headers.add("Retry-After", "1")
+                    finishWithError(fd, busy, scratch: &scratch)
+                    return
+                }
+            }
             switch output {
             case .needMoreData:
-                switch Sockets.read(fd, into: &scratch, wake: wake.readFD, deadline: deadline) {
+                if decoder.isMidRequest { timer.received(at: .now, inBody: decoder.pendingHead != nil) }
+                switch Sockets.read(fd, into: &scratch, wake: wake.readFD, deadline: Deadline(at: timer.deadline)) {
                 case .data(let count):
                     decoder.append(scratch[0..<count])
                 case .timedOut:
-                    // An idle keep-alive connection is simply closed; a half-sent request gets 408.
-                    if decoder.isMidRequest {
-                        let message = "request not received within \(Sockets.describe(limits.readTimeout))\n"
-                        finishWithError(fd, HTTPResponse.text(408, message), scratch: &scratch)
-                    }
+                    // An idle connection is simply closed; a half-sent request gets 408.
+                    if let expiry = timer.expiry { finishWithError(fd, expiry, scratch: &scratch) }
                     return
                 case .eof, .woken, .failed:
                     return
                 }
             case .sendContinue:
                 let interim = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-                guard case .done = Sockets.writeAll(fd, interim, wake: wake.readFD, deadline: deadline) else { return }
+                guard case .done = Sockets.writeAll(fd, interim, wake: wake.readFD, deadline: Deadline(after: limits.writeTimeout)) else { return }
             case .request(let request):
-                var upgraded: HTTPResponse?
-                switch upgradeHandler?(request) {
-                case .accept(let response, let run)?:
-                    var head = response
-                    head.body = []
-                    let bytes = head.serialize(headOnly: true, close: false)
-                    guard case .done = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: limits.readTimeout)) else { return }
-                    let connection = UpgradedConnection(fd: fd, wake: wake.readFD, buffered: decoder.takeBuffered(), remoteAddress: remote)
-                    run(connection)
-                    connection.finish()
-                    return
-                case .respond(let response)?:
-                    upgraded = addingCORS(response, origin: request.headers["Origin"])
-                case nil:
-                    break
+                judged = false
+                // Busy on our side: not a connection to close for a newcomer. False: it was closed.
+                guard state.withLock({ $0.budget.waiting(id, since: nil) }) else { return }
+                let requestGuard = state.withLock { RequestGuard(allowedHosts: $0.allowedHosts, allowedOrigins: $0.corsOrigins) }
+                var answer: HTTPResponse
+                if var refusal = requestGuard.refusal(method: request.method, headers: request.headers) {
+                    refusal.headers.set("Connection", "close")
+                    answer = refusal
+                } else {
+                    switch upgradeHandler?(request) {
+                    case .accept(let response, let run)?:
+                        handOver(fd, id: id, response: response, decoder: &decoder, remote: remote, run: run, scratch: &scratch)
+                        return
+                    case .respond(let response)?:
+                        answer = addingCORS(response, origin: request.headers["Origin"])
+                    case nil:
+                        guard let response = respond(to: request, connection: id) else { return }  // stopping
+                        answer = response
+                    }
                 }
-                guard var response = upgraded ?? respond(to: request, connection: id) else { return }  // stopping
                 let stopping = state.withLock { $0.phase == .stopped }
-                let close = stopping || !request.keepAlive || response.headers.hasToken("Connection", "close")
-                if !close && request.version == "HTTP/1.0" { response.headers.set("Connection", "keep-alive") }
-                let bytes = response.serialize(headOnly: request.method == "HEAD", close: close)
-                let written = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: limits.readTimeout))
+                let close = stopping || !request.keepAlive || answer.headers.hasToken("Connection", "close")
+                if !close && request.version == "HTTP/1.0" { answer.headers.set("Connection", "keep-alive") }
+                let bytes = answer.serialize(headOnly: request.method == "HEAD", close: close)
+                timer.writing(at: .now)
+                guard state.withLock({ $0.budget.waiting(id, since: .now) }) else { return }
+                let written = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(at: timer.deadline))
                 guard case .done = written, !close else { return }
-                deadline = Deadline(after: limits.readTimeout)
+                timer.responded(at: .now)
+                guard state.withLock({ $0.budget.waiting(id, since: .now) }) else { return }
             }
         }
+    }
+
+    /// Whether this connection may serve a request with this head: credentials are checked
+    /// (they keep it from being closed for a newcomer); on the reserve only credentialed ones.
+    private func mayServe(_ head: HTTPRequestHead, connection id: Int) -> Bool {
+        let check = state.withLock { $0.credentialCheck }
+        let valid = check?(head) ?? false
+        return state.withLock { $0.budget.credentials(id, valid: valid) }
+    }
+
+    /// Writes the `101` and gives the connection to the upgrade handler's `run`, on this thread,
+    /// once the upgraded budget has room for it (else 503).
+    private func handOver(_ fd: Int32, id: Int, response: HTTPResponse, decoder: inout HTTPRequestDecoder, remote: String,
+                          run: @Sendable (UpgradedConnection) -> Void, scratch: inout [UInt8]) {
+        if let refusal = state.withLock({ $0.budget.upgrade(id) }) {
+            finishWithError(fd, .text(503, refusal + "\n"), scratch: &scratch)
+            return
+        }
+        var head = response
+        head.body = []
+        let bytes = head.serialize(headOnly: true, close: false)
+        guard case .done = Sockets.writeAll(fd, bytes, wake: wake.readFD, deadline: Deadline(after: limits.writeTimeout)) else { return }
+        let connection = UpgradedConnection(fd: fd, wake: wake.readFD, buffered: decoder.takeBuffered(), remoteAddress: remote)
+        run(connection)
+        connection.finish()
     }
 
     /// Answers an OPTIONS preflight itself or calls the handler, then adds the CORS headers.

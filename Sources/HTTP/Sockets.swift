@@ -11,6 +11,10 @@ struct Deadline: Sendable {
         instant = ContinuousClock.now.advanced(by: min(duration, .seconds(1_000_000_000)))
     }
 
+    init(at instant: ContinuousClock.Instant) {
+        self.instant = instant
+    }
+
     /// Milliseconds left for poll(2), rounded up so we never spin on a zero timeout; 0 if past.
     var pollMilliseconds: Int32 {
         let left = instant - ContinuousClock.now

@@ -11,8 +11,9 @@ public enum HTTPUpgrade: Sendable {
     /// Answer like a normal handler would (e.g. 400 for a bad handshake).
     case respond(HTTPResponse)
     /// Write `response` (a 101) and then call `run` on the connection's thread; it owns the
-    /// connection until it returns, and the socket closes after. The connection still counts
-    /// against `HTTPLimits.maxConnections`.
+    /// connection until it returns, and the socket closes after. From then on the connection
+    /// counts against `HTTPLimits.maxUpgradedConnections`, not the plain connections' budget;
+    /// with that full, the client gets 503 instead of the 101.
     case accept(HTTPResponse, run: @Sendable (UpgradedConnection) -> Void)
 }
 

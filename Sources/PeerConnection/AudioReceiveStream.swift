@@ -15,7 +15,7 @@ final class AudioReceiveStream: @unchecked Sendable {
     private let loop: EventLoop
     private var buffer = AudioJitterBuffer()
     private var timerID: Int?
-    private let queue = DispatchQueue(label: "swiftrtc.audio-decode", qos: .userInteractive)
+    private let queue: CodecQueue
     private var decoder: OpusDecoder?
     /// The jitter buffer's delay cuts, taken from quiet frames (decode queue).
     private var removal = QuietFrameRemoval()
@@ -26,7 +26,8 @@ final class AudioReceiveStream: @unchecked Sendable {
     /// Capture times from the sender's reports, for lip sync (loop thread).
     private(set) var timing = StreamTiming(clockRate: 48000)
 
-    init(track: AudioTrack, loop: EventLoop) {
+    init(track: AudioTrack, loop: EventLoop, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.audio-decode", qos: .userInteractive, execution: execution)
         self.track = track
         self.loop = loop
     }
@@ -67,7 +68,7 @@ final class AudioReceiveStream: @unchecked Sendable {
         guard let next = buffer.nextDeadline() else { return }
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
-            self.play(.now)
+            self.play(self.loop.now)
         }
     }
 

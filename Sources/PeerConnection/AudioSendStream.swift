@@ -11,7 +11,7 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
     // @unchecked: `encoder`, `processor`, `pending`, `samplesSent` are used on `queue` only.
     let sender: RtpSender
     let payloadType: UInt8
-    private let queue = DispatchQueue(label: "swiftrtc.audio-encode", qos: .userInteractive)
+    private let queue: CodecQueue
     private var encoder: OpusEncoder?
     private var processor: AudioProcessor?
     private let processing: Mutex<AudioProcessingOptions?>
@@ -20,14 +20,12 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
     private let timestampBase = UInt32.random(in: 0...UInt32.max)
     private var samplesSent: UInt32 = 0
     private let counters = Mutex(AudioSendCounters())
-    /// What we sent, for our sender reports and the RTT from the peer's (loop thread).
-    var senderStats: SenderStatistics
 
-    init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?) {
+    init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.audio-encode", qos: .userInteractive, execution: execution)
         self.sender = sender
         self.payloadType = payloadType
         self.processing = Mutex(processing)
-        self.senderStats = SenderStatistics(ssrc: sender.ssrc, clockRate: 48000)
     }
 
     /// The loss the peer reports: Opus spends in-band FEC bits in proportion (libwebrtc sets
@@ -97,9 +95,7 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
                 $0.totalEnergy += energy / (32768.0 * 32768.0) * 0.02
                 $0.lastLevel = energy.squareRoot() / 32768
             }
-            sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp) { [self] packet, _, now in
-                senderStats.record(packet, sentAt: now)
-            }
+            sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp)
         } catch {
             counters.withLock { $0.encodeErrors += 1 }
         }

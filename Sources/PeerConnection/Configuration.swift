@@ -35,6 +35,8 @@ extension PeerConnection {
         /// Encode tracks and decode what arrives. Pass-through endpoints (echo, relay) turn it off
         /// and only forward RTP.
         public var mediaPipeline = true
+        /// Where encoders and decoders run (`.inline` for simulated-time tests).
+        public var codecExecution: CodecExecution = .queues
         /// Echo cancellation, gain control, noise suppression for audio senders (nil: off, as for
         /// file and synthetic sources; microphones want `.all`). Per sender: `setAudioProcessing`.
         public var audioProcessing: AudioProcessingOptions? = nil

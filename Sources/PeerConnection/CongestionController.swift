@@ -118,6 +118,7 @@ final class CongestionController {
     // MARK: sending
 
     func send(_ packet: [UInt8], transportCCID: UInt8?, kind: OutgoingRTPKind, now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
         let paced: PacedPacket.Kind
         switch kind {
         case .direct:
@@ -152,7 +153,7 @@ final class CongestionController {
             pacerTimer = loop.schedule(at: max(next, now.advanced(by: .microseconds(200)))) { [weak self] in
                 guard let self else { return }
                 self.pacerTimer = nil
-                self.drainPacer(now: .now)
+                self.drainPacer(now: loop.now)
             }
         }
     }
@@ -197,6 +198,7 @@ final class CongestionController {
     // MARK: feedback about what we send
 
     func handleTransportFeedback(_ feedback: TransportCCFeedback, now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
         feedbackArrived(now: now)
         estimator.onTransportFeedback(feedback, at: now)
         estimateUpdated(now: now)
@@ -225,7 +227,7 @@ final class CongestionController {
         if pacer.queuedPackets > 0 || pacer.paddingWanted(at: now) > 0 { drainPacer(now: now) }
     }
 
-    private func publishTarget(now: ContinuousClock.Instant = .now) {
+    private func publishTarget(now: ContinuousClock.Instant? = nil) {
         guard estimating else {
             network.set(0, settled: false)
             pacer.setTargetBitrate(1_000_000_000)   // whatever is still queued leaves now
@@ -233,6 +235,7 @@ final class CongestionController {
         }
         let target = estimator.targetBitrate
         pacer.setTargetBitrate(target)
+        let now = now ?? loop.now
         let settled = firstFeedback.map { now - $0 >= Self.settleTime } ?? false
         network.set(max(30_000, (target - audioReserve) / videoStreams), settled: settled)
     }
@@ -258,10 +261,10 @@ final class CongestionController {
 
     private func scheduleTick() {
         guard !closed, tickTimer == nil, estimating || !receiveExtensionIDs.isEmpty || remoteEstimator != nil else { return }
-        tickTimer = loop.schedule(at: .now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
+        tickTimer = loop.schedule(at: loop.now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
             guard let self else { return }
             self.tickTimer = nil
-            self.tick(now: .now)
+            self.tick(now: loop.now)
             self.scheduleTick()
         }
     }

@@ -62,7 +62,7 @@ extension MediaTransport {
                         // Made first: a CA file that does not load needs no connection to tell.
                         do {
                             relay.tls = try TLSClient(host: server.url.host, display: server.url.host,
-                                                      trust: TLSTrust(caFile: server.tlsCAFile), now: .now)
+                                                      trust: TLSTrust(caFile: server.tlsCAFile), now: loop.now)
                         } catch { throw TURNSetupError(error.message) }
                     }
                     // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
@@ -109,7 +109,7 @@ extension MediaTransport {
                 }
                 do {
                     for frame in try relay.framer.append(bytes) {
-                        relay.client.handleDatagram(frame, now: .now)
+                        relay.client.handleDatagram(frame, now: loop.now)
                     }
                 } catch {
                     closed = true   // not TURN framing: nothing after it can be trusted
@@ -137,7 +137,7 @@ extension MediaTransport {
     @discardableResult
     func sendDatagram(_ bytes: [UInt8], from local: SocketAddress, to remote: SocketAddress) -> Bool {
         if !relays.isEmpty, let relay = relays.first(where: { $0.relayed == local }) {
-            let ok = relay.client.send(bytes, to: remote, now: .now)
+            let ok = relay.client.send(bytes, to: remote, now: loop.now)
             flush(relay)
             return ok
         }
@@ -168,7 +168,7 @@ extension MediaTransport {
     /// Drains every allocation's datagrams and events; true if anything happened.
     func pumpRelays() -> Bool {
         var progressed = false
-        let now = ContinuousClock.now
+        let now = loop.now
         for relay in relays {
             flush(relay)
             while let event = relay.client.pollEvent() {
@@ -208,7 +208,7 @@ extension MediaTransport {
 
     /// Refresh with lifetime 0 on every allocation (RFC 8656 §7).
     func releaseRelays() {
-        let now = ContinuousClock.now
+        let now = loop.now
         for relay in relays {
             relay.client.close(now: now)
             flush(relay)
@@ -222,7 +222,7 @@ extension MediaTransport {
             closeSockets()
             return
         }
-        lingerTimer = loop.schedule(at: .now + .seconds(1)) { [self] in
+        lingerTimer = loop.schedule(at: loop.now + .seconds(1)) { [self] in
             lingerTimer = nil
             closeSockets()
         }
@@ -231,7 +231,7 @@ extension MediaTransport {
     /// After `close`: only the TURN servers' answers still matter.
     func lingeringReceive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) {
         guard lingerTimer != nil, let relay = relays.first(where: { $0.server == from && $0.base == local }) else { return }
-        relay.client.handleDatagram(Array(bytes), now: .now)
+        relay.client.handleDatagram(Array(bytes), now: loop.now)
         flush(relay)
         closeIfReleased()
     }

@@ -10,7 +10,7 @@ import TURN
 /// One connection's transport stack on its loop thread: ICE picks the path, DTLS makes the
 /// keys, SRTP protects media; RFC 7983 demultiplexes the shared port. Only the owning loop
 /// thread touches it; sends from other threads hop there first.
-final class MediaTransport: @unchecked Sendable {
+package final class MediaTransport: @unchecked Sendable {
     // @unchecked: every member is used on `loop`'s thread only (see `sendRTP`).
     // What every forwarded packet touches comes first: stored properties are laid out in this
     // order, and with hundreds of connections on a relay each extra cache line is a miss.
@@ -82,7 +82,7 @@ final class MediaTransport: @unchecked Sendable {
     /// Adds our bases to ICE (host candidates appear as ICE events) and starts the TURN
     /// allocations; gathering finishes when every allocation has succeeded or failed.
     func gather() {
-        let now = ContinuousClock.now
+        let now = loop.now
         gatheringStarted = true
         if gatherHosts {
             for address in io.localAddresses { ice.addLocalBase(address, now: now) }
@@ -104,8 +104,8 @@ final class MediaTransport: @unchecked Sendable {
         let transport = try DTLSTransport(role: role, certificate: certificate, remoteFingerprints: remoteFingerprints)
         dtls = transport
         dtlsRole = role
-        if role == .server || ice.selectedPair != nil { transport.start(now: .now) }
-        for datagram in earlyDTLS { transport.handleDatagram(datagram, now: .now) }
+        if role == .server || ice.selectedPair != nil { transport.start(now: loop.now) }
+        for datagram in earlyDTLS { transport.handleDatagram(datagram, now: loop.now) }
         earlyDTLS.removeAll()
         pump()
     }
@@ -113,6 +113,7 @@ final class MediaTransport: @unchecked Sendable {
     // MARK: receive
 
     private func receive(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) -> Delivery {
+        loop.preconditionInLoop()
         guard !closed else {
             lingeringReceive(bytes, from: from, local: local)
             return .refused
@@ -121,7 +122,7 @@ final class MediaTransport: @unchecked Sendable {
         // Binding responses from a server that is both STUN and TURN are ICE's (srflx gathering).
         if !relays.isEmpty, let relay = relays.first(where: { $0.server == from && $0.base == local }),
            !STUNMessage.isBinding(bytes) {
-            relay.client.handleDatagram(Array(bytes), now: .now)
+            relay.client.handleDatagram(Array(bytes), now: loop.now)
             delivery = .accepted
         } else {
             delivery = demultiplex(bytes, from: from, local: local)
@@ -136,7 +137,7 @@ final class MediaTransport: @unchecked Sendable {
     @discardableResult
     func demultiplex(_ bytes: UnsafeRawBufferPointer, from: SocketAddress, local: SocketAddress) -> Delivery {
         guard let first = bytes.first else { return .refused }
-        let now = ContinuousClock.now
+        let now = loop.now
         switch first {
         case 0...3:
             guard ice.handleSTUN(Array(bytes), from: from, local: local, now: now) else { return .accepted }
@@ -202,7 +203,7 @@ final class MediaTransport: @unchecked Sendable {
                 do {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
-                    congestion.received(packet, now: .now)
+                    congestion.received(packet, now: loop.now)
                     onRTP?(packet, plain)
                 } catch {
                     counters.malformedRTP += 1
@@ -225,11 +226,12 @@ final class MediaTransport: @unchecked Sendable {
             loop.execute { [self] in sendRTP(packet, transportCCID: transportCCID, kind: kind) }
             return
         }
-        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: .now)
+        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: loop.now)
     }
 
     /// The last step of every RTP packet: SRTP and the socket (loop thread).
     func transmitRTP(_ packet: [UInt8]) -> Bool {
+        loop.preconditionInLoop()
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
             return false
@@ -251,8 +253,9 @@ final class MediaTransport: @unchecked Sendable {
     /// (a slot of `batch`) gets its transport-wide sequence number at `transportCCOffset`, is
     /// protected in place and queued on `batch` when this connection sends on a shared socket
     /// (else sent at once). False when it cannot leave (no keys or path yet, SRTP failed).
-    func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
+    package func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
                         batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
+        loop.preconditionInLoop()
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
             return false
@@ -278,14 +281,14 @@ final class MediaTransport: @unchecked Sendable {
     /// (`RtpForwardingTarget`): the keys, the shared socket and the selected remote address.
     /// Nil when packets must come through `queueForwarded` (closed, no keys or path yet, TURN,
     /// a socket of our own). Any change to these bumps `ForwardingEpoch`.
-    func forwardingPath() -> (srtp: SRTPSession, socket: UDPSocket, remote: SocketAddress)? {
+    package func forwardingPath() -> (srtp: SRTPSession, socket: UDPSocket, remote: SocketAddress)? {
         guard !closed, relays.isEmpty, let srtp, let (_, remote) = ice.selectedPair, let socket = io.batchSocket else { return nil }
         return (srtp, socket, remote)
     }
 
     /// Fast-path packets counted as sent (they are counted here in bulk, not one by one).
-    func noteForwarded(_ packets: Int) { counters.rtpSent += packets }
-    func noteForwardingSRTPError() { counters.srtpErrors += 1 }
+    package func noteForwarded(_ packets: Int) { counters.rtpSent += packets }
+    package func noteForwardingSRTPError() { counters.srtpErrors += 1 }
 
     /// Protects and sends a compound RTCP packet; any thread.
     func sendRTCP(_ packet: [UInt8]) {
@@ -309,6 +312,7 @@ final class MediaTransport: @unchecked Sendable {
 
     /// Drains every core's output and re-arms the single timer.
     func pump() {
+        loop.preconditionInLoop()
         guard !closed else { return }
         // Event handlers may send (a data channel echoing a message): the running pump drains it.
         guard !pumping else {
@@ -362,7 +366,7 @@ final class MediaTransport: @unchecked Sendable {
         // Any ICE event may come with a new selected pair (or none): forwarding snapshots are remade.
         ForwardingEpoch.bump()
         if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
-            dtls.start(now: .now)
+            dtls.start(now: loop.now)
         }
         onIceEvent?(event)
     }
@@ -384,7 +388,7 @@ final class MediaTransport: @unchecked Sendable {
             onDTLSConnected?(keys)
         case .applicationData(let data):
             if let dataChannels {
-                dataChannels.handlePacket(data, now: .now)
+                dataChannels.handlePacket(data, now: loop.now)
             } else {
                 onApplicationData?(data)
             }
@@ -403,7 +407,7 @@ final class MediaTransport: @unchecked Sendable {
         timerID = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
             self.timerID = nil
-            let now = ContinuousClock.now
+            let now = loop.now
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
             self.dataChannels?.handleTimeout(now: now)

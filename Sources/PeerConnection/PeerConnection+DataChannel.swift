@@ -90,7 +90,7 @@ extension PeerConnection {
         let sctp: DataChannelTransport
         do {
             sctp = try DataChannelTransport(isDTLSClient: role == .client, remoteMaxMessageSize: dataChannels.remoteMaxMessageSize,
-                                            remotePort: dataChannels.remotePort, now: .now)
+                                            remotePort: dataChannels.remotePort, now: loop.now)
         } catch {
             emit(.error("data channels: \(error)"))
             return

@@ -41,7 +41,7 @@ extension PeerConnection {
         credentials = ours
         pendingCredentials = nil
         iceRestartWanted = false
-        transport.ice.restart(local: ours, now: .now)
+        transport.ice.restart(local: ours, now: loop.now)
         transport.pump()
     }
 }

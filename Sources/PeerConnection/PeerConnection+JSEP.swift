@@ -467,12 +467,12 @@ extension PeerConnection {
         // ICE: remote credentials and candidates (BUNDLE: the first live m-line's transport).
         if let theirs = iceCredentials(of: remote) {
             if !remoteCredentialsSet {
-                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: .now)
+                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: loop.now)
                 remoteCredentialsSet = true
             } else if transport.ice.remoteCredentials != theirs {
                 // An ICE restart: checks start over with the peer's new credentials; DTLS stays.
-                if transport.ice.remoteCredentials != nil { transport.ice.restart(local: credentials, now: .now) }
-                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: .now)
+                if transport.ice.remoteCredentials != nil { transport.ice.restart(local: credentials, now: loop.now) }
+                transport.ice.setRemoteCredentials(theirs, remoteIsLite: remote.iceLite, now: loop.now)
             }
         }
         var ended = false
@@ -481,8 +481,8 @@ extension PeerConnection {
             candidates += m.candidates.compactMap { try? Candidate(parsing: $0) }
             ended = ended || m.endOfCandidates
         }
-        transport.ice.addRemoteCandidates(candidates, now: .now)
-        if ended { transport.ice.endOfRemoteCandidates(now: .now) }
+        transport.ice.addRemoteCandidates(candidates, now: loop.now)
+        if ended { transport.ice.endOfRemoteCandidates(now: loop.now) }
         // DTLS: role from a=setup (of the live m-line carrying the transport: a rejected first
         // m-line has none, and reading it made both sides DTLS clients), fingerprints from the remote.
         let offerSetup = (offer.transportSection?.setup ?? offer.setup) ?? .actpass

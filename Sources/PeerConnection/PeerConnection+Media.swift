@@ -15,6 +15,7 @@ struct MediaStreams {
     var videoReceive: [String: VideoReceiveStream] = [:]
     var audioReceive: [String: AudioReceiveStream] = [:]
     var reportTimer: Int?
+    var reportSchedule: RTCPScheduler?
     var ntp = NTPClock.now()
 }
 
@@ -44,6 +45,7 @@ extension PeerConnection {
 
     /// Creates the encode and decode streams the negotiation calls for (loop thread).
     func startMediaStreams() {
+        loop.preconditionInLoop()
         guard configuration.mediaPipeline, let transport else { return }
         for t in transceiverList {
             guard let mid = t.mid, let direction = t.currentDirection, let codec = t.negotiatedCodecs.first else { continue }
@@ -53,14 +55,15 @@ extension PeerConnection {
                 guard let type = VideoCodecType.allCases.first(where: { $0.rawValue.uppercased() == name }) else { continue }
                 if direction.sends, media.videoSend[mid] == nil {
                     let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop,
-                                                 network: transport.congestion.network)
+                                                 network: transport.congestion.network, execution: configuration.codecExecution)
                     media.videoSend[mid] = stream
                     attachVideo(stream, to: t.sender)
                 }
                 let orientationID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation)
                 if direction.receives, media.videoReceive[mid] == nil, let track = t.receiver.videoTrack {
                     media.videoReceive[mid] = VideoReceiveStream(codec: type, track: track, feedbackSSRC: t.sender.ssrc,
-                                                                 videoOrientationID: orientationID, transport: transport, loop: loop)
+                                                                 videoOrientationID: orientationID, transport: transport, loop: loop,
+                                                                 execution: configuration.codecExecution)
                 } else {
                     media.videoReceive[mid]?.setVideoOrientationID(orientationID)
                 }
@@ -68,13 +71,14 @@ extension PeerConnection {
                 guard name == "OPUS" else { continue }
                 if direction.sends, media.audioSend[mid] == nil {
                     let processing = t.sender.audioProcessingOverride ?? configuration.audioProcessing
-                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: processing)
+                    let stream = AudioSendStream(sender: t.sender, payloadType: codec.payloadType, processing: processing,
+                                                 execution: configuration.codecExecution)
                     t.sender.onAudioProcessingChanged = { stream.setProcessing($0) }
                     media.audioSend[mid] = stream
                     attachAudio(stream, to: t.sender)
                 }
                 if direction.receives, media.audioReceive[mid] == nil, let track = t.receiver.audioTrack {
-                    media.audioReceive[mid] = AudioReceiveStream(track: track, loop: loop)
+                    media.audioReceive[mid] = AudioReceiveStream(track: track, loop: loop, execution: configuration.codecExecution)
                 }
             }
         }
@@ -148,7 +152,8 @@ extension PeerConnection {
 
     /// RTCP about our streams and theirs (loop thread).
     func routeToStreams(_ packets: [RTCPPacket]) {
-        let now = ContinuousClock.now
+        loop.preconditionInLoop()
+        let now = loop.now
         for packet in packets {
             switch packet {
             case .nack(let n):
@@ -176,14 +181,14 @@ extension PeerConnection {
     private func handleReports(_ reports: [ReceptionReport], now: ContinuousClock.Instant) {
         for report in reports {
             if let audio = media.audioSend.values.first(where: { $0.sender.ssrc == report.ssrc }) {
-                _ = audio.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now))
+                audio.sender.statistics.handle(report, arrival: now)
                 audio.setReportedLoss(fraction: report.fractionLost)
                 continue
             }
             guard let stream = media.videoSend.values.first(where: { $0.sender.ssrc == report.ssrc }) else { continue }
-            let rtt = stream.senderStats.handle(report, arrivalNTP: media.ntp.ntp(at: now))
+            let rtt = stream.sender.statistics.handle(report, arrival: now)
             if let rtt {
-                stream.history.rtt = rtt
+                stream.sender.nack.rtt = rtt
                 for r in media.videoReceive.values { r.setRTT(rtt) }
             }
             transport?.congestion.handleReceiverReport(fractionLost: report.fractionLost, rtt: rtt, now: now)
@@ -194,11 +199,16 @@ extension PeerConnection {
         media.videoSend.values.first { $0.sender.ssrc == ssrc }
     }
 
-    /// Sender and receiver reports once a second (RFC 3550 §6; libwebrtc's video interval).
+    /// Sender and receiver reports on RFC 3550 timing (`RTCPScheduler`: about once a second,
+    /// randomized, libwebrtc's video interval).
     private func scheduleReports() {
-        media.reportTimer = loop.schedule(at: .now.advanced(by: .seconds(1))) { [weak self] in
+        let now = loop.now
+        if media.reportSchedule == nil { media.reportSchedule = RTCPScheduler(media: .video, start: now, seed: cname.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }) }
+        guard let deadline = media.reportSchedule?.nextDeadline() else { return }
+        media.reportTimer = loop.schedule(at: deadline) { [weak self] in
             guard let self, !self.closed else { return }
-            self.sendReports(now: .now)
+            let now = self.loop.now
+            if self.media.reportSchedule?.poll(now: now) == true { self.sendReports(now: now) }
             self.scheduleReports()
         }
     }
@@ -209,25 +219,12 @@ extension PeerConnection {
         guard let transport, transport.dtlsState == .connected else { return }
         let blocks = media.videoReceive.values.compactMap { $0.receptionReport(now: now) }
             + media.audioReceive.values.compactMap { $0.receptionReport(now: now) }
-        var packets: [RTCPPacket] = []
-        var reportSSRC: UInt32?
         let ntp = media.ntp.ntp(at: now)
-        let senders = media.videoSend.values.map { ($0.sender.ssrc, $0.senderStats) }
-            + media.audioSend.values.map { ($0.sender.ssrc, $0.senderStats) }
-        for (ssrc, stats) in senders {
-            if let sr = stats.senderReport(now: now, ntp: ntp, reports: packets.isEmpty ? blocks : []) {
-                packets.append(.senderReport(sr))
-                reportSSRC = reportSSRC ?? ssrc
-            }
-        }
-        if packets.isEmpty, !blocks.isEmpty, let ssrc = transceiverList.first?.sender.ssrc {
-            packets.append(.receiverReport(ReceiverReport(ssrc: ssrc, reports: blocks)))
-            reportSSRC = ssrc
-        }
-        guard let ssrc = reportSSRC else { return }
-        if let cname = transceiverList.first?.sender.cname {
-            packets.append(.sourceDescription(SourceDescription(ssrc: ssrc, cname: cname)))
-        }
+        let senders = media.videoSend.values.map(\.sender) + media.audioSend.values.map(\.sender)
+        let srs = senders.compactMap { $0.statistics.senderReport(now: now, ntp: ntp) }
+        let packets = RTCPReportComposer.compound(senderReports: srs, receptionBlocks: blocks,
+                                                  reporterSSRC: transceiverList.first?.sender.ssrc, cname: cname)
+        guard !packets.isEmpty else { return }
         transport.sendRTCP(RTCPPacket.serializeCompound(packets))
     }
 
@@ -257,7 +254,7 @@ extension PeerConnection {
             }
             m["frames"] = .int(t.sender.videoTrack?.framesRendered ?? 0)
             report.add(m)
-            if let r = remoteInbound(s.senderStats, kind: "video", mid: mid) { report.add(r) }
+            if let r = remoteInbound(s.sender.statistics, kind: "video", mid: mid) { report.add(r) }
         }
         if let s = media.audioSend[mid], var o = report.stats["OT\(mid)"] {
             let c = s.stats
@@ -270,7 +267,7 @@ extension PeerConnection {
             m["totalAudioEnergy"] = .double(c.totalEnergy)
             m["totalSamplesDuration"] = .double(Double(c.totalSamplesSent) / 48000)
             report.add(m)
-            if let r = remoteInbound(s.senderStats, kind: "audio", mid: mid) { report.add(r) }
+            if let r = remoteInbound(s.sender.statistics, kind: "audio", mid: mid) { report.add(r) }
         }
         if let s = media.videoReceive[mid], var i = report.stats["IT\(mid)"] {
             let c = s.stats, j = s.jitterStatistics

@@ -11,6 +11,7 @@ extension PeerConnection {
     // MARK: events from the transport (loop thread)
 
     func handleIce(_ event: ICEEvent) {
+        loop.preconditionInLoop()
         switch event {
         case .localCandidate(let c):
             localCandidates.append(c)
@@ -35,6 +36,7 @@ extension PeerConnection {
     }
 
     func route(_ packet: RTPPacket, bytes: [UInt8]) {
+        loop.preconditionInLoop()
         let size = bytes.count
         var target = bySSRC[packet.ssrc]
         if target == nil, let id = midExtensionID, let data = packet.extensionData(id: id),
@@ -61,10 +63,10 @@ extension PeerConnection {
             (packet, bytes) = original
         }
         target.receiver.deliver(packet, bytes: bytes)
-        trackForNack(packet, on: target, now: .now)
-        if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: .now) }
+        trackForNack(packet, on: target, now: loop.now)
+        if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: loop.now) }
         if let mid = target.mid {
-            let now = ContinuousClock.now
+            let now = loop.now
             let ntp = media.ntp.ntp(at: now)
             media.videoReceive[mid]?.receive(packet, now: now, arrivalNTP: ntp)
             media.audioReceive[mid]?.receive(packet, now: now, arrivalNTP: ntp)

@@ -39,8 +39,8 @@ extension PeerConnection {
                 throw PeerConnectionError("addIceCandidate: \(new) new candidates, but room for \(room): at most \(limit) remote candidates per connection")
             }
             if let transport {
-                transport.ice.addRemoteCandidates(fresh, now: .now)
-                if parsed.contains(where: { $0 == nil }) { transport.ice.endOfRemoteCandidates(now: .now) }
+                transport.ice.addRemoteCandidates(fresh, now: loop.now)
+                if parsed.contains(where: { $0 == nil }) { transport.ice.endOfRemoteCandidates(now: loop.now) }
                 transport.pump()
             } else {
                 pendingRemoteCandidates += fresh
@@ -73,9 +73,9 @@ extension PeerConnection {
     /// Candidates added before the transport existed (loop thread, at its start).
     func flushPendingCandidates() {
         guard let transport else { return }
-        transport.ice.addRemoteCandidates(pendingRemoteCandidates, now: .now)
+        transport.ice.addRemoteCandidates(pendingRemoteCandidates, now: loop.now)
         pendingRemoteCandidates.removeAll()
-        if pendingEndOfCandidates { transport.ice.endOfRemoteCandidates(now: .now) }
+        if pendingEndOfCandidates { transport.ice.endOfRemoteCandidates(now: loop.now) }
         pendingEndOfCandidates = false
     }
 

@@ -117,7 +117,7 @@ public final class PeerConnection: @unchecked Sendable {
         var ssrc = UInt32.random(in: 1...UInt32.max)
         while transceiverList.contains(where: { $0.sender.ssrc == ssrc }) { ssrc = UInt32.random(in: 1...UInt32.max) }
         let list = codecs ?? (kind == .audio ? configuration.audioCodecs : configuration.videoCodecs)
-        let t = RtpTransceiver(kind: kind, init: options, codecs: list, ssrc: ssrc, cname: cname)
+        let t = RtpTransceiver(kind: kind, init: options, codecs: list, ssrc: ssrc, cname: cname, loop: loop)
         transceiverList.append(t)
         snapshot.withLock { $0.transceivers = transceiverList }
         t.onNegotiationChange = { [weak self] in self?.updateNegotiationNeeded() }
@@ -162,7 +162,7 @@ public final class PeerConnection: @unchecked Sendable {
                 return
             }
             waiters.append((match, cont))
-            loop.schedule(at: .now.advanced(by: timeout)) { cont.finish() }
+            loop.schedule(at: loop.now.advanced(by: timeout)) { cont.finish() }
         }
         for await event in stream { return event }
         return nil

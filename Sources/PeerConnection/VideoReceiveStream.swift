@@ -21,7 +21,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     private weak var transport: MediaTransport?
     private var buffer: VideoJitterBuffer
     private var timerID: Int?
-    private let queue = DispatchQueue(label: "swiftrtc.video-decode", qos: .userInitiated)
+    private let queue: CodecQueue
+    /// Decoding on the loop (`CodecExecution.inline`): frame times are the loop's clock.
+    private let inline: Bool
     private var decoder: (any VideoDecoder)?
     private let counters = Mutex(VideoReceiveCounters())
     private let factory = VideoDecoderFactory()
@@ -33,7 +35,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     private var frameArrivals: [UInt32: ContinuousClock.Instant] = [:]
 
     init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, videoOrientationID: UInt8?,
-         transport: MediaTransport, loop: EventLoop) {
+         transport: MediaTransport, loop: EventLoop, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.video-decode", qos: .userInitiated, execution: execution)
+        inline = execution == .inline
         self.codec = codec
         self.track = track
         self.feedbackSSRC = feedbackSSRC
@@ -53,6 +57,7 @@ final class VideoReceiveStream: @unchecked Sendable {
     var remoteSSRC: UInt32? { buffer.ssrc }
 
     func receive(_ packet: RTPPacket, now: ContinuousClock.Instant, arrivalNTP: UInt64) {
+        loop.preconditionInLoop()
         guard !closed else { return }
         timing.packet(rtpTimestamp: packet.timestamp, arrivalNTP: arrivalNTP)
         if frameArrivals[packet.timestamp] == nil {
@@ -108,7 +113,7 @@ final class VideoReceiveStream: @unchecked Sendable {
             timerID = loop.schedule(at: deadline) { [weak self] in
                 guard let self, !self.closed else { return }
                 self.timerID = nil
-                let now = ContinuousClock.now
+                let now = self.loop.now
                 self.buffer.handleTimeout(now: now)
                 self.pump(now)
             }
@@ -130,7 +135,7 @@ final class VideoReceiveStream: @unchecked Sendable {
                 $0.frameWidth = frame.width
                 $0.frameHeight = frame.height
                 $0.totalDecodeTime += decodeTime
-                $0.freezes.frameRendered(at: .now)
+                $0.freezes.frameRendered(at: inline ? loop.now : .now)
             }
             track.source.deliverCapturedFrame(frame)
         } catch {
@@ -138,7 +143,7 @@ final class VideoReceiveStream: @unchecked Sendable {
             loop.execute { [weak self] in
                 guard let self, !self.closed else { return }
                 self.buffer.decoderFailed()
-                self.pump(.now)
+                self.pump(self.loop.now)
             }
         }
     }

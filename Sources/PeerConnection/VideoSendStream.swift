@@ -18,7 +18,9 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     let payloadType: UInt8
     private weak var transport: MediaTransport?
     private let loop: EventLoop
-    private let queue = DispatchQueue(label: "swiftrtc.video-encode", qos: .userInitiated)
+    private let queue: CodecQueue
+    /// Encoding on the caller (`CodecExecution.inline`): rate decisions use the loop's clock.
+    private let inline: Bool
     private let mailbox = Mutex<(frame: VideoFrame?, scheduled: Bool)>((nil, false))
     private let keyframeWanted = Atomic<Bool>(true)
     private let parameters: Mutex<RtpSendParameters>
@@ -41,15 +43,10 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     /// The connection's bandwidth estimate (0 until feedback arrives).
     private let network: NetworkTarget
 
-    // loop state
-    var history = RTPHistory<[UInt8]>(capacity: 2048)
-    var senderStats: SenderStatistics
-    /// Collapses PLI/FIR bursts (every receiver behind a relay, each NACK round under loss) into
-    /// one keyframe per interval: a keyframe storm is what loss does not need.
-    private var keyframeRequests: KeyframeRequestTracker
-
     init(sender: RtpSender, codec: VideoCodecType, payloadType: UInt8, transport: MediaTransport, loop: EventLoop,
-         network: NetworkTarget) {
+         network: NetworkTarget, execution: CodecExecution) {
+        queue = CodecQueue(label: "swiftrtc.video-encode", qos: .userInitiated, execution: execution)
+        inline = execution == .inline
         self.sender = sender
         self.network = network
         self.codec = codec
@@ -57,8 +54,6 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         self.transport = transport
         self.loop = loop
         self.parameters = Mutex(sender.parameters)
-        self.senderStats = SenderStatistics(ssrc: sender.ssrc, clockRate: 90000)
-        self.keyframeRequests = KeyframeRequestTracker(ssrc: sender.ssrc, minInterval: .milliseconds(300))
     }
 
     var stats: VideoSendCounters { counters.withLock { $0 } }
@@ -103,7 +98,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         if networkBitrate > 0, network.isSettled {
             let bps = min(max(networkBitrate, encoding.minBitrate ?? 0), encoding.maxBitrate ?? .max)
             adapted = adaptation.adapt(width: input.width, height: input.height, fps: askedFps, targetBitrate: bps,
-                                       preference: p.degradationPreference, now: .now)
+                                       preference: p.degradationPreference, now: inline ? loop.now : .now)
         }
         // maxFramerate (and a lower rate the network asks for): let frames through on an even
         // grid of the capture clock.
@@ -138,7 +133,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             ? min(max(networkBitrate, encoding.minBitrate ?? 30_000), encoding.maxBitrate ?? .max)
             : targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
         if networkBitrate > 0,
-           dropper.shouldDrop(now: .now, targetBitrate: target, queueDelay: network.queueDelay,
+           dropper.shouldDrop(now: inline ? loop.now : .now, targetBitrate: target, queueDelay: network.queueDelay,
                               bucket: network.isSettled && p.degradationPreference != .maintainFramerate,
                               keyframeWanted: keyframeWanted.load(ordering: .relaxed) || encoder == nil) {
             counters.withLock { $0.framesDroppedCongestion += 1 }
@@ -207,9 +202,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 $0.resolutionChanges = adaptation.resolutionChanges
             }
             sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp,
-                                lastPacketExtensions: lastPacketExtensions) { [self] packet, bytes, now in
-                didSend(packet, bytes: bytes, now: now)
-            }
+                                lastPacketExtensions: lastPacketExtensions)
         } catch {
             counters.withLock { $0.encodeErrors += 1 }
             encoder = nil   // re-created on the next frame
@@ -227,28 +220,24 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
 
     // MARK: loop thread
 
-    /// Called by the sender for each packet it sent: remembered for NACKs and reports.
-    func didSend(_ packet: RTPPacket, bytes: [UInt8], now: ContinuousClock.Instant) {
-        history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
-        senderStats.record(packet, sentAt: now)
-    }
-
-    /// A NACK from the receiver: resend what the history still has.
+    /// A NACK from the receiver: the sender resends what its history still holds.
     func handleNack(_ sequenceNumbers: [UInt16], now: ContinuousClock.Instant) {
-        counters.withLock { $0.nackCount += 1 }
-        for bytes in history.packets(for: sequenceNumbers, now: now) {
-            sender.resend(bytes)
-            counters.withLock { $0.retransmittedPackets += 1 }
+        let resent = sender.handleNack(sequenceNumbers, now: now)
+        counters.withLock {
+            $0.nackCount += 1
+            $0.retransmittedPackets += resent
         }
     }
 
-    /// A PLI or FIR about this stream (loop thread).
+    /// A PLI or FIR about this stream: bursts (every receiver behind a relay, each NACK round
+    /// under loss) collapse into one keyframe per interval (the sender's throttle).
     func handleKeyframeRequest(_ packet: RTCPPacket, now: ContinuousClock.Instant) {
-        let wanted = keyframeRequests.handle(packet, now: now)
+        let wanted = sender.keyframeRequests.handle(packet, now: now)
+        let requests = sender.keyframeRequests
         counters.withLock {
-            $0.pliCount = keyframeRequests.plisReceived
-            $0.firCount = keyframeRequests.firsReceived
-            $0.keyframesRequested = keyframeRequests.keyframesRequested
+            $0.pliCount = requests.plisReceived
+            $0.firCount = requests.firsReceived
+            $0.keyframesRequested = requests.keyframesRequested
         }
         if wanted { requestKeyframe() }
     }

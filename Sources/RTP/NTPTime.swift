@@ -37,6 +37,15 @@ public enum NTPTime {
         return UInt32(seconds) << 16 | UInt32(min(fraction, 0xFFFF))
     }
 
+    /// `ntp` moved by a non-negative duration (32.32 arithmetic, wrapping as the field does).
+    public static func adding(_ duration: Duration, to ntp: UInt64) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return ntp }
+        // The fraction: attoseconds × 2^32 / 10^18, in two steps that stay within 64 bits.
+        let fraction = UInt64(attoseconds / 1_000_000_000) * (1 << 32) / 1_000_000_000
+        return ntp &+ (UInt64(seconds) << 32) &+ fraction
+    }
+
     public static func duration(compact: UInt32) -> Duration {
         .seconds(Int64(compact >> 16)) + .nanoseconds(Int64(compact & 0xFFFF) * 1_000_000_000 / 65_536)
     }

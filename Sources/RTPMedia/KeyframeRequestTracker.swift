@@ -13,7 +13,11 @@ public struct KeyframeRequestTracker: Sendable {
     public private(set) var firsReceived = 0
     public private(set) var keyframesRequested = 0
 
-    public init(ssrc: UInt32, minInterval: Duration = .milliseconds(100)) {
+    /// The one throttle policy, for senders and a relay alike: a keyframe takes about this long
+    /// to reach the receivers that asked, so asking again sooner only makes a storm.
+    public static let defaultInterval: Duration = .milliseconds(300)
+
+    public init(ssrc: UInt32, minInterval: Duration = KeyframeRequestTracker.defaultInterval) {
         self.ssrc = ssrc
         self.minInterval = minInterval
     }

@@ -24,29 +24,11 @@ public struct RTXError: Error, CustomStringConvertible, Sendable, Equatable {
     public var description: String { "RTX: \(message)" }
 }
 
-/// RFC 4588 §4 retransmission payload format. An RTX packet is the original packet with the RTX
-/// stream's SSRC, payload type and sequence number, the original sequence number (OSN) as the
-/// first two payload bytes, and the original's CSRCs, extensions, marker and timestamp kept.
-/// Stateless: the caller owns the RTX stream's sequence counter.
+/// RFC 4588 §4 retransmission payload format, receive side. An RTX packet is the original packet
+/// with the RTX stream's SSRC, payload type and sequence number, the original sequence number
+/// (OSN) as the first two payload bytes, and the original's CSRCs, extensions, marker and
+/// timestamp kept. (RTX packets are written by `RTXWriter`.)
 public enum RTXPayload {
-    /// The RTX packet retransmitting `original` (a plain RTP packet). Its padding is not carried:
-    /// it is not media, and the padding bit would otherwise describe the wrong end of the packet.
-    public static func wrap(original: [UInt8], rtxSSRC: UInt32, rtxPayloadType: UInt8,
-                            rtxSequenceNumber: UInt16) throws(RTXError) -> [UInt8] {
-        guard rtxPayloadType <= 127 else {
-            throw RTXError(.payloadTypeOutOfRange, "RTX payload type \(rtxPayloadType) does not fit in 7 bits")
-        }
-        var out = try rebuild(original, what: "original packet") { view, out in
-            let osn = view.sequenceNumber
-            out.append(UInt8(truncatingIfNeeded: osn >> 8))
-            out.append(UInt8(truncatingIfNeeded: osn))
-            out.append(contentsOf: view.payload)
-            return nil
-        }
-        try rewrite(&out, ssrc: rtxSSRC, payloadType: rtxPayloadType, sequenceNumber: rtxSequenceNumber)
-        return out
-    }
-
     /// The original packet carried by `rtx`, with its SSRC and payload type restored. Throws
     /// `.paddingOnly` for RTX padding packets (drop those), `.missingOriginalSequenceNumber`
     /// for a 1-byte payload, `.malformedRTP` for a bad header.

@@ -12,7 +12,8 @@ public struct SenderStatistics: Sendable {
     public private(set) var lastRTPTimestamp: UInt32?
     public private(set) var lastSendTime: ContinuousClock.Instant?
     /// Latest round-trip time computed from a report block about our stream.
-    public private(set) var roundTripTime: Duration?
+    public var roundTripTime: Duration? { roundTrip.rtt }
+    private var roundTrip = SenderReportRoundTrip()
     /// The latest report block about our stream.
     public private(set) var remoteReport: ReceptionReport?
 
@@ -37,24 +38,24 @@ public struct SenderStatistics: Sendable {
         lastSendTime = sentAt
     }
 
-    /// The SR at `now`: `ntp` is the wall clock at `now`; the RTP timestamp is the last sent
-    /// one advanced by the time since it left. Nil before the first packet.
-    public func senderReport(now: ContinuousClock.Instant, ntp: UInt64, reports: [ReceptionReport] = []) -> SenderReport? {
+    /// The SR to send at `now` (remembered, for the RTT its reception reports give): `ntp` is
+    /// the wall clock at `now`; the RTP timestamp is the last sent one advanced by the time
+    /// since it left. Nil before the first packet.
+    public mutating func senderReport(now: ContinuousClock.Instant, ntp: UInt64, reports: [ReceptionReport] = []) -> SenderReport? {
         guard let ts = lastRTPTimestamp, let sent = lastSendTime else { return nil }
         let ticks = (now - sent).rtpTicks(clockRate: clockRate)
-        return SenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: ts &+ UInt32(truncatingIfNeeded: ticks),
-                            packetCount: packetsSent, octetCount: octetsSent, reports: reports)
+        let sr = SenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: ts &+ UInt32(truncatingIfNeeded: ticks),
+                              packetCount: packetsSent, octetCount: octetsSent, reports: reports)
+        roundTrip.sent(sr, at: now)
+        return sr
     }
 
     /// Takes a report block from the remote's SR/RR; for our SSRC it is kept and, when it echoes
-    /// one of our SRs, gives the round-trip time (`arrivalNTP`: wall clock when it arrived).
+    /// one of our SRs, gives the round-trip time.
     @discardableResult
-    public mutating func handle(_ report: ReceptionReport, arrivalNTP: UInt64) -> Duration? {
+    public mutating func handle(_ report: ReceptionReport, arrival: ContinuousClock.Instant) -> Duration? {
         guard report.ssrc == ssrc else { return nil }
         remoteReport = report
-        guard let rtt = NTPTime.roundTripTime(arrival: NTPTime.compact(arrivalNTP), lastSR: report.lastSR,
-                                              delaySinceLastSR: report.delaySinceLastSR) else { return nil }
-        roundTripTime = rtt
-        return rtt
+        return roundTrip.handle(report, arrival: arrival)
     }
 }

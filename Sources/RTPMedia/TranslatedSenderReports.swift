@@ -26,20 +26,18 @@ public struct SenderReportTranslator: Sendable {
                        now: ContinuousClock.Instant) -> SenderReport? {
         guard let m = mapping, m.ssrc == source else { return nil }
         let elapsed = now - m.arrival
-        // 32.32 fixed point: whole seconds and the fraction from nanoseconds.
-        let (seconds, attoseconds) = elapsed.components
-        let fraction = UInt64(max(0, attoseconds) / 1_000_000_000) * (1 << 32) / 1_000_000_000
-        let ntp = m.ntp &+ (UInt64(max(0, seconds)) << 32) &+ fraction
+        let ntp = NTPTime.adding(elapsed, to: m.ntp)
         let ticks = elapsed.rtpTicks(clockRate: clockRate)
         return SenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: m.rtp &+ timestampOffset &+ UInt32(truncatingIfNeeded: ticks),
                             packetCount: packetCount, octetCount: octetCount)
     }
 }
 
-/// Round-trip time of one output stream from the reception reports its receiver sends back:
+/// Round-trip time of one outgoing stream from the reception reports its receiver sends back:
 /// each report block echoes the compact NTP of our last SR (LSR) and how long it held it
 /// (DLSR), so RTT = (arrival − when that SR left) − DLSR, in our own clock whatever NTP
-/// timeline the SR carried. Sans-I/O.
+/// timeline the SR carried (ours, or a relay's publisher's). The one RTT computation: senders
+/// (`SenderStatistics`) and a relay's players use it. Sans-I/O.
 public struct SenderReportRoundTrip: Sendable {
     private var sent: [(lsr: UInt32, at: ContinuousClock.Instant)] = []
     public private(set) var rtt: Duration?

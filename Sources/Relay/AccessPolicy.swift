@@ -2,15 +2,23 @@ import Foundation
 import HTTP
 import Signaling
 
-/// Who may publish, play and administer the relay, the way SRS users know it: a token per role
-/// (`--publish-token`, `--play-token`, `--api-token`), presented as `Authorization: Bearer` (WHIP,
-/// WHEP, the API) or as `?token=`/`?secret=` on SRS's `streamurl`; and an `on_publish`/`on_play`
-/// style HTTP hook for apps that decide per stream. No tokens and no hook is an open server, which
-/// `swiftrtc serve` only allows on loopback unless the operator says `--no-auth`.
+/// Who may publish, play, signal and administer the relay, the way SRS users know it: a token per
+/// role (`--publish-token`, `--play-token`, `--api-token`, `--signal-token`), presented as
+/// `Authorization: Bearer` (WHIP, WHEP, the API, signaling) or as `?token=`/`?secret=` on SRS's
+/// `streamurl` (the one place SRS clients put it; nowhere else in a URL, where it would end up in
+/// logs); and an `on_publish`/`on_play` style HTTP hook for apps that decide per stream. No tokens
+/// and no hook is an open server, which `swiftrtc serve` only allows on loopback unless the
+/// operator says `--no-auth`, and which answers only loopback Host names (and `--allowed-host`).
 public struct AccessPolicy: Sendable {
     public var publishToken: String?
     public var playToken: String?
     public var apiToken: String?
+    /// P2P signaling (`/rtc/v1/signal/`): peers present it, and every room needs a key. Without
+    /// it, signaling is off once any access control is on.
+    public var signalToken: String?
+    /// Host names served besides IP addresses and localhost (`--allowed-host`): every name an
+    /// open server is reached by; with access control on, given names become the only ones.
+    public var allowedHosts: [String]
     /// POSTed a JSON description of every publish/play (SRS's hook body); 2xx allows, unless
     /// the body is JSON with a non-zero `code` (SRS's convention).
     public var hook: String?
@@ -18,18 +26,41 @@ public struct AccessPolicy: Sendable {
     /// pages only (same origin needs no CORS).
     public var corsOrigins: [String]
 
-    public init(publishToken: String? = nil, playToken: String? = nil, apiToken: String? = nil, hook: String? = nil,
-                corsOrigins: [String] = []) {
+    public init(publishToken: String? = nil, playToken: String? = nil, apiToken: String? = nil, signalToken: String? = nil,
+                hook: String? = nil, corsOrigins: [String] = [], allowedHosts: [String] = []) {
         self.publishToken = publishToken
         self.playToken = playToken
         self.apiToken = apiToken
+        self.signalToken = signalToken
         self.hook = hook
         self.corsOrigins = corsOrigins
+        self.allowedHosts = allowedHosts
     }
 
     /// Nothing is checked: no token, no hook.
-    public var isOpen: Bool { publishToken == nil && playToken == nil && apiToken == nil && hook == nil }
+    public var isOpen: Bool { publishToken == nil && playToken == nil && apiToken == nil && signalToken == nil && hook == nil }
 
+    /// The Host names the HTTP server answers besides IP addresses; nil: any. An open server
+    /// (reachable by any page's DNS-rebinding trick) answers only localhost, the name it is
+    /// bound to and `allowedHosts`; a protected one any Host unless names were given.
+    func servedHosts(boundTo host: String) -> Set<String>? {
+        guard isOpen || !allowedHosts.isEmpty else { return nil }
+        return RequestGuard.hostNames(boundTo: host, extra: allowedHosts)
+    }
+
+    /// Who may use the signaling endpoint.
+    var signalAccess: SignalAccess {
+        if let signalToken { return .token(signalToken) }
+        return isOpen ? .open : .closed("signaling is off: the server was started with access control but no --signal-token")
+    }
+
+    /// Whether a request head carries one of the configured tokens (any role): such requests are
+    /// served from the connections kept in reserve while the server is full.
+    func credentialed(_ head: HTTPRequestHead) -> Bool {
+        let tokens = [publishToken, playToken, apiToken, signalToken].compactMap { $0 }
+        guard let presented = Credentials.bearer(head.headers) ?? SignalAccess.presentedToken(head.headers) else { return false }
+        return tokens.contains { Credentials.matches(presented, $0) }
+    }
     public enum Decision: Equatable, Sendable {
         case allow
         /// 401: no credentials; 403: wrong ones, or a capability the server does not offer.
@@ -62,20 +93,12 @@ public struct AccessPolicy: Sendable {
     }
 
     /// Constant time in the length of `b`, so the comparison does not tell how much matched.
-    static func same(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var diff = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<y.count { diff |= (i < x.count ? x[i] : 0) ^ y[i] }
-        return diff == 0
-    }
+    static func same(_ a: String, _ b: String) -> Bool { Credentials.matches(a, b) }
 
-    /// The bearer token of a request, else `?token=`/`?secret=` of the request or of an SRS
-    /// `streamurl` query.
+    /// The bearer token of a request, else `?token=`/`?secret=` of an SRS `streamurl` query
+    /// (never of the request's own URL).
     static func presentedToken(_ request: HTTPRequest, streamQuery: String? = nil) -> String? {
-        if let auth = request.headers["Authorization"], auth.lowercased().hasPrefix("bearer ") {
-            return String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        }
-        if let t = request.queryValue("token") ?? request.queryValue("secret") { return t }
+        if let bearer = Credentials.bearer(request.headers) { return bearer }
         guard let streamQuery else { return nil }
         for pair in streamQuery.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1)

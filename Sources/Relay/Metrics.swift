@@ -45,7 +45,7 @@ enum RelayMetrics {
         metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",
-               streams.map { (labels($0), Double($0.bitrate.kbps)) })
+               streams.map { (labels($0), Double($0.bitrate.kbps(now: $0.loop.now))) })
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6

@@ -2,6 +2,7 @@ import CShim
 import Foundation
 import HTTP
 import PeerConnection
+import RTPMedia
 import STUN
 import Signaling
 import Synchronization
@@ -82,7 +83,9 @@ public final class RelayServer: Sendable {
         }
         self.httpPort = server.port
         server.corsOrigins = policy.corsOrigins
-        self.signaling = SignalServer(mountingOn: server, log: self.log)
+        server.allowedHosts = policy.servedHosts(boundTo: httpHost)
+        if !policy.isOpen { server.credentialCheck = { [policy] head in policy.credentialed(head) } }
+        self.signaling = SignalServer(mountingOn: server, options: .init(access: policy.signalAccess), log: self.log)
         http.withLock { $0 = server }
         target.value = self
         server.start()
@@ -90,12 +93,19 @@ public final class RelayServer: Sendable {
     }
 
     /// Once a second: receiver reports and REMB to every publisher, sender reports to every player (loop thread).
+    /// On RFC 3550 timing (`RTCPScheduler`, about once a second, randomized).
     private func scheduleFeedback() {
-        loop.schedule(at: .now.advanced(by: .seconds(1))) { [weak self] in
+        let now = loop.now
+        if state.value.reportSchedule == nil { state.value.reportSchedule = RTCPScheduler(media: .video, start: now) }
+        guard let deadline = state.value.reportSchedule?.nextDeadline() else { return }
+        loop.schedule(at: deadline) { [weak self] in
             guard let self else { return }
-            for stream in self.state.value.streams.values {
-                stream.sendPublisherFeedback(maxBitrate: 5_000_000)
-                stream.sendPlayerReports()
+            let now = self.loop.now
+            if self.state.value.reportSchedule?.poll(now: now) == true {
+                for stream in self.state.value.streams.values {
+                    stream.sendPublisherFeedback(maxBitrate: 5_000_000, now: now)
+                    stream.sendPlayerReports(now: now)
+                }
             }
             self.scheduleFeedback()
         }
@@ -185,6 +195,11 @@ public final class RelayServer: Sendable {
     }
 
     private func srsAPI(_ request: HTTPRequest, role: RelaySession.Role) async -> HTTPResponse {
+        // Not text/plain: a cross-site page could send that without a preflight (SRS's own SDK
+        // sends application/json).
+        guard request.hasMediaType("application/json") else {
+            return json(["code": 415, "error": "Content-Type must be application/json"], status: 415)
+        }
         guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
             return apiError("the body is not a JSON object")
         }
@@ -209,7 +224,7 @@ public final class RelayServer: Sendable {
         guard let app = request.queryValue("app"), let stream = request.queryValue("stream"), !app.isEmpty, !stream.isEmpty else {
             return .text(400, "WHIP/WHEP URLs need ?app=APP&stream=STREAM\n")
         }
-        guard (request.headers["Content-Type"] ?? "").lowercased().hasPrefix("application/sdp") else {
+        guard request.hasMediaType("application/sdp") else {
             return .text(415, "Content-Type must be application/sdp\n")
         }
         let offer = String(decoding: request.body, as: UTF8.self)
@@ -259,7 +274,7 @@ public final class RelayServer: Sendable {
                 if let stream, let p = stream.publisher, p.pc.peerConnectionState != .failed, p.pc.peerConnectionState != .closed {
                     // A live publisher keeps its name; one that went silent (killed, unplugged:
                     // ICE-lite would notice only after 30 s) or any, with --takeover, gives way.
-                    let silent = p.connected && ContinuousClock.now - (stream.lastPublisherPacketAt ?? p.created) > publisherSilence
+                    let silent = p.connected && loop.now - (stream.lastPublisherPacketAt ?? p.created) > publisherSilence
                     guard takeover || silent else { throw RelayError("stream \(key) is already being published", code: 409) }
                     remove(p, reason: silent ? "replaced (silent)" : "replaced (takeover)")
                     replaced = p
@@ -296,7 +311,7 @@ public final class RelayServer: Sendable {
                                          audioCodecs: RelayCodecs.player(published[.audio], kind: .audio),
                                          videoCodecs: RelayCodecs.player(published[.video], kind: .video))
         }
-        let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote)
+        let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote, created: loop.now)
         let sdp: String
         do { sdp = try await answer(pc, offer: offer) } catch {
             await pc.close()
@@ -307,8 +322,8 @@ public final class RelayServer: Sendable {
             throw RelayError("the player's offer accepts none of the codecs stream \(key) is published with "
                              + "(\(published.values.map(\.mimeType).sorted().joined(separator: ", ")))", code: 400)
         }
-        try await loop.submit { [state, log] in
-            let stream = state.value.streams[key] ?? RelayStream(app: app, name: name)
+        try await loop.submit { [state, log, loop] in
+            let stream = state.value.streams[key] ?? RelayStream(app: app, name: name, loop: loop)
             state.value.streams[key] = stream
             state.value.sessions[id] = session
             if role == .publisher {
@@ -330,7 +345,7 @@ public final class RelayServer: Sendable {
                 }
             }
             log("serve: \(role.rawValue) \(id) for \(key) from \(remote)")
-            _ = self.loop.schedule(at: .now.advanced(by: self.connectTimeout)) { [weak self, weak session] in
+            _ = self.loop.schedule(at: self.loop.now.advanced(by: self.connectTimeout)) { [weak self, weak session] in
                 guard let self, let session, !session.connected, self.state.value.sessions[id] === session else { return }
                 self.remove(session, reason: "never connected")
                 Task { await session.pc.close() }
@@ -347,7 +362,7 @@ public final class RelayServer: Sendable {
             session.connected = true
             if let stream = relay.streams[session.stream] {
                 if session.role == .player { session.mapCodecs(from: stream) }
-                stream.requestKeyframe()   // a new player sees a picture at once
+                stream.requestKeyframe(now: loop.now)   // a new player sees a picture at once
             }
             log("serve: \(session.role.rawValue) \(session.id) connected (\(session.stream))")
         case .failed, .closed:
@@ -379,7 +394,7 @@ public final class RelayServer: Sendable {
         let relay = state.value
         guard !relay.trimScheduled else { return }
         relay.trimScheduled = true
-        loop.schedule(at: .now.advanced(by: .seconds(2))) { [weak self] in
+        loop.schedule(at: loop.now.advanced(by: .seconds(2))) { [weak self] in
             guard let self else { return }
             self.state.value.trimScheduled = false
             releaseFreeHeap()
@@ -410,11 +425,11 @@ public final class RelayServer: Sendable {
 
     /// Every session, as `GET /api/v1/clients/` serves it (SRS's shape, the fields we have).
     public func clients() async -> [[String: Any]] {
-        let rows = (try? await loop.submit { [state] in
+        let rows = (try? await loop.submit { [state, loop] in
             state.value.sessions.values.sorted { $0.id < $1.id }.map { s in
                 SendableDictionary(value: ["id": s.id, "stream": s.stream, "ip": s.remoteAddress, "type": "rtc",
                                            "publish": s.role == .publisher, "connected": s.connected,
-                                           "alive": (ContinuousClock.now - s.created).components.seconds])
+                                           "alive": (loop.now - s.created).components.seconds])
             }
         }) ?? []
         return rows.map(\.value)
@@ -426,7 +441,7 @@ public final class RelayServer: Sendable {
             "clients": s.players.count + (s.publisher == nil ? 0 : 1),
             "publish": ["active": s.publisher?.connected ?? false, "cid": s.publisher?.id ?? ""],
             "players": s.players.values.map { ["id": $0.id, "connected": $0.connected, "remote": $0.remoteAddress] },
-            "kbps": ["recv_30s": s.bitrate.kbps, "send_30s": s.bitrate.kbps * s.players.values.filter(\.connected).count],
+            "kbps": ["recv_30s": s.bitrate.kbps(now: loop.now), "send_30s": s.bitrate.kbps(now: loop.now) * s.players.values.filter(\.connected).count],
             "packets": ["in": s.packetsIn, "out": s.packetsOut],
         ]
         if let v = s.publishedCodec(.video) {
@@ -462,6 +477,8 @@ final class RelayState: @unchecked Sendable {
     /// Streams whose publish is being set up (admitted, not attached yet).
     var reserved: Set<String> = []
     var trimScheduled = false
+    /// When the next round of reports to publishers and players is due.
+    var reportSchedule: RTCPScheduler?
     /// Counters of streams that have ended (the totals in /metrics keep them).
     var retired = RelayCounters()
 }

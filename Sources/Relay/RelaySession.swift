@@ -16,7 +16,7 @@ final class RelaySession: @unchecked Sendable {
     let pc: PeerConnection
     let stream: String
     let remoteAddress: String
-    let created = ContinuousClock.now
+    let created: ContinuousClock.Instant
     /// Whether media goes to it (a player) or comes from it; changing it remakes the
     /// streams' forwarding tables.
     var connected = false { didSet { ForwardingEpoch.bump() } }
@@ -29,16 +29,16 @@ final class RelaySession: @unchecked Sendable {
     /// this player. Its own allocation at a fixed address: a stream's forwarding table points
     /// here, so a forwarded packet touches this and the table, not the session.
     let outputs: UnsafeMutablePointer<PlayerOutput>
-    /// Player only: this player's PLIs and FIRs (a repeated FIR number is one request).
-    var keyframeRequests: KeyframeRequestTracker?
 
-    init(id: String, secret: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String) {
+    init(id: String, secret: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String,
+         created: ContinuousClock.Instant) {
         self.id = id
         self.secret = secret
         self.role = role
         self.pc = pc
         self.stream = stream
         self.remoteAddress = remoteAddress
+        self.created = created
         outputs = .allocate(capacity: 2)
         outputs.initialize(repeating: PlayerOutput(), count: 2)
     }
@@ -86,8 +86,6 @@ struct PlayerOutput {
     /// (`RtpSender.noteForwarded`): packets and their plaintext bytes.
     var unnotedPackets = 0
     var unnotedBytes = 0
-    /// NACKed numbers resent to this player less than its RTT ago are not resent again.
-    var resends = RetransmissionSuppressor()
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
 }

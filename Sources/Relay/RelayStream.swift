@@ -52,11 +52,15 @@ final class RelayStream: @unchecked Sendable {
     var packetsOut: Int { counters.packetsOut }
     var bitrate = BitrateMeter()
     var videoSize: (width: Int, height: Int)?
-    let created = ContinuousClock.now
+    /// The relay's loop: its clock is the stream's (simulated in tests).
+    let loop: EventLoop
+    let created: ContinuousClock.Instant
 
-    init(app: String, name: String) {
+    init(app: String, name: String, loop: EventLoop) {
         self.app = app
         self.name = name
+        self.loop = loop
+        created = loop.now
     }
 
     var id: String { "\(app)/\(name)" }
@@ -71,6 +75,7 @@ final class RelayStream: @unchecked Sendable {
     // MARK: forwarding
 
     func attachPublisher(_ session: RelaySession) {
+        loop.preconditionInLoop()
         publisher = session
         videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
         audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
@@ -88,7 +93,7 @@ final class RelayStream: @unchecked Sendable {
             // RTT, and players' sender reports their NTP ↔ RTP mapping.
             t.receiver.onRTCP = { [weak self] packet in
                 guard let self, case .senderReport(let sr) = packet else { return }
-                let now = ContinuousClock.now
+                let now = self.loop.now
                 self.reception[sr.ssrc]?.recordSenderReport(sr, arrival: now)
                 self.senderReports[kind, default: SenderReportTranslator(clockRate: self.clockRate(kind))].record(sr, arrival: now)
             }
@@ -97,6 +102,7 @@ final class RelayStream: @unchecked Sendable {
     }
 
     func attachPlayer(_ session: RelaySession) {
+        loop.preconditionInLoop()
         players[session.id] = session
         session.mapCodecs(from: self)
         for t in session.pc.transceivers {
@@ -172,7 +178,8 @@ final class RelayStream: @unchecked Sendable {
     /// then per player written in place with the player's SSRC, continuous sequence number and
     /// timestamp, payload type and extensions, protected, and all of them sent with one sendmmsg.
     private func forward(_ packet: RTPPacket, bytes: [UInt8], kind: MediaKind) {
-        let now = ContinuousClock.now
+        loop.preconditionInLoop()
+        let now = loop.now
         if reception[packet.ssrc] == nil, reception.count < 8 {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
         }
@@ -180,7 +187,7 @@ final class RelayStream: @unchecked Sendable {
         lastPublisherPacketAt = now
         counters.packetsIn += 1
         counters.bytesIn += bytes.count
-        bitrate.add(bytes: bytes.count)
+        bitrate.add(bytes: bytes.count, now: now)
         switch kind {
         case .video: videoHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
@@ -235,28 +242,27 @@ final class RelayStream: @unchecked Sendable {
         batch.flush()
     }
 
-    /// Players' feedback: NACKs are answered from the history (deduped per player within its
-    /// RTT; on the player's RTX stream when it negotiated rtx), keyframe requests go to the
-    /// publisher, receiver reports give the player's RTT.
+    /// Players' feedback: NACKs are answered from the publisher's history by the player's
+    /// sender (`NackResponder`: deduped within the player's RTT, on its RTX stream when it
+    /// negotiated rtx), keyframe requests go to the publisher (the player's sender throttles its
+    /// own, the stream throttles what reaches the publisher), receiver reports give the RTT.
     private func feedback(_ packet: RTCPPacket, kind: MediaKind, from player: RelaySession) {
-        let now = ContinuousClock.now
+        loop.preconditionInLoop()
+        let now = loop.now
         switch packet {
         case .nack(let nack):
             guard let (sender, pt) = player.route(kind) else { return }
-            player.output(kind) { $0.resends.interval = $0.roundTrip.rtt ?? .milliseconds(100) }
+            sender.nack.rtt = player.output(kind) { $0.roundTrip.rtt } ?? .milliseconds(100)
             let clockRate = clockRate(kind)
             let orientation = kind == .video ? orientationID : nil
-            // One request per sequence number, however often a (hostile) NACK repeats it.
+            let before = sender.nack.statistics
             // The player asks by the sequence numbers it saw, which continue across publishers.
-            var seen = Set<UInt16>()
-            for output in nack.lostSequenceNumbers where seen.insert(output).inserted {
-                guard let source = player.output(kind, { $0.rewriter.sourceSequence(forOutput: output) }) else { continue }
-                counters.nacksReceived += 1
-                guard let bytes = history(kind).packet(sequenceNumber: source) else { continue }
-                guard player.output(kind, { $0.resends.shouldResend(output, now: now) }) else {
-                    counters.retransmissionsSuppressed += 1
-                    continue
-                }
+            let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history(kind), now: now) { output in
+                player.output(kind) { $0.rewriter.sourceSequence(forOutput: output) }
+            }
+            counters.nacksReceived += sender.nack.statistics.requested - before.requested
+            counters.retransmissionsSuppressed += sender.nack.statistics.suppressed - before.suppressed
+            for (_, bytes) in resends {
                 bytes.withUnsafeBytes { raw in
                     guard let view = try? RTPHeaderView(raw),
                           let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
@@ -268,10 +274,9 @@ final class RelayStream: @unchecked Sendable {
             }
             batch.flush()
         case .pli, .fir:
-            // The player's own tracker first: a FIR repeating its command number is not a new request.
-            guard let ssrc = player.route(.video)?.0.ssrc else { return }
-            if player.keyframeRequests?.ssrc != ssrc { player.keyframeRequests = KeyframeRequestTracker(ssrc: ssrc) }
-            if player.keyframeRequests?.handle(packet, now: now) == true { requestKeyframe(now: now) }
+            // The player's sender first: a FIR repeating its command number is not a new request.
+            guard let sender = player.route(.video)?.0, sender.keyframeRequests.handle(packet, now: now) else { return }
+            requestKeyframe(now: now)
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
             for block in rr.reports where block.ssrc == ssrc { player.output(kind) { $0.roundTrip.handle(block, arrival: now) } }
@@ -280,14 +285,15 @@ final class RelayStream: @unchecked Sendable {
         }
     }
 
-    /// Sender reports to every player, per kind, about once a second: the publisher's NTP ↔ RTP
-    /// mapping in the player's rewritten timestamps (so it can line audio up with video), with
-    /// this player's packet and octet counts; its receiver reports on them give its RTT.
-    func sendPlayerReports(now: ContinuousClock.Instant = .now) {
+    /// Sender reports to every player, per kind: the publisher's NTP ↔ RTP mapping in the
+    /// player's rewritten timestamps (so it can line audio up with video), with this player's
+    /// packet and octet counts; its receiver reports on them give its RTT.
+    func sendPlayerReports(now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
         noteForwarded()
         for player in players.values where player.connected {
-            var packets: [RTCPPacket] = []
-            var cname: (UInt32, String)?
+            var reports: [SenderReport] = []
+            var cname: String?
             for kind in [MediaKind.audio, .video] {
                 let output = player.output(kind) { $0 }
                 guard let (sender, _) = player.route(kind), let translator = senderReports[kind], let source = translator.sourceSSRC,
@@ -295,34 +301,34 @@ final class RelayStream: @unchecked Sendable {
                       let sr = translator.report(ssrc: sender.ssrc, source: source, timestampOffset: offset,
                                                  packetCount: output.packetsSent, octetCount: output.octetsSent, now: now) else { continue }
                 player.output(kind) { $0.roundTrip.sent(sr, at: now) }
-                packets.append(.senderReport(sr))
-                cname = cname ?? (sender.ssrc, sender.cname)
+                reports.append(sr)
+                cname = cname ?? sender.cname
             }
-            guard let (ssrc, name) = cname else { continue }
-            packets.append(.sourceDescription(SourceDescription(ssrc: ssrc, cname: name)))
-            player.pc.sendRTCP(packets)
+            let packets = RTCPReportComposer.compound(senderReports: reports, receptionBlocks: [], reporterSSRC: nil, cname: cname)
+            if !packets.isEmpty { player.pc.sendRTCP(packets) }
         }
     }
 
-    /// Receiver reports (loss, jitter) and a REMB to the publisher, once a second: without any
-    /// feedback a browser stays at its start bitrate (about 300 kbit/s).
-    func sendPublisherFeedback(maxBitrate: UInt64) {
+    /// Receiver reports (loss, jitter) and a REMB to the publisher: without any feedback a
+    /// browser stays at its start bitrate (about 300 kbit/s).
+    func sendPublisherFeedback(maxBitrate: UInt64, now: ContinuousClock.Instant) {
         guard let publisher, publisher.connected,
               let t = publisher.pc.transceivers.first(where: { $0.currentDirection?.receives == true }) else { return }
-        let now = ContinuousClock.now
-        let reports = reception.keys.sorted().compactMap { reception[$0]?.receptionReport(now: now) }
-        guard !reports.isEmpty else { return }
-        var packets: [RTCPPacket] = [.receiverReport(ReceiverReport(ssrc: t.sender.ssrc, reports: reports))]
+        let blocks = reception.keys.sorted().compactMap { reception[$0]?.receptionReport(now: now) }
+        var packets = RTCPReportComposer.compound(senderReports: [], receptionBlocks: blocks, reporterSSRC: t.sender.ssrc,
+                                                  cname: t.sender.cname)
+        guard !packets.isEmpty else { return }
         let video = publisher.pc.transceivers.filter { $0.kind == .video }.flatMap { $0.receiver.remoteSSRCs }
         if !video.isEmpty { packets.append(.remb(REMB(senderSSRC: t.sender.ssrc, bitrate: maxBitrate, ssrcs: video.sorted()))) }
         publisher.pc.sendRTCP(packets)
     }
 
-    /// PLI to the publisher (at most one per 200 ms), e.g. when a player joins.
-    func requestKeyframe(now: ContinuousClock.Instant = .now) {
+    /// PLI to the publisher (throttled: the keyframe on its way answers players that ask
+    /// meanwhile), e.g. when a player joins.
+    func requestKeyframe(now: ContinuousClock.Instant) {
         guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
               let source = t.receiver.remoteSSRCs.min() else { return }
-        if keyframeRequests?.ssrc != source { keyframeRequests = KeyframeRequestTracker(ssrc: source, minInterval: .milliseconds(200)) }
+        if keyframeRequests?.ssrc != source { keyframeRequests = KeyframeRequestTracker(ssrc: source) }
         let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)
         guard keyframeRequests?.handle(pli, now: now) == true else { return }
         publisher.pc.sendRTCP([pli])
@@ -357,12 +363,20 @@ struct ForwardingRecord {
     }
 }
 
-/// Bytes over a sliding window of about two seconds.
+/// Bytes over a sliding window of about two seconds, bucketed by whole seconds of the loop's
+/// clock.
 struct BitrateMeter {
-    private var buckets: [(second: Int, bytes: Int)] = []
+    private var buckets: [(second: Int64, bytes: Int)] = []
+    private var origin: ContinuousClock.Instant?
 
-    mutating func add(bytes: Int) {
-        let second = Int(ContinuousClock.now.elapsedSeconds)
+    private mutating func second(_ now: ContinuousClock.Instant) -> Int64 {
+        let start = origin ?? now
+        origin = start
+        return (now - start).components.seconds
+    }
+
+    mutating func add(bytes: Int, now: ContinuousClock.Instant) {
+        let second = second(now)
         if let last = buckets.last, last.second == second {
             buckets[buckets.count - 1].bytes += bytes
         } else {
@@ -371,19 +385,11 @@ struct BitrateMeter {
         }
     }
 
-    /// kbit/s over the last two complete seconds.
-    var kbps: Int {
-        let now = Int(ContinuousClock.now.elapsedSeconds)
-        let total = buckets.filter { $0.second < now && $0.second >= now - 2 }.reduce(0) { $0 + $1.bytes }
+    /// kbit/s over the last two complete seconds before `now`.
+    func kbps(now: ContinuousClock.Instant) -> Int {
+        guard let origin else { return 0 }
+        let current = (now - origin).components.seconds
+        let total = buckets.filter { $0.second < current && $0.second >= current - 2 }.reduce(0) { $0 + $1.bytes }
         return total * 8 / 2 / 1000
     }
-}
-
-extension ContinuousClock.Instant {
-    /// Seconds since an arbitrary fixed origin (for bucketing).
-    var elapsedSeconds: Double {
-        let d = self - ContinuousClock.Instant.origin
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-    static let origin = ContinuousClock.now
 }

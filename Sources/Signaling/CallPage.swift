@@ -1,7 +1,10 @@
 /// The browser call page at `/call/?room=NAME` on the signaling server (and `swiftrtc serve`):
 /// the reference app's P2P layout — the remote video full size, our preview small in a corner —
 /// with Connect / Hang up, a chat box on the data channel "chat", and the connection state. It
-/// speaks the room protocol at /rtc/v1/signal/ and interoperates with `swiftrtc p2p`.
+/// speaks the room protocol at /rtc/v1/signal/ and interoperates with `swiftrtc p2p`. On a server
+/// with access control, open it as `/call/#room=NAME&token=T[&key=KEY]` (the fragment never
+/// reaches a server or a log): the token goes out as a WebSocket subprotocol, and without a key
+/// the page makes one and shows the invitation link that carries it.
 /// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers; Restart ICE re-offers with new
 /// credentials (`window.restartIce()`). Tests read `window.pc`, `window.chat`, `window.chatLog`
 /// and `window.log`; `window.timing` has `offerAt` (peer joined, offer started) and
@@ -21,7 +24,7 @@ body{margin:0;background:#111;color:#eee;font:14px sans-serif}
 <body>
 <div id="stage"><video id="video" autoplay playsinline></video><video id="local" autoplay playsinline muted></video></div>
 <div id="bar">room <input id="room"> <button id="connect">Connect</button><button id="hangup" disabled>Hang up</button><button id="restart" disabled>Restart ICE</button>
-state: <span id="state">idle</span></div>
+state: <span id="state">idle</span> <span id="invite"></span></div>
 <div id="chatlog"></div>
 <div id="bar2" style="padding:0 8px"><input id="msg" placeholder="message"> <button id="send" disabled>Send</button></div>
 <script>
@@ -30,8 +33,21 @@ let ws = null, stream = null, pending = [], ended = false;
 const $ = id => document.getElementById(id);
 const note = m => { window.log.push(m); };
 const state = s => { $('state').textContent = s; note('state ' + s); };
-const params = new URLSearchParams(location.search);
-$('room').value = params.get('room') || 'demo';
+const params = new URLSearchParams(location.search), fragment = new URLSearchParams(location.hash.slice(1));
+const param = k => fragment.get(k) || params.get(k);
+$('room').value = param('room') || 'demo';
+const b64url = bytes => btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+const token = param('token');
+let key = param('key');
+function invite() {
+  // A room on a server with tokens needs a key: the first peer makes one and passes it on.
+  if (token && !key) key = b64url(crypto.getRandomValues(new Uint8Array(18)));
+  if (!key) return;
+  const f = new URLSearchParams({room: $('room').value, key});
+  if (token) f.set('token', token);
+  history.replaceState(null, '', location.pathname + '#' + f);
+  $('invite').textContent = 'invite: ' + location.href;
+}
 const send = o => ws && ws.readyState === 1 && ws.send(JSON.stringify(o));
 function chatLine(who, text) { window.chatLog.push(who + ': ' + text); $('chatlog').textContent += who + ': ' + text + '\\n'; }
 function useChannel(ch) {
@@ -60,7 +76,11 @@ async function connect() {
   pc.onconnectionstatechange = () => state(pc.connectionState);
   pc.ondatachannel = e => { if (e.channel.label === 'chat') useChannel(e.channel); };
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  ws = new WebSocket(proto + '//' + location.host + '/rtc/v1/signal/?room=' + encodeURIComponent($('room').value));
+  invite();
+  const url = proto + '//' + location.host + '/rtc/v1/signal/?room=' + encodeURIComponent($('room').value)
+    + (key ? '&key=' + encodeURIComponent(key) : '');
+  ws = token ? new WebSocket(url, ['swiftrtc.signal', 'swiftrtc.bearer.' + b64url(new TextEncoder().encode(token))])
+             : new WebSocket(url);
   ws.onmessage = async ev => {
     const m = JSON.parse(ev.data);
     note('signal ' + m.type);
@@ -86,7 +106,7 @@ async function connect() {
       else if (m.type === 'error') note('server error: ' + m.error);
     } catch (e) { note('error: ' + e); }
   };
-  ws.onclose = () => note('signaling closed');
+  ws.onclose = e => note('signaling closed' + (e.reason ? ': ' + e.reason : ''));
 }
 function end(why) {
   if (ended) return; ended = true;

@@ -1,6 +1,6 @@
-// The P2P signaling endpoint `GET /rtc/v1/signal/?room=NAME` on an HTTPServer: the WebSocket
-// handshake, then one thread per peer drives its WebSocketConnection and the shared rooms. Idle
-// peers are pinged; one that stays silent for another interval is dropped.
+// The P2P signaling endpoint `GET /rtc/v1/signal/?room=NAME[&key=KEY]` on an HTTPServer: access
+// and the WebSocket handshake, then one thread per peer drives its WebSocketConnection and the
+// shared rooms. Idle peers are pinged; one that stays silent for another interval is dropped.
 import HTTP
 import Locks
 import WebSocket
@@ -15,12 +15,15 @@ public final class SignalServer: Sendable {
         public var limits: WebSocketLimits
         /// How long a peer has to answer our close frame.
         public var closeTimeout: Duration
+        /// Who may join: anyone, token holders (then every room needs a key), or no one.
+        public var access: SignalAccess
 
         public init(pingInterval: Duration = .seconds(20), limits: WebSocketLimits = .init(maxFrameBytes: 256 * 1024, maxMessageBytes: 256 * 1024),
-                    closeTimeout: Duration = .seconds(2)) {
+                    closeTimeout: Duration = .seconds(2), access: SignalAccess = .open) {
             self.pingInterval = pingInterval
             self.limits = limits
             self.closeTimeout = closeTimeout
+            self.access = access
         }
     }
 
@@ -45,7 +48,9 @@ public final class SignalServer: Sendable {
     }
 
     /// A server of its own on host:port (0: any free port), started; `stop()` ends it.
-    public init(host: String, port: UInt16, options: Options = .init(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+    /// `allowedHosts` and `corsOrigins` are its HTTP server's (see `RequestGuard`).
+    public init(host: String, port: UInt16, options: Options = .init(), allowedHosts: Set<String>? = nil, corsOrigins: [String] = ["*"],
+                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.options = options
         self.log = log
         let server = try HTTPServer(host: host, port: port) { request in
@@ -54,6 +59,11 @@ public final class SignalServer: Sendable {
                          + "the call page at /call/?room=NAME\n")
         }
         self.owned = server
+        server.allowedHosts = allowedHosts
+        server.corsOrigins = corsOrigins
+        if case .token(let token) = options.access {
+            server.credentialCheck = { head in SignalAccess.presentedToken(head.headers).map { Credentials.matches($0, token) } ?? false }
+        }
         mount(on: server)
         server.start()
     }
@@ -72,12 +82,22 @@ public final class SignalServer: Sendable {
         server.upgradeHandler = { [weak self] request in self?.upgrade(request) }
     }
 
-    /// The endpoint: nil for other paths; 400 without a valid room or handshake.
+    /// The endpoint: nil for other paths; 401/403 without access; 400 without a valid room,
+    /// key or handshake.
     func upgrade(_ request: HTTPRequest) -> HTTPUpgrade? {
         let path = request.path.hasSuffix("/") ? request.path : request.path + "/"
         guard path == Self.path else { return nil }
+        if let refusal = options.access.refusal(request.headers) { return .respond(refusal) }
         guard let room = SignalingRooms.validRoom(request.queryValue("room")) else {
             return .respond(.text(400, "missing or invalid room: ?room=NAME with 1-64 letters, digits, '-', '_' or '.'\n"))
+        }
+        let key = request.queryValue("key")
+        if let key, !RoomKey.isValid(key) {
+            return .respond(.text(400, "invalid room key: 16-128 letters, digits, '-', '_' or '.'\n"))
+        }
+        if key == nil, options.access != .open {
+            return .respond(.text(400, "this server needs a room key: ?room=NAME&key=KEY (16-128 letters, digits, '-', '_' or '.'; "
+                                  + "whoever creates the room chooses it, whoever joins brings the same)\n"))
         }
         let accept: String
         do throws(WebSocketHandshakeError) {
@@ -87,13 +107,14 @@ public final class SignalServer: Sendable {
             if error.status == 426 { response.headers.add("Sec-WebSocket-Version", WebSocketHandshake.version) }
             return .respond(response)
         }
-        let headers = HTTPHeaders(WebSocketHandshake.responseHeaders(accept: accept))
-        return .accept(HTTPResponse(status: 101, headers: headers)) { [self] connection in serve(connection, room: room) }
+        var headers = HTTPHeaders(WebSocketHandshake.responseHeaders(accept: accept))
+        if SignalAccess.offersSubprotocol(request.headers) { headers.add("Sec-WebSocket-Protocol", SignalAccess.subprotocol) }
+        return .accept(HTTPResponse(status: 101, headers: headers)) { [self] connection in serve(connection, room: room, key: key) }
     }
 
     // MARK: One peer, on its connection's thread
 
-    private func serve(_ connection: UpgradedConnection, room: String) {
+    private func serve(_ connection: UpgradedConnection, room: String, key: String?) {
         let id = state.withLock { state -> SignalingRooms.PeerID in
             state.nextID += 1
             state.connections[state.nextID] = connection
@@ -101,7 +122,7 @@ public final class SignalServer: Sendable {
         }
         log("signal: \(connection.remoteAddress) joins room \(room)")
         var socket = WebSocketConnection(role: .server, limits: options.limits)
-        var outputs = state.withLock { $0.rooms.join(id, room: room) }
+        var outputs = state.withLock { $0.rooms.join(id, room: room, key: key) }
         var silentSince = ContinuousClock.now
         var pinged = false
         var closingSince: ContinuousClock.Instant?

@@ -39,10 +39,14 @@ public final class SignalingClient: Sendable {
         }
     }
 
-    /// Joins the room of a signaling URL, `ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME`; the
-    /// first event is `.joined` (or an error and `.closed` when the room is full).
-    public static func connect(_ url: String, insecure: Bool = false, timeout: Duration = .seconds(10)) async throws -> SignalingClient {
-        SignalingClient(socket: try await WebSocketClient.connect(url, insecure: insecure, timeout: timeout))
+    /// Joins the room of a signaling URL, `ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME[&key=KEY]`;
+    /// the first event is `.joined` (or an error and `.closed` when the room is full or its key
+    /// is another). `token`: for a server with access control, sent as `Authorization: Bearer`.
+    public static func connect(_ url: String, token: String? = nil, insecure: Bool = false,
+                               timeout: Duration = .seconds(10)) async throws -> SignalingClient {
+        var headers: HTTPHeaders = [:]
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        return SignalingClient(socket: try await WebSocketClient.connect(url, headers: headers, insecure: insecure, timeout: timeout))
     }
 
     static func event(_ text: String) -> Event {

@@ -1,5 +1,8 @@
 // The signaling server's rooms, sans-I/O: peers join, send text, leave; what to send to whom comes
-// out. Rooms hold two peers; the one already there when the second joins makes the offer.
+// out. Rooms hold two peers; the one already there when the second joins makes the offer. The
+// peer that creates a room sets its key (or none); a peer joining it must bring the same, so a
+// stranger who knows only the name can neither take the seat nor read the waiting peer's offer.
+import HTTP
 
 public struct SignalingRooms: Sendable {
     public typealias PeerID = Int
@@ -12,6 +15,8 @@ public struct SignalingRooms: Sendable {
 
     public static let capacity = 2
     private var members: [String: [PeerID]] = [:]
+    /// The key each room was created with (nil: none).
+    private var keys: [String: String?] = [:]
     private var roomOf: [PeerID: String] = [:]
 
     public init() {}
@@ -25,12 +30,17 @@ public struct SignalingRooms: Sendable {
         return name
     }
 
-    public mutating func join(_ peer: PeerID, room: String) -> [Output] {
+    public mutating func join(_ peer: PeerID, room: String, key: String? = nil) -> [Output] {
         let others = members[room] ?? []
+        // Checked before the seats, so a stranger learns nothing about who is there.
+        if let roomKey = keys[room], !Self.sameKey(roomKey, key) {
+            return [.send(peer, SignalMessage.error("wrong room key").json), .close(peer, code: 1008, reason: "wrong room key")]
+        }
         guard others.count < Self.capacity else {
             return [.send(peer, SignalMessage.error("room full").json), .close(peer, code: 1008, reason: "room full")]
         }
         members[room] = others + [peer]
+        if others.isEmpty { keys[room] = .some(key) }
         roomOf[peer] = room
         // The newcomer hears first, so the offer the other peer sends cannot overtake it.
         return [.send(peer, SignalMessage.joined(room: room, peers: others.count).json)]
@@ -59,7 +69,16 @@ public struct SignalingRooms: Sendable {
         guard let room = roomOf.removeValue(forKey: peer) else { return [] }
         let rest = (members[room] ?? []).filter { $0 != peer }
         members[room] = rest.isEmpty ? nil : rest
+        if rest.isEmpty { keys[room] = nil }
         return rest.map { .send($0, SignalMessage.peerLeft.json) }
+    }
+
+    private static func sameKey(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (let a?, let b?): return Credentials.matches(b, a)
+        default: return false
+        }
     }
 
     private func others(of peer: PeerID) -> [PeerID] {

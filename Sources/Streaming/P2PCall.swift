@@ -55,9 +55,10 @@ public final class P2PCall: Sendable {
     public var chat: DataChannel? { state.withLock { $0.chat } }
 
     /// Joins and runs the call in the background; events report how it goes. Throws when the
-    /// signaling server cannot be reached or refuses the room.
-    public func start(video: VideoTrack?, audio: AudioTrack?, insecure: Bool = false) async throws {
-        let signaling = try await SignalingClient.connect(url, insecure: insecure)
+    /// signaling server cannot be reached or refuses the room. `token`: the server's signaling
+    /// token, when it has access control.
+    public func start(video: VideoTrack?, audio: AudioTrack?, insecure: Bool = false, token: String? = nil) async throws {
+        let signaling = try await SignalingClient.connect(url, token: token, insecure: insecure)
         state.withLock { $0.signaling = signaling }
         let pc = peerConnection
         // Our candidates to the peer as they are gathered (trickle), then end-of-candidates.

@@ -63,6 +63,16 @@ struct Arguments {
         return values
     }
 
+    /// Every `--allowed-host NAME`: DNS names without a port (IP addresses are always served).
+    mutating func hostNames(_ name: String) throws(UsageError) -> [String] {
+        let names = try options(name)
+        for host in names where host.isEmpty || host.utf8.count > 253
+            || !host.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
+            throw UsageError("\(command): --\(name) \"\(host)\" is not a host name (letters, digits, '-' and '.'; no port)")
+        }
+        return names
+    }
+
     mutating func flag(_ name: String) -> Bool {
         guard let i = rest.firstIndex(of: "--\(name)") else { return false }
         rest.remove(at: i)

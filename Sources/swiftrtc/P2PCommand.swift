@@ -8,10 +8,12 @@ enum P2PCommand {
                             [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
                             [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
                             [--ice-server URL]... [--ice-username U] [--ice-credential P] [--ice-ca-file PATH]
-                            [--ice-transport-policy all|relay] [--insecure] [camera flags]
+                            [--ice-transport-policy all|relay] [--insecure] [--token T] [camera flags]
 
     A direct call with one other peer: URL is a signaling room, ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME
-    (`swiftrtc signal`, or `swiftrtc serve`). Whoever joins first offers when the other arrives;
+    (`swiftrtc signal`, or `swiftrtc serve`), with &key=KEY for a room with a key (16-128 of A-Z a-z 0-9
+    - _ .; whoever creates the room chooses it, the other peer brings the same; required once the
+    server has access control). Whoever joins first offers when the other arrives;
     candidates trickle both ways. Sends our video and audio, plays the peer's (status line, and the
     test-pattern check as in `play`), and opens a data channel "chat": lines typed on stdin are
     sent, the peer's messages are printed as "chat: TEXT" (`restart-ice` restarts ICE by a
@@ -30,6 +32,7 @@ enum P2PCommand {
       --duration SEC      stop after SEC seconds (default: until Ctrl-C or hang-up)
       --stats-json PATH   the final W3C stats and a summary (the keys `play` writes, plus chat counts)
       --insecure          accept any wss certificate (self-signed included); not verified, warned
+      --token T           the server's signaling token (--signal-token), sent as Authorization: Bearer
     \(IceOptions.usage)
     """
 
@@ -49,6 +52,7 @@ enum P2PCommand {
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
         let insecure = a.flag("insecure")
+        let token = try a.option("token")
         let ice = try IceOptions.parse(&a, command: "swiftrtc p2p")
         let url = try a.positional("URL")
         try a.finish()
@@ -71,7 +75,7 @@ enum P2PCommand {
         let started = now()
         try await capture.start()
         try audio.start()
-        try await call.start(video: videoTrack, audio: audio.track, insecure: insecure)
+        try await call.start(video: videoTrack, audio: audio.track, insecure: insecure, token: token)
         say("p2p: joined \(url)")
         AudioOptions.startConsole(microphone: audio.microphone, speaker: speaker, command: "p2p")
         StdinCommands.add(first: true) { words, _ in

@@ -5,9 +5,9 @@ import SwiftRTC
 enum ServeCommand {
     static let usage = """
     usage: swiftrtc serve [--http HOST:PORT] [--udp HOST:PORT] [--candidate IP]
-                          [--publish-token T] [--play-token T] [--api-token T] [--hook URL] [--no-auth]
-                          [--cors-origin ORIGIN]... [--prefer-codec h264|vp8] [--connect-timeout SEC] [--takeover]
-                          [--max-pending-per-ip N]
+                          [--publish-token T] [--play-token T] [--api-token T] [--signal-token T] [--hook URL]
+                          [--no-auth] [--cors-origin ORIGIN]... [--allowed-host NAME]... [--prefer-codec h264|vp8]
+                          [--connect-timeout SEC] [--takeover] [--max-pending-per-ip N]
 
     An SRS-compatible WebRTC server: publish with POST /rtc/v1/publish/ (SRS JSON) or WHIP
     /rtc/v1/whip/?app=&stream=, play with /rtc/v1/play/ or WHEP /rtc/v1/whep/?app=&stream=.
@@ -19,15 +19,22 @@ enum ServeCommand {
       --candidate IP       the address to advertise in answers (needed when --udp binds 0.0.0.0)
     access (a non-loopback --http/--udp needs a token, a hook or --no-auth):
       --publish-token T    publishers present T: WHIP `Authorization: Bearer T`, or ?token=T on the
-                           SRS streamurl (webrtc://HOST/APP/STREAM?token=T)
+                           SRS streamurl (webrtc://HOST/APP/STREAM?token=T; the only place a URL may carry it)
       --play-token T       the same for players (WHEP, /rtc/v1/play/)
-      --api-token T        GET /api/v1/streams/, /api/v1/clients/ and DELETE /api/v1/clients/ID (kick)
+      --api-token T        GET /api/v1/streams/, /api/v1/clients/, /metrics and DELETE /api/v1/clients/ID (kick)
                            need `Authorization: Bearer T`; without it they are off once any access is set
+      --signal-token T     P2P signaling peers present T (`Authorization: Bearer T`, or from a browser the
+                           WebSocket subprotocols swiftrtc.signal + swiftrtc.bearer.<base64url(T)>) and every
+                           room needs ?key=KEY (16-128 of A-Z a-z 0-9 - _ .: the creator's key, the joiner's
+                           must match); without it signaling is off once any access is set
       --hook URL           POST every publish/play as JSON (SRS's on_publish/on_play body) to URL;
                            2xx allows, unless the reply is JSON with a non-zero "code"
       --no-auth            serve anyone who can reach the ports (say so explicitly off loopback)
-      --cors-origin O      a web origin whose pages may call the API (repeatable; * for any);
-                           default: the server's own pages only
+      --cors-origin O      a web origin whose pages may call the API, POST and open WebSockets (repeatable;
+                           * for any); default: the server's own pages only (other Origins get 403)
+      --allowed-host NAME  a DNS name the server is reached by (repeatable). Open (no tokens), it answers
+                           only IP addresses, localhost and these names (others get 421: DNS rebinding);
+                           with access control, given names become the only ones
       --prefer-codec C     answer publishers with h264 or vp8 first (default: the offerer's order)
       --connect-timeout S  end a session that has not connected after S seconds (default 10)
       --max-pending-per-ip N  sessions one IP may have that are not connected yet (default 64; 429 beyond)
@@ -46,8 +53,10 @@ enum ServeCommand {
         policy.publishToken = try a.option("publish-token", default: String?.none, nonEmpty)
         policy.playToken = try a.option("play-token", default: String?.none, nonEmpty)
         policy.apiToken = try a.option("api-token", default: String?.none, nonEmpty)
+        policy.signalToken = try a.option("signal-token", default: String?.none, nonEmpty)
         policy.hook = try a.option("hook", default: String?.none) { $0.hasPrefix("http://") || $0.hasPrefix("https://") ? $0 : nil }
         policy.corsOrigins = try a.options("cors-origin")
+        policy.allowedHosts = try a.hostNames("allowed-host")
         let noAuth = a.flag("no-auth")
         let prefer = try a.option("prefer-codec", default: RtpCodecCapability?.none) { name in
             switch name.lowercased() {

@@ -160,12 +160,12 @@ func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Hand
     }
 
     @Test func slowClientTimesOutWith408() async throws {
-        try await withServer(limits: HTTPLimits(readTimeout: .milliseconds(200))) { server in
+        try await withServer(limits: HTTPLimits(headerTimeout: .milliseconds(200))) { server in
             let connection = try RawConnection(port: server.port)
             try connection.send("GET /slow HTTP/1.1\r\nHos")
             let reply = statusAndBody(try await connection.readToEnd())
             #expect(reply.statusLine == "HTTP/1.1 408 Request Timeout")
-            #expect(reply.body == "request not received within 200 ms\n")
+            #expect(reply.body == "request head not received within 200 ms\n")
             // An idle keep-alive connection is closed without a response.
             let idle = try RawConnection(port: server.port)
             #expect((try await idle.readToEnd()).isEmpty)
@@ -189,38 +189,73 @@ func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Hand
         }
     }
 
-    @Test func refusesConnectionsBeyondTheLimitWith503() async throws {
-        try await withServer(limits: HTTPLimits(maxConnections: 1)) { server in
-            let first = try RawConnection(port: server.port)
-            try first.send("GET /a HTTP/1.1\r\n\r\n")
-            _ = try await first.readResponse()  // the first connection is now being served and held open
-            let second = try RawConnection(port: server.port)
-            let reply = statusAndBody(try await second.readToEnd())
-            #expect(reply.statusLine == "HTTP/1.1 503 Service Unavailable")
+    /// A connection that only waits on its client (idle here) gives way to a newcomer; one the
+    /// server is busy with does not, and then a newcomer gets 503.
+    @Test func idleConnectionsGiveWayAndBusyOnesDoNot() async throws {
+        let gate = Gate()
+        try await withServer(limits: HTTPLimits(maxConnections: 1), handler: gate.handler) { server in
+            let idle = try RawConnection(port: server.port)
+            try idle.send("GET /a HTTP/1.1\r\n\r\n")
+            _ = try await idle.readResponse()   // now idle, kept alive
+            let newcomer = try RawConnection(port: server.port)
+            try newcomer.send("GET /hold HTTP/1.1\r\n\r\n")
+            #expect(try await idle.readToEnd().isEmpty, "closed to make room")
+            await gate.arrivals(1)
+            let third = try RawConnection(port: server.port)
+            let reply = statusAndBody(try await third.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 503 Service Unavailable" && reply.body == "too many connections\n")
+            await gate.open()
+            #expect(try await newcomer.readResponse().head.status == 200)
         }
     }
 
-    /// One address cannot take every connection: past its share it gets 503, and a slot it
-    /// frees is its again.
+    /// One address cannot take every connection: past its share it gets 503 while its own are
+    /// busy, and once one of them idles, a new one from it takes that one's place.
     @Test func limitsConnectionsPerAddress() async throws {
-        try await withServer(limits: HTTPLimits(maxConnections: 10, maxConnectionsPerAddress: 2)) { server in
+        let gate = Gate()
+        try await withServer(limits: HTTPLimits(maxConnections: 10, maxConnectionsPerAddress: 2), handler: gate.handler) { server in
             var held: [RawConnection] = []
             for _ in 0..<2 {
                 let c = try RawConnection(port: server.port)
-                try c.send("GET /a HTTP/1.1\r\n\r\n")
-                _ = try await c.readResponse()
+                try c.send("GET /hold HTTP/1.1\r\n\r\n")
                 held.append(c)
             }
+            await gate.arrivals(2)
             let third = try RawConnection(port: server.port)
             let reply = statusAndBody(try await third.readToEnd())
             #expect(reply.statusLine == "HTTP/1.1 503 Service Unavailable" && reply.body == "too many connections from 127.0.0.1\n")
-            // Hang up one: the server sees the end, frees the slot, then closes its side.
-            let leaving = held.removeLast()
-            leaving.finishSending()
-            #expect(try await leaving.readToEnd().isEmpty)
+            await gate.open()
+            for c in held { _ = try await c.readResponse() }
+            // held[1] busy again, held[0] idle: a new connection from the address takes its place.
+            await gate.close()
+            try held[1].send("GET /hold HTTP/1.1\r\n\r\n")
+            await gate.arrivals(3)
             let again = try RawConnection(port: server.port)
             try again.send("GET /b HTTP/1.1\r\nConnection: close\r\n\r\n")
             #expect(statusAndBody(try await again.readToEnd()).statusLine == "HTTP/1.1 200 OK")
+            #expect(try await held[0].readToEnd().isEmpty, "the address's idle connection gave way")
+            await gate.open()
+            #expect(try await held[1].readResponse().head.status == 200)
+        }
+    }
+
+    /// With an allowlist, a request naming another host is refused before any handler runs
+    /// (421, closed); a foreign Origin may not POST (403); names on the list and IPs are served.
+    @Test func refusesForeignHostsAndOriginsBeforeTheHandler() async throws {
+        try await withServer { server in
+            server.allowedHosts = ["localhost"]
+            server.corsOrigins = []
+            let rebound = try RawConnection(port: server.port)
+            try rebound.send("GET /api HTTP/1.1\r\nHost: rebind.evil.example:\(server.port)\r\n\r\n")
+            let reply = statusAndBody(try await rebound.readToEnd())
+            #expect(reply.statusLine == "HTTP/1.1 421 Misdirected Request")
+            #expect(reply.body.hasPrefix("Host \"rebind.evil.example:\(server.port)\" is not a name this server answers to"))
+            let crossSite = try await client.send(method: "POST", url: "http://127.0.0.1:\(server.port)/x",
+                                                  headers: ["Origin": "https://evil.example", "Content-Type": "text/plain"])
+            #expect(crossSite.status == 403 && crossSite.text.hasPrefix("Origin \"https://evil.example\" may not make this request"))
+            let named = try await client.send(method: "POST", url: "http://localhost:\(server.port)/x",
+                                              headers: ["Origin": "http://localhost:\(server.port)"])
+            #expect(named.status == 200 && named.text == "POST /x  ")
         }
     }
 

@@ -35,15 +35,20 @@ import Testing
         }
     }
 
-    @Test func upgradedConnectionsCountAgainstTheConnectionCap() async throws {
-        try await withServer(limits: HTTPLimits(maxConnections: 2)) { server in
+    /// Held WebSocket-style connections do not take plain requests' slots; their own budget
+    /// full, one more upgrade gets 503.
+    @Test func upgradedConnectionsHaveABudgetOfTheirOwn() async throws {
+        try await withServer(limits: HTTPLimits(maxConnections: 1, maxUpgradedConnections: 2)) { server in
             server.upgradeHandler = Self.echoUpgrade
             let client = HTTPClient(timeout: .seconds(10))
             let url = "http://127.0.0.1:\(server.port)/echo"
             let first = try #require(try await client.upgrade(url: url, headers: ["Upgrade": "echo"]).connection)
             let second = try #require(try await client.upgrade(url: url, headers: ["Upgrade": "echo"]).connection)
-            let busy = try await client.send(method: "GET", url: "http://127.0.0.1:\(server.port)/x")
-            #expect(busy.status == 503 && busy.text == "too many connections\n")
+            let plain = try await client.send(method: "GET", url: "http://127.0.0.1:\(server.port)/x")
+            #expect(plain.status == 200)
+            let third = try await client.upgrade(url: url, headers: ["Upgrade": "echo"])
+            #expect(third.response.status == 503 && third.response.text == "too many upgraded (WebSocket) connections\n")
+            #expect(third.connection == nil)
             // Both still work.
             #expect(second.write([42]))
             #expect(try await JoinableThread.offPool { second.read(timeout: .seconds(10)) } == .data([42]))

@@ -90,7 +90,8 @@ import Testing
         #expect(sr.ntpTimestamp == NTPTime.ntp(unixSeconds: 1_800_000_000.397))
     }
 
-    /// SR from us → remote (37 ms), remote holds it 123 ms, RR back (41 ms): RTT = 78 ms.
+    /// SR from us → remote (37 ms), remote holds it 123 ms, RR back (41 ms): RTT = 78 ms, in our
+    /// own clock (`SenderReportRoundTrip`, as a relay's players compute it too).
     @Test func roundTripTimeFromSRAndRR() throws {
         let senderClock = NTPClock(reference: start, unixSeconds: 1_800_000_000.25)
         // The remote's wall clock is off by minutes; RTT must not care.
@@ -109,33 +110,38 @@ import Testing
         let v6 = remote.receptionReport(now: now + .milliseconds(37 + 123))
         let report = try #require(v6)
         let rrArrival = now + .milliseconds(37 + 123 + 41)
-        let v7 = sender.handle(report, arrivalNTP: senderClock.ntp(at: rrArrival))
+        let v7 = sender.handle(report, arrival: rrArrival)
         let rtt = try #require(v7)
         #expect(abs((rtt - .milliseconds(78)).inSeconds) < 0.001)
         #expect(sender.roundTripTime == rtt)
         #expect(sender.remoteReport == report)
         // A block about another SSRC is not ours.
-        let v10 = sender.handle(ReceptionReport(ssrc: 6, lastSR: 1), arrivalNTP: 5)
+        let v10 = sender.handle(ReceptionReport(ssrc: 6, lastSR: 1), arrival: rrArrival)
         #expect(v10 == nil)
     }
 
     @Test func historyAnswersNACKsOncePerRTT() {
         var history = RTPHistory<[UInt8]>(capacity: 1000)
         #expect(history.capacity == 1024)
-        history.rtt = .milliseconds(50)
+        var responder = NackResponder(rtt: .milliseconds(50))
         for i in 0..<2000 {
             let seq = UInt16(truncatingIfNeeded: 64_000 + i)  // wraps
             history.store([UInt8(truncatingIfNeeded: i)], sequenceNumber: seq, sentAt: start)
         }
         let newest = UInt16(truncatingIfNeeded: 64_000 + 1999)
         let old = UInt16(truncatingIfNeeded: 64_000 + 100)  // overwritten by now
-        #expect(history.packets(for: [newest, newest &- 1, old], now: start) == [[UInt8(1999 & 0xFF)], [UInt8(1998 & 0xFF)]])
-        #expect(history.missedRequests == 1)
-        // Asked again within an RTT: the first resend may still be on its way.
-        #expect(history.packets(for: [newest], now: start + .milliseconds(20)).isEmpty)
-        #expect(history.suppressedRequests == 1)
-        #expect(history.packets(for: [newest], now: start + .milliseconds(60)).count == 1)
-        #expect(history.retransmittedPackets == 3 && history.retransmittedBytes == 3)
+        #expect(responder.respond(to: [newest, newest &- 1, old], from: history, now: start).map(\.packet)
+                == [[UInt8(1999 & 0xFF)], [UInt8(1998 & 0xFF)]])
+        #expect(responder.statistics.missed == 1)
+        // Asked again within an RTT: the first resend may still be on its way (a number repeated
+        // in one NACK is one request).
+        #expect(responder.respond(to: [newest, newest], from: history, now: start + .milliseconds(20)).isEmpty)
+        #expect(responder.statistics.suppressed == 1)
+        #expect(responder.respond(to: [newest, newest], from: history, now: start + .milliseconds(60)).count == 1)
+        #expect(responder.statistics.resent == 3 && responder.statistics.nacksReceived == 3)
+        // A relay's player asks by its own numbers: the mapping finds the history's.
+        let mapped = responder.respond(to: [7], from: history, now: start + .seconds(1)) { $0 == 7 ? newest &- 2 : nil }
+        #expect(mapped.map(\.requested) == [7] && mapped.map(\.packet) == [[UInt8(1997 & 0xFF)]])
     }
 
     @Test func rtcpSchedulerIsRandomizedButDeterministic() {

@@ -32,16 +32,14 @@ import Testing
         let original = try RTPPacket(parsing: RTXPayload.unwrap(rtx, originalSSRC: 0xAAAA_0001, originalPayloadType: 96))
         #expect(original.sequenceNumber == 777 && original.ssrc == 0xAAAA_0001 && original.payloadType == 96)
         #expect(original.payload == packet.payload && original.timestamp == 0x0102_0304)
-        // The same bytes RTXPayload.wrap makes from the plain forward of that packet.
+        // The same bytes a sender's own retransmission of that plain forward makes (one writer).
         var plainPatch = patch
         plainPatch.sequenceNumber = 777
-        let plain = try source.withUnsafeBytes { raw -> [UInt8] in
-            let view = try RTPHeaderView(raw)
-            var out = [UInt8](repeating: 0, count: 2048)
-            let w = try #require(out.withUnsafeMutableBytes { view.write(plainPatch, into: $0) })
-            return Array(out[0..<w.length])
-        }
-        #expect(rtx == (try RTXPayload.wrap(original: plain, rtxSSRC: 0x5151_5151, rtxPayloadType: 97, rtxSequenceNumber: 31)))
+        plainPatch.ssrc = 0xAAAA_0001
+        plainPatch.payloadType = 96
+        let plain = try source.withUnsafeBytes { raw in try #require(try RTPHeaderView(raw).rewritten(plainPatch)).bytes }
+        var responder = NackResponder(rtx: RTXWriter(ssrc: 0x5151_5151, payloadTypes: [96: 97], sequence: 31))
+        #expect(rtx == responder.retransmission(of: plain, midID: 1, mid: Array("0".utf8), orientationID: nil, transportCCID: 2))
     }
 
     // MARK: NACK suppression

@@ -112,7 +112,7 @@ func sameData(_ frames: [EncodedFrame], _ expected: [[UInt8]]) -> Bool {
     @Test(arguments: [(VideoCodecType.h264, Duration.zero), (.vp8, .zero), (.h264, .milliseconds(6))])
     func nackLoopRecoversRandomLoss(codec: VideoCodecType, nackDelay: Duration) {
         var sender = SimulatedVideoSender(codec: codec, seed: 21)
-        sender.history.rtt = .milliseconds(60)
+        var responder = NackResponder(rtt: .milliseconds(60))
         var toReceiver = SimulatedLink<[UInt8]>(delay: .milliseconds(30), jitter: .milliseconds(4), loss: 0.05, seed: 5)
         var toSender = SimulatedLink<[UInt16]>(delay: .milliseconds(30), loss: 0.05, seed: 6)
         var config = VideoJitterBuffer.Configuration(codec: codec)
@@ -131,7 +131,7 @@ func sameData(_ frames: [EncodedFrame], _ expected: [[UInt8]]) -> Bool {
                 sentFrames += 1
             }
             for (_, nack) in toSender.arrived(by: now) {
-                for bytes in sender.history.packets(for: nack, now: now) {
+                for (_, bytes) in responder.respond(to: nack, from: sender.history, now: now) {
                     toReceiver.send(bytes, now: now)
                     resent += 1
                 }

@@ -31,14 +31,37 @@ import Testing
         #expect(!AccessPolicy.same("Secret", "secret"))
     }
 
-    @Test func findsTheTokenInHeaderQueryOrStreamURL() {
+    @Test func findsTheTokenInTheHeaderOrTheStreamURLButNotTheRequestURL() {
         let bearer = HTTPRequest(method: "POST", target: "/", path: "/rtc/v1/whip/", headers: ["Authorization": "Bearer  abc "])
         #expect(AccessPolicy.presentedToken(bearer) == "abc")
+        // ?token= on the request's own URL ends up in access logs and histories: not accepted.
         let query = HTTPRequest(method: "POST", target: "/", path: "/rtc/v1/whip/", query: [("app", "live"), ("token", "q")])
-        #expect(AccessPolicy.presentedToken(query) == "q")
+        #expect(AccessPolicy.presentedToken(query) == nil)
         let plain = HTTPRequest(method: "POST", target: "/", path: "/rtc/v1/publish/")
         #expect(AccessPolicy.presentedToken(plain, streamQuery: "vhost=x&secret=s%20t") == "s t")
         #expect(AccessPolicy.presentedToken(plain, streamQuery: "vhost=x") == nil)
+    }
+
+    /// Requests carrying any configured token may use the reserve of connections.
+    @Test func credentialedHeadsCarryAnyConfiguredToken() {
+        let p = AccessPolicy(publishToken: "pub", apiToken: "api", signalToken: "sig")
+        func head(_ headers: HTTPHeaders) -> HTTPRequestHead {
+            HTTPRequest(method: "POST", target: "/", path: "/", headers: headers).head
+        }
+        #expect(p.credentialed(head(["Authorization": "Bearer pub"])) && p.credentialed(head(["Authorization": "Bearer api"])))
+        #expect(p.credentialed(head(["Sec-WebSocket-Protocol": "swiftrtc.signal, swiftrtc.bearer.c2ln"])))   // "sig"
+        #expect(!p.credentialed(head(["Authorization": "Bearer nope"])) && !p.credentialed(head([:])))
+    }
+
+    @Test func hostsAndSignalingFollowTheMode() {
+        #expect(AccessPolicy().servedHosts(boundTo: "127.0.0.1") == ["localhost", "127.0.0.1"])
+        #expect(AccessPolicy(allowedHosts: ["Relay.LAN"]).servedHosts(boundTo: "localhost") == ["localhost", "relay.lan"])
+        #expect(AccessPolicy(apiToken: "a").servedHosts(boundTo: "0.0.0.0") == nil)
+        #expect(AccessPolicy(apiToken: "a", allowedHosts: ["relay.example"]).servedHosts(boundTo: "0.0.0.0") == ["localhost", "0.0.0.0", "relay.example"])
+        #expect(AccessPolicy().signalAccess == .open)
+        #expect(AccessPolicy(signalToken: "s").signalAccess == .token("s") && !AccessPolicy(signalToken: "s").isOpen)
+        #expect(AccessPolicy(publishToken: "p").signalAccess
+                == .closed("signaling is off: the server was started with access control but no --signal-token"))
     }
 
     @Test func corsAllowlist() {

@@ -79,6 +79,38 @@ import Transport
         }
     }
 
+    /// What a web page could do to a relay on loopback: a rebinding Host is 421 before any
+    /// handler, a foreign Origin may not POST (403), and SRS's API takes only JSON (415), so a
+    /// cross-site "simple" request cannot create a session. The API token is a header only.
+    @Test func refusesWhatAWebPageCouldSend() async throws {
+        try await withRelay(AccessPolicy()) { relay in
+            let rebound = try await http.send(method: "GET", url: "\(relay.url)/api/v1/clients/", headers: ["Host": "rebind.evil.example:1985"])
+            #expect(rebound.status == 421 && rebound.text.hasPrefix("Host \"rebind.evil.example:1985\" is not a name this server answers to"))
+            let kick = try await http.send(method: "DELETE", url: "\(relay.url)/api/v1/clients/x/", headers: ["Host": "rebind.evil.example"])
+            #expect(kick.status == 421)
+            let body = try JSONSerialization.data(withJSONObject: ["streamurl": "webrtc://127.0.0.1/live/x", "sdp": try await offer()])
+            let plain = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/publish/", headers: ["Content-Type": "text/plain"],
+                                            body: Array(body))
+            #expect(plain.status == 415 && plain.text == #"{"code":415,"error":"Content-Type must be application\/json"}"#)
+            let crossSite = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/publish/",
+                                                headers: ["Content-Type": "application/json", "Origin": "https://evil.example"], body: Array(body))
+            #expect(crossSite.status == 403)
+            let ownPage = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/publish/",
+                                              headers: ["Content-Type": "application/json; charset=utf-8", "Origin": relay.url], body: Array(body))
+            #expect(ownPage.status == 200 && ownPage.text.contains(#""code":0"#))
+            #expect(await relay.clients().count == 1)
+        }
+        try await withRelay(AccessPolicy(apiToken: "api")) { relay in
+            // Any Host once access control is on (unless names are given); no token in the URL.
+            let named = try await http.send(method: "GET", url: "\(relay.url)/api/v1/streams/", headers: ["Host": "relay.example", "Authorization": "Bearer api"])
+            #expect(named.status == 200)
+            #expect(try await http.send(method: "GET", url: "\(relay.url)/api/v1/streams/?token=api").status == 401)
+            // Signaling is off without --signal-token.
+            let signal = try await http.send(method: "GET", url: "\(relay.url)/rtc/v1/signal/?room=r")
+            #expect(signal.status == 403 && signal.text == "signaling is off: the server was started with access control but no --signal-token\n")
+        }
+    }
+
     /// The public id (listed) does not end a session; only the secret in the Location does, and
     /// the secret appears nowhere in the listing.
     @Test func sessionResourceIsACapability() async throws {

@@ -169,6 +169,38 @@ import Testing
         #expect(try await aEvents.next() == .closed(code: 1000, reason: ""))
     }
 
+    /// With a token: none is 401, a wrong one 403 (Bearer, or a browser's subprotocol), every
+    /// room needs a key, and a joiner with another key is refused without a seat or the offer.
+    @Test func tokenAndRoomKeysKeepStrangersOut() async throws {
+        try await withSignalServer(SignalServer.Options(access: .token("sig"))) { base in
+            let http = "http" + base.dropFirst(2)
+            let key = "k7Qm2-Xa9_LpW3zT"
+            let none = try await HTTPClient().send(method: "GET", url: http + "?room=r&key=\(key)")
+            #expect(none.status == 401 && none.text.hasPrefix("signaling needs a token: Authorization: Bearer T"))
+            let wrong = try await HTTPClient().send(method: "GET", url: http + "?room=r&key=\(key)", headers: ["Authorization": "Bearer nope"])
+            #expect(wrong.status == 403 && wrong.text == "wrong signaling token\n")
+            let keyless = try await HTTPClient().send(method: "GET", url: http + "?room=r", headers: ["Authorization": "Bearer sig"])
+            #expect(keyless.status == 400 && keyless.text.hasPrefix("this server needs a room key: ?room=NAME&key=KEY"))
+            let short = try await HTTPClient().send(method: "GET", url: http + "?room=r&key=short", headers: ["Authorization": "Bearer sig"])
+            #expect(short.status == 400 && short.text == "invalid room key: 16-128 letters, digits, '-', '_' or '.'\n")
+
+            let a = try await SignalingClient.connect("\(base)?room=r&key=\(key)", token: "sig")
+            let aEvents = Inbox.draining(a.events)
+            #expect(try await aEvents.next() == .joined(peers: 0))
+            let stranger = try await SignalingClient.connect("\(base)?room=r&key=\(key)x", token: "sig")
+            let strangerEvents = Inbox.draining(stranger.events)
+            #expect(try await strangerEvents.next() == .error("wrong room key"))
+            #expect(try await strangerEvents.next() == .closed(code: 1008, reason: "wrong room key"))
+            // A browser: the token as a subprotocol, which the 101 answers with swiftrtc.signal.
+            let browser = try await RawWebSocket(url: "\(base)?room=r&key=\(key)",
+                                                 headers: ["Sec-WebSocket-Protocol": "swiftrtc.signal, swiftrtc.bearer.c2ln"])
+            #expect(browser.response.headers["Sec-WebSocket-Protocol"] == "swiftrtc.signal")
+            #expect(try await browser.nextFrame() == WebSocketFrame(opcode: .text, payload: Array(#"{"type":"joined","room":"r","peers":1}"#.utf8)))
+            #expect(try await aEvents.next() == .peerJoined)
+            a.close()
+        }
+    }
+
     @Test func missingOrInvalidRoomIs400() async throws {
         try await withSignalServer { base in
             let http = "http" + base.dropFirst(2)
@@ -193,13 +225,16 @@ import Testing
 /// exact frames out and frames decoded as they come.
 final class RawWebSocket: @unchecked Sendable {   // used by one test task at a time
     let connection: UpgradedConnection
+    let response: HTTPClientResponse
     private var decoder = WebSocketFrameDecoder(role: .client, maxFrameBytes: 1 << 20)
 
-    init(url: String) async throws {
+    init(url: String, headers: HTTPHeaders = [:]) async throws {
         let key = WebSocketHandshake.makeKey()
-        let (response, connection) = try await HTTPClient().upgrade(url: "http" + url.dropFirst(2),
-                                                                    headers: HTTPHeaders(WebSocketHandshake.requestHeaders(key: key)))
+        var request = headers
+        for (name, value) in WebSocketHandshake.requestHeaders(key: key) { request.add(name, value) }
+        let (response, connection) = try await HTTPClient().upgrade(url: "http" + url.dropFirst(2), headers: request)
         try WebSocketHandshake.validateResponse(status: response.status, key: key) { response.headers.values($0) }
+        self.response = response
         self.connection = try #require(connection)
     }
 

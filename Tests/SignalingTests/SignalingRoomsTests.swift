@@ -21,6 +21,29 @@ import Testing
         #expect(rooms.count(in: "r") == 2)
     }
 
+    /// The creator's key (or none) is the room's: a joiner with another, or none, gets neither
+    /// the seat nor the offer, and learns nothing about who is there. An emptied room forgets it.
+    @Test func theCreatorsKeyGuardsTheRoom() {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r", key: "key-of-the-room-1")
+        let refused: [SignalingRooms.Output] = [.send(2, #"{"type":"error","error":"wrong room key"}"#), .close(2, code: 1008, reason: "wrong room key")]
+        #expect(rooms.join(2, room: "r", key: "key-of-the-room-2") == refused)
+        #expect(rooms.join(2, room: "r") == refused)
+        #expect(rooms.count(in: "r") == 1)
+        #expect(rooms.join(3, room: "r", key: "key-of-the-room-1") == [.send(3, #"{"type":"joined","room":"r","peers":1}"#),
+                                                                      .send(1, #"{"type":"peer-joined"}"#)])
+        #expect(rooms.receive(#"{"type":"offer","sdp":"v=0"}"#, from: 1) == [.send(3, #"{"type":"offer","sdp":"v=0"}"#)])
+        // A room made without a key is not joined with one.
+        _ = rooms.join(4, room: "open")
+        #expect(rooms.join(5, room: "open", key: "key-of-the-room-1") == [.send(5, #"{"type":"error","error":"wrong room key"}"#),
+                                                                          .close(5, code: 1008, reason: "wrong room key")])
+        // Full and keyed: a stranger is told about the key, not that the room is full.
+        #expect(rooms.join(6, room: "r") == [.send(6, #"{"type":"error","error":"wrong room key"}"#), .close(6, code: 1008, reason: "wrong room key")])
+        _ = rooms.leave(1)
+        _ = rooms.leave(3)
+        #expect(rooms.join(7, room: "r", key: "another-key-for-r") == [.send(7, #"{"type":"joined","room":"r","peers":0}"#)])
+    }
+
     @Test func forwardsPeerMessagesVerbatim() {
         var rooms = SignalingRooms()
         _ = rooms.join(1, room: "r")

@@ -1,0 +1,294 @@
+import AudioProcessing
+import Media
+import RTP
+import RTPMedia
+import Synchronization
+import Transport
+
+/// W3C `RTCRtpSender`: one outgoing RTP stream (and its RTX stream). Frames from an encoder or
+/// packets from the application go out through one path on the connection's loop (`transmit`):
+/// our SSRC and sequence number, the mid element and the transport-wide placeholder stamped,
+/// the packet kept for NACKs and counted for sender reports, then paced and protected by the
+/// transport. The stages a stream needs on the send side live here: the history and
+/// `NackResponder` (with the RTX writer), `SenderStatistics` (SR counts, RTT) and the keyframe
+/// request throttle.
+public final class RtpSender: @unchecked Sendable {
+    // @unchecked: the loop state below is touched on `loop`'s thread only (checked in debug
+    // builds); what other threads read sits behind Mutexes.
+    public let kind: MediaKind
+    public let ssrc: UInt32
+    public let cname: String
+    public let streamIds: [String]
+    public let trackId: String
+    /// The SSRC of our RTX stream (video), used when the peer negotiated rtx.
+    public let rtxSSRC: UInt32?
+    let loop: EventLoop
+    private let counters = Mutex(RtpStreamCounters())
+    private let sendParameters = Mutex(RtpSendParameters())
+    private let handlers = Mutex(Handlers())
+    private let orientationID = Mutex<UInt8?>(nil)
+
+    struct Handlers {
+        var onRTCP: (@Sendable (RTCPPacket) -> Void)?
+        var onTrackChanged: (@Sendable () -> Void)?
+        var onParametersChanged: (@Sendable (RtpSendParameters) -> Void)?
+        var onAudioProcessingChanged: (@Sendable (AudioProcessingOptions?) -> Void)?
+    }
+
+    // MARK: loop state (set at negotiation; what a forwarding snapshot copies bumps `ForwardingEpoch`)
+
+    package weak var transport: MediaTransport? { didSet { ForwardingEpoch.bump() } }
+    package var midExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
+    package var mid: String? {
+        didSet {
+            midBytes = mid.map { Array($0.utf8) } ?? []
+            ForwardingEpoch.bump()
+        }
+    }
+    /// `mid` as the extension element carries it (made once, not per packet).
+    package private(set) var midBytes: [UInt8] = []
+    /// The id of the transport-wide sequence number extension on this m-line (nil: not
+    /// negotiated). Packets carry a 2-byte placeholder the transport fills in as they leave,
+    /// so the numbers follow the order on the wire (retransmissions and forwards included).
+    package var transportCCExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
+    private var nextSequence = UInt16.random(in: 0...UInt16.max)
+    /// What was sent, for NACKs (about 2 s of 720p video; audio keeps the same).
+    package private(set) var history = RTPHistory<[UInt8]>(capacity: 2048)
+    /// Answers NACKs from `history` (or, on a relay, from a publisher's), on our RTX stream.
+    package var nack: NackResponder
+    /// SR counts and the RTT the peer's reports on them give.
+    package var statistics: SenderStatistics
+    /// PLIs and FIRs about this stream, collapsed to one keyframe per interval.
+    package var keyframeRequests: KeyframeRequestTracker
+
+    init(kind: MediaKind, ssrc: UInt32, cname: String, streamIds: [String], loop: EventLoop, rtxSSRC: UInt32? = nil) {
+        self.kind = kind
+        self.ssrc = ssrc
+        self.rtxSSRC = rtxSSRC
+        self.cname = cname
+        self.streamIds = streamIds
+        self.loop = loop
+        self.trackId = "\(kind.rawValue)-\(String(ssrc, radix: 16))"
+        nack = NackResponder(rtx: rtxSSRC.map { RTXWriter(ssrc: $0) })
+        statistics = SenderStatistics(ssrc: ssrc, clockRate: kind == .video ? 90000 : 48000)
+        keyframeRequests = KeyframeRequestTracker(ssrc: ssrc)
+    }
+
+    public var stats: RtpStreamCounters { counters.withLock { $0 } }
+
+    /// Media payload type → the rtx payload type negotiated for it (loop thread).
+    var rtxPayloadTypes: [UInt8: UInt8] {
+        get { nack.rtx?.payloadTypes ?? [:] }
+        set { nack.rtx?.payloadTypes = newValue }
+    }
+
+    /// The id of urn:3gpp:video-orientation on this m-line (nil: not negotiated). Set on the loop
+    /// thread at negotiation, read by the encode queue and when forwarding.
+    package var videoOrientationExtensionID: UInt8? {
+        get { orientationID.withLock { $0 } }
+        set {
+            orientationID.withLock { $0 = newValue }
+            ForwardingEpoch.bump()
+        }
+    }
+
+    /// RTCP feedback about what this sender sends (NACK, PLI, FIR, REMB, TWCC, receiver reports).
+    /// Called on the connection's loop thread.
+    public var onRTCP: (@Sendable (RTCPPacket) -> Void)? {
+        get { handlers.withLock { $0.onRTCP } }
+        set { handlers.withLock { $0.onRTCP = newValue } }
+    }
+
+    /// Called when the track changes so the media stream can move its sink. Loop or caller thread.
+    var onTrackChanged: (@Sendable () -> Void)? {
+        get { handlers.withLock { $0.onTrackChanged } }
+        set { handlers.withLock { $0.onTrackChanged = newValue } }
+    }
+
+    /// Called (on the caller's thread) after `setParameters` changed something; media streams
+    /// apply it to the encoder.
+    var onParametersChanged: (@Sendable (RtpSendParameters) -> Void)? {
+        get { handlers.withLock { $0.onParametersChanged } }
+        set { handlers.withLock { $0.onParametersChanged = newValue } }
+    }
+
+    var onAudioProcessingChanged: (@Sendable (AudioProcessingOptions?) -> Void)? {
+        get { handlers.withLock { $0.onAudioProcessingChanged } }
+        set { handlers.withLock { $0.onAudioProcessingChanged = newValue } }
+    }
+
+    // MARK: tracks and parameters (any thread)
+
+    private let tracks = Mutex<(video: VideoTrack?, audio: AudioTrack?)>((nil, nil))
+
+    /// The video track this sender encodes (nil: raw RTP via `send`).
+    public var videoTrack: VideoTrack? { tracks.withLock { $0.video } }
+    /// The audio track this sender encodes.
+    public var audioTrack: AudioTrack? { tracks.withLock { $0.audio } }
+
+    /// W3C `replaceTrack`: no renegotiation; the encoder adapts to the new track's frames.
+    public func replaceTrack(_ track: VideoTrack?) {
+        tracks.withLock { $0.video = track }
+        onTrackChanged?()
+    }
+
+    public func replaceTrack(_ track: AudioTrack?) {
+        tracks.withLock { $0.audio = track }
+        onTrackChanged?()
+    }
+
+    private let processing = Mutex<(set: Bool, options: AudioProcessingOptions?)>((false, nil))
+
+    /// Echo cancellation, gain control and noise suppression for this audio sender, switchable
+    /// while sending (the reference app's googEchoCancellation / googAutoGainControl /
+    /// googNoiseSuppression constraints; `AudioProcessingOptions(constraints:)` maps them). nil: off.
+    public func setAudioProcessing(_ options: AudioProcessingOptions?) {
+        processing.withLock { $0 = (true, options) }
+        onAudioProcessingChanged?(options)
+    }
+
+    /// The per-sender setting if one was made (else the connection's configuration applies).
+    var audioProcessingOverride: AudioProcessingOptions?? {
+        processing.withLock { $0.set ? .some($0.options) : .none }
+    }
+
+    /// W3C `getParameters()`.
+    public var parameters: RtpSendParameters { sendParameters.withLock { $0 } }
+
+    /// W3C `setParameters()`: applied to the encoder at run time (bitrate, frame rate, scale,
+    /// active, degradation preference).
+    public func setParameters(_ parameters: RtpSendParameters) throws {
+        try parameters.validate()
+        sendParameters.withLock { $0 = parameters }
+        onParametersChanged?(parameters)
+    }
+
+    // MARK: sending
+
+    /// Sends one packet the application built: our SSRC, the next sequence number, the mid
+    /// extension. Any thread; it goes out on the connection's loop, unpaced.
+    public func send(payloadType: UInt8, payload: [UInt8], timestamp: UInt32, marker: Bool = false) {
+        onLoop { [self] in
+            let packet = RTPPacket(marker: marker, payloadType: payloadType, sequenceNumber: takeSequence(),
+                                   timestamp: timestamp, ssrc: ssrc, payload: payload)
+            transmit(packet, kind: .direct, now: loop.now)
+        }
+    }
+
+    /// Sends the payloads of one media frame as consecutive packets (an encoder's output; any
+    /// thread): everything about the header is decided on the loop, so the encode queue reads
+    /// nothing the loop writes. `lastPacketExtensions` go on the frame's last packet only
+    /// (video orientation, as libwebrtc does).
+    func sendPayloads(_ payloads: [RTPPayload], payloadType: UInt8, timestamp: UInt32,
+                      lastPacketExtensions: [RTPHeaderExtension] = []) {
+        let kind: OutgoingRTPKind = self.kind == .video ? .video : .audio
+        onLoop { [self] in
+            let now = loop.now
+            for (i, payload) in payloads.enumerated() {
+                var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: takeSequence(),
+                                       timestamp: timestamp, ssrc: ssrc, payload: payload.bytes)
+                if i == payloads.count - 1 {
+                    for e in lastPacketExtensions { packet.setExtension(id: e.id, data: e.data) }
+                }
+                transmit(packet, kind: kind, now: now)
+            }
+        }
+    }
+
+    /// Sends a packet another connection received as ours (the echo endpoint): our SSRC and
+    /// mid, its own sequence number (so a gap upstream stays a gap the far end NACKs, and a
+    /// retransmission that fills it lands in place); header extensions dropped (their ids were
+    /// negotiated with another peer) except video orientation (`videoOrientationID`: its id in
+    /// `packet`), kept under our id; `payloadType` rewrites the payload type when this peer
+    /// numbered the codec differently. Loop thread.
+    package func forward(_ packet: RTPPacket, payloadType: UInt8? = nil, videoOrientationID: UInt8? = nil) {
+        loop.preconditionInLoop()
+        var packet = packet
+        packet.ssrc = ssrc
+        if let payloadType { packet.payloadType = payloadType }
+        let orientation = videoOrientationID.flatMap { packet.extensionData(id: $0) }
+        packet.extensions = []
+        packet.extensionProfile = nil
+        if let orientation, let id = videoOrientationExtensionID { packet.setExtension(id: id, data: orientation) }
+        transmit(packet, kind: .direct, now: loop.now)
+    }
+
+    /// The one exit of our own packets (loop thread): the mid and transport-wide elements, the
+    /// history, the SR counts, then the transport.
+    private func transmit(_ packet: RTPPacket, kind: OutgoingRTPKind, now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
+        var packet = packet
+        if let id = midExtensionID, mid != nil { packet.setExtension(id: id, data: midBytes) }
+        if let id = transportCCExtensionID { packet.setExtension(id: id, data: [0, 0]) }
+        guard let transport else {
+            counters.withLock { $0.dropped += 1 }
+            return
+        }
+        let bytes = packet.serialize()
+        history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        statistics.record(packet, sentAt: now)
+        count(bytes.count, payloadType: packet.payloadType)
+        transport.sendRTP(bytes, transportCCID: transportCCExtensionID, kind: kind)
+    }
+
+    /// A NACK from the receiver (loop thread): what the history still holds goes again, on the
+    /// RTX stream when negotiated, ahead of new video, with a new transport-wide number.
+    /// Returns how many went.
+    @discardableResult
+    func handleNack(_ sequenceNumbers: [UInt16], now: ContinuousClock.Instant) -> Int {
+        loop.preconditionInLoop()
+        guard let transport else { return 0 }
+        var sent = 0
+        for (_, bytes) in nack.respond(to: sequenceNumbers, from: history, now: now) {
+            guard let packet = nack.retransmission(of: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
+                                                   orientationID: videoOrientationExtensionID,
+                                                   transportCCID: transportCCExtensionID) else { continue }
+            count(packet.count, payloadType: packet[1] & 0x7F)
+            transport.sendRTP(packet, transportCCID: transportCCExtensionID, kind: .retransmission)
+            sent += 1
+        }
+        return sent
+    }
+
+    /// Padding-only packets on the RTX stream for a bandwidth probe, about `bytes` in all (the
+    /// pacer sends them). Empty when the peer negotiated no rtx or no transport-cc (a probe
+    /// nobody measures is waste). Loop thread.
+    func paddingPackets(bytes: Int) -> [(bytes: [UInt8], transportCCID: UInt8)] {
+        loop.preconditionInLoop()
+        guard let transportCC = transportCCExtensionID, nack.rtx != nil else { return [] }
+        let packets = nack.rtx?.padding(bytes: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
+                                        transportCCID: transportCC) ?? []
+        return packets.map { ($0, transportCC) }
+    }
+
+    package func takeSequence() -> UInt16 {
+        defer { nextSequence &+= 1 }
+        return nextSequence
+    }
+
+    /// Counts a packet that left (also the relay's forwards, in bulk through `count(packets:…)`).
+    package func count(_ bytes: Int, payloadType: UInt8) {
+        counters.withLock {
+            $0.packets += 1
+            $0.bytes += bytes
+            $0.payloadTypes.insert(payloadType)
+        }
+    }
+
+    package func count(packets: Int, bytes: Int, payloadType: UInt8) {
+        counters.withLock {
+            $0.packets += packets
+            $0.bytes += bytes
+            $0.payloadTypes.insert(payloadType)
+        }
+    }
+
+    package func countDropped(_ n: Int = 1) {
+        counters.withLock { $0.dropped += n }
+    }
+
+    /// Runs `body` on the loop: at once when already there.
+    private func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if loop.inLoop { body() } else { loop.execute(body) }
+    }
+}
