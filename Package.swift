@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["COpenSSL"]),
 
         // Media: frames and the pipeline pieces around them.
-        .target(name: "Media", dependencies: ["CYUV", "Locks"]),
+        .target(name: "Media", dependencies: ["CYUV", "Locks", "SeededRandom"]),
         .target(name: "Codecs", dependencies: ["Media", "COpenH264", "CVPX", "CFFmpeg", "CYUV"]),
         .target(name: "AudioCodecs", dependencies: ["Media", "COpus"]),
         .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing", "CSpeexDSP", "Locks"]),
@@ -116,8 +116,8 @@ let package = Package(
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket", "TestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "SeededRandom", "Locks"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Locks"]),
-        .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
-        .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
+        .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media", "SeededRandom"]),
+        .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media", "SeededRandom"]),
         .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media", "TestSupport"]),
         .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP", "SeededRandom"]),
         .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP", "SeededRandom"]),
