@@ -53,7 +53,7 @@ public final class VirtualNetwork: @unchecked Sendable {
     /// A shared socket at `address` whose connections `MuxRouter` tells apart, as on a `UDPMux`.
     public func mux(at address: SocketAddress) throws(TransportError) -> VirtualMux {
         let mux = VirtualMux(network: self, uplink: link(), downlink: link())
-        mux.localAddress = try bind([address], to: mux)[0]
+        mux.localAddress = try bind([address], to: mux).first ?? address
         return mux
     }
 
