@@ -1,6 +1,6 @@
 import Capture
 import Media
-import Synchronization
+import Locks
 
 /// Virtual front and back cameras (`SyntheticDevices`) whose picture obeys every control
 /// (`SyntheticScene`), so controls are testable end to end and demos have a camera anywhere.
@@ -15,10 +15,10 @@ public final class SyntheticCameraBackend: CameraBackend {
         var denied: Set<String> = []
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(scene: SyntheticScene = SyntheticScene()) {
-        state = Mutex(State(scene: scene))
+        state = Locked(State(scene: scene))
     }
 
     /// How bright the world is, in lux (a dark room: 1–5).
@@ -104,7 +104,7 @@ final class SyntheticCameraStream: CameraStream {
     private let pixelFormat: PixelFormat
     private let sink: any CameraStreamSink
     private let renderer = SyntheticRenderer()
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(backend: SyntheticCameraBackend, device: CaptureDevice, format: CaptureFormat, fps: Double,
          controls: CameraControlState, sink: any CameraStreamSink) {
@@ -119,7 +119,7 @@ final class SyntheticCameraStream: CameraStream {
         }
         var initial = controls
         if !device.capabilities.hasTorch { initial.torch = .off }
-        state = Mutex(State(controls: initial, fps: fps))
+        state = Locked(State(controls: initial, fps: fps))
     }
 
     deinit { stop() }

@@ -1,4 +1,5 @@
 import STUN
+import SeededRandom
 
 /// Sans-I/O ICE agent (RFC 8445, trickle RFC 8838, consent RFC 7675) for one component.
 ///

@@ -1,5 +1,5 @@
 import CYUV
-import Synchronization
+import Locks
 
 /// Skin smoothing for a camera picture: an edge-preserving filter on luma plus a mild brightness
 /// lift, at `strength` 0 (off) … 1 (full).
@@ -36,14 +36,14 @@ public final class BeautyFilter: VideoProcessor {
         let targetFull = ScratchBuffer<UInt8>()
     }
 
-    private let settings: Mutex<Double>
-    private let work = Mutex(Work())
+    private let settings: Locked<Double>
+    private let work = Locked(Work())
 
     /// Largest brightness lift, in luma levels, at mid-grey and strength 1.
     static let maxLift = 6.0
 
     public init(strength: Double = 0.5) {
-        settings = Mutex(Self.clampStrength(strength))
+        settings = Locked(Self.clampStrength(strength))
     }
 
     /// 0 leaves frames untouched, 1 smooths the most. Can be changed while frames flow.
