@@ -3,7 +3,7 @@ import ICE
 import RTP
 import SDP
 import STUN
-import Synchronization
+import Locks
 import Transport
 
 /// W3C `RTCPeerConnection`. Public methods may be called from any task; the protocol work runs
@@ -25,7 +25,7 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     let continuation: AsyncStream<PeerConnectionEvent>.Continuation
-    let snapshot = Mutex(Snapshot())
+    let snapshot = Locked(Snapshot())
     let ioFactory: PacketIOFactory
     let iceServers: ResolvedIceServers
 

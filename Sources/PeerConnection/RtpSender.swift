@@ -2,7 +2,7 @@ import AudioProcessing
 import Media
 import RTP
 import RTPMedia
-import Synchronization
+import Locks
 import Transport
 
 /// W3C `RTCRtpSender`: one outgoing RTP stream (and its RTX stream). Frames from an encoder or
@@ -23,10 +23,10 @@ public final class RtpSender: @unchecked Sendable {
     /// The SSRC of our RTX stream (video), used when the peer negotiated rtx.
     public let rtxSSRC: UInt32?
     let loop: EventLoop
-    private let counters = Mutex(RtpStreamCounters())
-    private let sendParameters = Mutex(RtpSendParameters())
-    private let handlers = Mutex(Handlers())
-    private let orientationID = Mutex<UInt8?>(nil)
+    private let counters = Locked(RtpStreamCounters())
+    private let sendParameters = Locked(RtpSendParameters())
+    private let handlers = Locked(Handlers())
+    private let orientationID = Locked<UInt8?>(nil)
 
     struct Handlers {
         var onRTCP: (@Sendable (RTCPPacket) -> Void)?
@@ -120,7 +120,7 @@ public final class RtpSender: @unchecked Sendable {
 
     // MARK: tracks and parameters (any thread)
 
-    private let tracks = Mutex<(video: VideoTrack?, audio: AudioTrack?)>((nil, nil))
+    private let tracks = Locked<(video: VideoTrack?, audio: AudioTrack?)>((nil, nil))
 
     /// The video track this sender encodes (nil: raw RTP via `send`).
     public var videoTrack: VideoTrack? { tracks.withLock { $0.video } }
@@ -138,7 +138,7 @@ public final class RtpSender: @unchecked Sendable {
         onTrackChanged?()
     }
 
-    private let processing = Mutex<(set: Bool, options: AudioProcessingOptions?)>((false, nil))
+    private let processing = Locked<(set: Bool, options: AudioProcessingOptions?)>((false, nil))
 
     /// Echo cancellation, gain control and noise suppression for this audio sender, switchable
     /// while sending (the reference app's googEchoCancellation / googAutoGainControl /

@@ -5,7 +5,7 @@ import PeerConnection
 import RTPMedia
 import STUN
 import Signaling
-import Synchronization
+import Locks
 import Transport
 
 /// `swiftrtc serve`: an embedded SRS-compatible WebRTC server. Publishers push over SRS's JSON
@@ -14,7 +14,7 @@ import Transport
 public final class RelayServer: Sendable {
     public let loop: EventLoop
     private let mux: UDPMux
-    private let http: Mutex<HTTPServer?>
+    private let http: Locked<HTTPServer?>
     /// P2P signaling at /rtc/v1/signal/?room=NAME, on the same HTTP server.
     public let signaling: SignalServer
     let state: LoopBound<RelayState>
@@ -73,7 +73,7 @@ public final class RelayServer: Sendable {
         self.connectTimeout = connectTimeout
         self.takeover = takeover
         self.maxPendingPerAddress = maxPendingPerAddress
-        self.http = Mutex(nil)
+        self.http = Locked(nil)
         self.httpHost = httpHost
         self.state = LoopBound(RelayState())
         let target = WeakBox<RelayServer>()
