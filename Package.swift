@@ -100,6 +100,10 @@ let package = Package(
         // What the test targets share: waiting on events (never on time), hex, temporary
         // directories. SplitMix64 is the library's own (SeededRandom).
         .target(name: "TestSupport", dependencies: ["SeededRandom"], path: "Tests/TestSupport"),
+        // Sessions (peers and a relay) on a simulated loop and a virtual network, for the
+        // session layer's tests.
+        .target(name: "SessionSupport", dependencies: ["PeerConnection", "Relay", "Transport", "STUN", "HTTP"],
+                path: "Tests/SessionSupport"),
         // gettimeofday with an offset tests advance: OpenSSL's DTLS timer reads it (see the file).
         .target(name: "CWallClock", path: "Tests/CWallClock"),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "SeededRandom"]),
@@ -125,9 +129,9 @@ let package = Package(
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media", "TestSupport"]),
         .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture", "TestSupport", "Locks"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport"]),
-        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
-                                                               "Media", "Capture", "Render", "Camera", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["SessionSupport", "Locks", "Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "PeerConnectionTests", dependencies: ["SessionSupport", "PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
+                                                               "Media", "Capture", "Render", "Camera", "SeededRandom", "TestSupport", "Locks"]),
     ],
     swiftLanguageModes: [.v6]
 )

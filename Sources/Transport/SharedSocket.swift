@@ -4,7 +4,7 @@ import STUN
 /// through a `MuxEndpoint` found by its local ICE ufrag; which connection a datagram belongs to
 /// is `MuxRouter`'s decision. `UDPMux` is a real UDP socket, `VirtualMux` an address on a
 /// `VirtualNetwork`: the routing is the same code for both.
-public protocol SharedSocket: AnyObject {
+public protocol SharedSocket: AnyObject, Sendable {
     var loop: EventLoop { get }
     /// The bound address: what endpoints advertise unless told otherwise.
     var localAddress: SocketAddress { get }
