@@ -15,11 +15,6 @@ final class FrameLog: VideoRenderer, Sendable {
         frames.withLock { $0.append((frame.width, frame.height, n)) }
     }
     var all: [(width: Int, height: Int, number: UInt32?)] { frames.withLock { $0 } }
-    /// Wall-clock polling for RenegotiationTests until it moves to the Simulation.
-    func wait(for count: Int, timeout: Duration = .seconds(10)) async {
-        let end = ContinuousClock.now.advanced(by: timeout)
-        while all.count < count && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(10)) }
-    }
 }
 
 /// One frame period at 30 fps.
