@@ -196,7 +196,7 @@ struct RenegotiationTests {
             let eventsB = EventLog(b)
             try await a.addTransceiver(.audio)
             try await sim.negotiate(a, b)
-            try sim.connect(a)
+            try sim.connect(a, b)
             try await a.addTransceiver(.video)
             try await b.addTransceiver(.video)
             #expect(sim.run(within: .seconds(1)) { eventsB.negotiationNeeded == 1 })
