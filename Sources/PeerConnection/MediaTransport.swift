@@ -232,6 +232,9 @@ package final class MediaTransport: @unchecked Sendable {
         congestion.send(packet, transportCCID: transportCCID, kind: kind, now: loop.now)
     }
 
+    /// Whether media can leave: keys made and a path selected.
+    var canSendMedia: Bool { !closed && srtp != nil && ice.selectedPair != nil }
+
     /// The last step of every RTP packet: SRTP and the socket (loop thread).
     func transmitRTP(_ packet: [UInt8]) -> Bool {
         loop.preconditionInLoop()

@@ -316,7 +316,7 @@ public final class PeerConnection: @unchecked Sendable {
                 "rtpReceived": c.rtpReceived, "rtcpReceived": c.rtcpReceived, "rtpSent": c.rtpSent, "rtcpSent": c.rtcpSent,
                 "malformedRTP": c.malformedRTP, "malformedRTCP": c.malformedRTCP, "srtpErrors": c.srtpErrors,
                 "unknownDatagrams": c.unknownDatagrams, "mediaBeforeKeys": c.mediaBeforeKeys, "unroutedRTP": unroutedRTP,
-                "unverifiedDatagrams": c.unverifiedDatagrams, "remoteCandidatesRefused": ice.refusedRemoteCandidates,
+                "unverifiedDatagrams": c.unverifiedDatagrams, "sendsWithoutPath": c.sendsWithoutPath, "remoteCandidatesRefused": ice.refusedRemoteCandidates,
                 "stunGarbage": ice.droppedGarbage, "stunBadIntegrity": ice.droppedBadIntegrity,
                 "stunBadFingerprint": ice.droppedBadFingerprint, "stunUnauthorized": ice.droppedUnauthorized,
                 "dtlsDroppedRecords": dtls?.droppedRecords ?? 0,
