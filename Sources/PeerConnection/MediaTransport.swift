@@ -162,13 +162,16 @@ package final class MediaTransport: @unchecked Sendable {
             lastDTLSLocal = local
             let wasConnected = dtls.state == .connected
             dtls.handleDatagram(Array(bytes), now: now)
+            if dtls.state == .connected { ice.noteReceived(from: from, now: now) }
             return !wasConnected && dtls.state == .connected ? .authenticated : .accepted
         case 128...191:
             guard isVerified(from) else {
                 counters.unverifiedDatagrams += 1
                 return .refused
             }
-            return receiveMedia(bytes) ? .authenticated : .refused
+            guard receiveMedia(bytes) else { return .refused }
+            ice.noteReceived(from: from, now: now)
+            return .authenticated
         default:
             counters.unknownDatagrams += 1
             return .refused

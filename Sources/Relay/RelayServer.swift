@@ -87,7 +87,7 @@ public final class RelayServer: Sendable {
         self.maxPendingPerAddress = maxPendingPerAddress
         self.http = Locked(nil)
         self.httpHost = httpHost
-        self.state = LoopBound(RelayState())
+        self.state = LoopBound(RelayState(), loop: loop)
         guard let httpPort else {
             self.httpPort = 0
             self.signaling = nil
@@ -494,13 +494,6 @@ final class RelayState: @unchecked Sendable {
     var reportSchedule: RTCPScheduler?
     /// Counters of streams that have ended (the totals in /metrics keep them).
     var retired = RelayCounters()
-}
-
-/// A reference whose contents only the owning loop touches.
-final class LoopBound<T: AnyObject>: @unchecked Sendable {
-    // @unchecked: callers use `value` only on the loop thread (inside loop.submit or callbacks).
-    let value: T
-    init(_ value: T) { self.value = value }
 }
 
 struct SendableDictionary: @unchecked Sendable {
