@@ -1,5 +1,4 @@
 import Foundation
-import Locks
 import PeerConnection
 import SessionSupport
 import Testing
@@ -33,15 +32,6 @@ func collect(_ channel: DataChannel, _ count: Int, timeout: Duration = .seconds(
     return got.value
 }
 
-/// The labels of the channels a peer announced, recorded as its delegate (on the loop, before
-/// the event goes on `events`): what a test on a simulated loop runs the loop until.
-final class AnnouncedChannels: PeerConnectionDelegate {
-    private let labels = Locked<[String]>([])
-    init(_ pc: PeerConnection) { pc.delegate = self }
-    func peerConnection(_ pc: PeerConnection, didOpen channel: DataChannel) { labels.withLock { $0.append(channel.label) } }
-    func contains(_ label: String) -> Bool { labels.value.contains(label) }
-}
-
 /// Two connected peers on real sockets and one open channel `a` made, with `b`'s end of it
 /// (DelegateTests).
 func connectedChannel(_ label: String, media: Bool = false) async throws
@@ -60,12 +50,12 @@ func connectedChannel(_ label: String, media: Bool = false) async throws
 func connectedChannel(_ sim: Simulation, _ label: String, media: Bool = false) async throws
     -> (a: PeerConnection, b: PeerConnection, atA: DataChannel, atB: DataChannel) {
     let a = try sim.peer(), b = try sim.peer()
-    let announced = AnnouncedChannels(b)
+    let announced = EventLog(b)
     if media { try await a.addTransceiver(.audio) }
     let atA = try await a.createDataChannel(label)
     try await sim.negotiate(a, b)
     try sim.connect(a, b)
-    try #require(sim.run { atA.readyState == .open && announced.contains(label) }, "\(label) is \(atA.readyState) at a")
+    try #require(sim.run { atA.readyState == .open && announced.channels.contains { $0.label == label } }, "\(label) is \(atA.readyState) at a")
     let atB = try #require(await remoteChannel(b, label: label))
     _ = await first(atA.events) { $0 == .open }
     return (a, b, atA, atB)
@@ -80,7 +70,7 @@ struct DataChannelTests {
     func dataOnly() async throws {
         let sim = Simulation()
         let a = try sim.peer(), b = try sim.peer()
-        let announced = AnnouncedChannels(b)
+        let announced = EventLog(b)
         let chat = try await a.createDataChannel("chat", DataChannelInit(protocol: "test"))
         #expect(chat.readyState == .connecting && chat.id == nil)
         try await sim.negotiate(a, b)
@@ -88,7 +78,7 @@ struct DataChannelTests {
         #expect(offer.contains("m=application 9 UDP/DTLS/SCTP webrtc-datachannel"))
         #expect(offer.contains("a=sctp-port:5000") && offer.contains("a=max-message-size:1048576"))
         try sim.connect(a, b)
-        #expect(sim.run { chat.readyState == .open && announced.contains("chat") })
+        #expect(sim.run { chat.readyState == .open && announced.channels.contains { $0.label == "chat" } })
         let atB = try #require(await remoteChannel(b, label: "chat"))
         #expect(atB.protocol == "test" && atB.ordered && atB.readyState == .open)
         #expect(await first(chat.events) { $0 == .open } == .open)
@@ -154,12 +144,12 @@ struct DataChannelTests {
     func closeEitherSide() async throws {
         let sim = Simulation()
         let a = try sim.peer(), b = try sim.peer()
-        let announced = AnnouncedChannels(b)
+        let announced = EventLog(b)
         let one = try await a.createDataChannel("one")
         let two = try await a.createDataChannel("two")
         try await sim.negotiate(a, b)
         try sim.connect(a, b)
-        #expect(sim.run { one.readyState == .open && two.readyState == .open && announced.contains("one") })
+        #expect(sim.run { one.readyState == .open && two.readyState == .open && announced.channels.contains { $0.label == "one" } })
         let oneAtB = try #require(await remoteChannel(b, label: "one"))
         // The opener closes "one".
         one.close()
@@ -264,13 +254,13 @@ struct DataChannelTests {
         #expect(early.readyState == .closed)
         // Closed before the connection came up: it does not open when it does.
         let c = try sim.peer(), d = try sim.peer()
-        let announced = AnnouncedChannels(d)
+        let announced = EventLog(d)
         let gone = try await c.createDataChannel("gone")
         let kept = try await c.createDataChannel("kept")
         gone.close()
         try await sim.negotiate(c, d)
         try sim.connect(c, d)
-        #expect(sim.run { kept.readyState == .open && announced.contains("kept") })
+        #expect(sim.run { kept.readyState == .open && announced.channels.contains { $0.label == "kept" } })
         #expect(await remoteChannel(d, label: "kept")?.label == "kept")
         #expect(gone.readyState == .closed && gone.id == nil)
         await c.close()

@@ -1,9 +1,7 @@
 import Foundation
 import Glibc
 import ICE
-import Locks
 import PeerConnection
-import RTP
 import SessionSupport
 import STUN
 import Synchronization
@@ -48,17 +46,17 @@ import Transport
         #expect(await a.selectedLocalCandidateType() == "relay")
         #expect(await b.selectedLocalCandidateType() == "relay")
 
-        let atB = Locked<[RTPPacket]>([]), atA = Locked<[RTPPacket]>([])
+        let atB = PacketLog(), atA = PacketLog()
         let videoB = try #require(b.transceivers.first)
-        videoB.receiver.onRTP = { p in atB.withLock { $0.append(p) } }
-        videoA.receiver.onRTP = { p in atA.withLock { $0.append(p) } }
+        videoB.receiver.onRTP = { atB.append($0) }
+        videoA.receiver.onRTP = { atA.append($0) }
         let payloads = (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 800) }
         for (i, p) in payloads.enumerated() { videoA.sender.send(payloadType: 102, payload: p, timestamp: UInt32(i * 3000)) }
-        #expect(sim.run { atB.value.count >= 20 })
-        #expect(atB.value.map(\.payload) == payloads)
+        #expect(sim.run { atB.all.count >= 20 })
+        #expect(atB.all.map(\.payload) == payloads)
         videoB.sender.send(payloadType: 102, payload: [1, 2, 3], timestamp: 1)
-        #expect(sim.run { !atA.value.isEmpty })
-        #expect(atA.value.first?.payload == [1, 2, 3])
+        #expect(sim.run { !atA.all.isEmpty })
+        #expect(atA.all.first?.payload == [1, 2, 3])
 
         let stats = await a.transportStatistics()
         #expect((stats["turnChannelDataSent"] ?? 0) > 20)
