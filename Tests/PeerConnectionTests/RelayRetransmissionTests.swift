@@ -1,5 +1,4 @@
 import Foundation
-import HTTP
 import PeerConnection
 import Relay
 import RTP
@@ -10,20 +9,6 @@ import Testing
 /// What a player sees of the relay's forwarding beyond the media itself: a NACK answered on its
 /// RTX stream (it offered rtx, the relay's answer takes it) once per round trip however often it
 /// repeats, and sender reports that carry the publisher's NTP ↔ RTP mapping.
-/// WHIP (`endpoint` "whip") or WHEP ("whep") against the embedded relay for app `live`:
-/// offer, POST, the answer applied. Returns the answer.
-@discardableResult
-func relayExchange(_ relay: RelayServer, _ pc: PeerConnection, endpoint: String, stream: String, http: HTTPClient) async throws -> String {
-    try await pc.setLocalDescription(try await pc.createOffer())
-    await pc.waitForGatheringComplete()
-    let offer = try #require(pc.localDescription).sdp
-    let response = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/\(endpoint)/?app=live&stream=\(stream)",
-                                       headers: [("Content-Type", "application/sdp")], body: Array(offer.utf8))
-    #expect(response.status == 201, "\(endpoint): \(response.status) \(response.text)")
-    try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: response.text))
-    return response.text
-}
-
 @Suite struct RelayRetransmissionTests {
     @Test func nackIsAnsweredOnRTXOncePerRoundTripAndSenderReportsAreTranslated() async throws {
         let sim = Simulation()
