@@ -13,7 +13,8 @@ enum UsrSCTP {
     /// The stack's time. One timer wheel serves every association, so one of them drives it
     /// with its clock: were each to add its own elapsed time, N associations would run time N
     /// times fast. The first to tick leads while it lives and ticks; when it closes or falls
-    /// silent for `handover`, the next to tick takes over with its own clock.
+    /// silent for `handover` (or its clock is that far from the next one's), the next to tick
+    /// takes over with its own clock.
     private static let clock = Locked<(leader: UInt, last: ContinuousClock.Instant)?>(nil)
     static let handover: Duration = .seconds(1)
 
@@ -45,8 +46,10 @@ enum UsrSCTP {
     /// Fires the timers due at `now` if association `id` drives the wheel. Serialized.
     static func advance(_ id: UInt, to now: ContinuousClock.Instant) {
         clock.withLock { clock in
+            // A leader on another clock (a simulated loop runs ahead of the wall clock) whose
+            // time is over `handover` away either way is as good as silent.
             guard let (leader, last) = clock, outboxes.withLock({ $0[leader] != nil }),
-                  leader == id || last.duration(to: now) < handover else {
+                  leader == id || (last.duration(to: now) < handover && now.duration(to: last) < handover) else {
                 clock = (id, now)
                 return
             }
