@@ -72,7 +72,9 @@ public final class BeautyFilter: VideoProcessor {
         } else {
             CopyPlane(src.pl(1), src.st(1), dst.pl(1), dst.st(1), i32(2 * src.chromaWidth), i32(src.chromaHeight))
         }
-        return VideoFrame(buffer: dst, rotation: frame.rotation, timestampNs: frame.timestampNs)
+        var out = frame
+        out.buffer = dst
+        return out
     }
 
     private func smoothLuma(_ src: VideoFrameBuffer, into dst: VideoFrameBuffer, strength: Double, work: Work) {
