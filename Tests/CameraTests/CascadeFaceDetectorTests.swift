@@ -1,0 +1,86 @@
+import Camera
+import Capture
+import Foundation
+import Media
+import Render
+import Testing
+
+// OpenCV's cascade detector on real pictures: a photograph Debian ships (matplotlib's sample
+// portrait of Grace Hopper, package python-matplotlib-data) fed through a recorded V4L2 webcam,
+// and pictures with no face in them.
+
+/// The portrait and where its face is (hand-marked from the hat brim to the chin, cheek to cheek, in its
+/// 512x600 pixels).
+enum Portrait {
+    static let path = "/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg"
+    static let face = PixelRect(x: 160, y: 135, width: 212, height: 183)
+
+    static func load() throws -> VideoFrame {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw MediaError("\(path) is missing: apt-get install python-matplotlib-data")
+        }
+        return try JPEGDecoder.decode([UInt8](data))
+    }
+
+    /// The face's box in a frame of the recorded camera's format, where `show(_:)` put the photo.
+    static func faceBox(in pix: V4L2PixFormat, photo: VideoFrame) -> NormalizedRect {
+        let at = RecordedV4L2Picture.placement(width: photo.width, height: photo.height, in: pix)
+        let sx = Double(at.width) / Double(photo.width), sy = Double(at.height) / Double(photo.height)
+        return NormalizedRect(x: (Double(at.x) + Double(face.x) * sx) / Double(pix.width),
+                              y: (Double(at.y) + Double(face.y) * sy) / Double(pix.height),
+                              width: Double(face.width) * sx / Double(pix.width), height: Double(face.height) * sy / Double(pix.height))
+    }
+}
+
+/// Frames a V4L2 stream delivers, straight from its sink.
+private final class StreamFrames: CameraStreamSink, @unchecked Sendable {
+    private let lock = NSCondition()
+    private var frames: [VideoFrame] = []
+    func cameraStream(didCapture frame: VideoFrame) { lock.lock(); frames.append(frame); lock.broadcast(); lock.unlock() }
+    func cameraStream(didFail error: CameraError) {}
+    /// Blocks until `n` frames came (the recorded camera makes exactly as many as allowed).
+    func take(_ n: Int) -> [VideoFrame] {
+        lock.lock(); defer { lock.unlock() }
+        while frames.count < n { lock.wait() }
+        return Array(frames.prefix(n))
+    }
+}
+
+@Suite(.serialized) struct CascadeFaceDetectorTests {
+    /// Opens the recorded webcam at `w`×`h` YUYV and takes `count` frames of what it shows.
+    func frames(showing picture: VideoFrame?, _ w: Int, _ h: Int, count: Int = 1) throws -> (frames: [VideoFrame], pix: V4L2PixFormat) {
+        let camera = try RecordedV4L2Camera(json: V4L2Recording.uvcWebcamJSON)
+        camera.show(picture)
+        camera.allowFrames(count)
+        let backend = V4L2CameraBackend(nodes: [.init(path: camera.path) { () throws(V4L2Error) in try camera.open() }])
+        let device = try #require(try backend.devices().first)
+        let format = try #require(device.formats.first { $0.width == w && $0.height == h && $0.pixelFormat == .yuyv })
+        let sink = StreamFrames()
+        let stream = try backend.open(device, format: format, fps: format.maxFrameRate, controls: CameraControlState(), sink: sink)
+        defer { stream.stop() }
+        return (sink.take(count), camera.currentFormat)
+    }
+
+    @Test func findsTheFaceInAPhotographThroughARecordedWebcam() throws {
+        let detector = try CascadeFaceDetector()
+        let photo = try Portrait.load()
+        let (shot, pix) = try frames(showing: photo, 640, 480)
+        let faces = try detector.detectFaces(in: shot[0])
+        let truth = Portrait.faceBox(in: pix, photo: photo)
+        #expect(faces.count == 1, "faces: \(faces.map(\.bounds))")
+        let iou = faces.first.map { $0.bounds.iou(truth) } ?? 0
+        print("portrait through the webcam: found \(faces.map(\.bounds)), marked \(truth), IoU \(iou)")
+        #expect(iou >= 0.5, "found \(faces.map(\.bounds)) vs marked \(truth): IoU \(iou)")
+    }
+
+    @Test func findsNoFaceInTestPatterns() throws {
+        let detector = try CascadeFaceDetector()
+        let (ramps, _) = try frames(showing: nil, 640, 480)
+        #expect(try detector.detectFaces(in: ramps[0]).isEmpty)
+        for n in [0, 45, 90] {
+            let buffer = VideoFrameBuffer(format: .i420, width: 1280, height: 720)
+            TestPattern.render(frameNumber: UInt32(n), wallClockMs: 0, width: 1280, height: 720, into: buffer)
+            #expect(try detector.detectFaces(in: VideoFrame(buffer: buffer, timestampNs: 0)).isEmpty, "test pattern frame \(n)")
+        }
+    }
+}
