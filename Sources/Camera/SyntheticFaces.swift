@@ -167,9 +167,7 @@ struct PlacedFace {
             let sx = dx / (0.34 * s), sy = (dy - 0.58 * s) / (0.27 * s)
             if sx * sx + sy * sy <= 1 { return (Self.shirt, 4) }
         }
-        // Into the face's own frame: undo the roll.
-        let a = roll * .pi / 180
-        let lx = dx * cos(a) + dy * sin(a), ly = -dx * sin(a) + dy * cos(a)
+        let (lx, ly) = local(dx: dx, dy: dy)
         let r = radii
         let turn = sin(yaw * .pi / 180) * 0.35 * r.x   // features slide towards where the face turns
         func inside(_ cx: Double, _ cy: Double, _ rx: Double, _ ry: Double) -> Bool {
@@ -185,6 +183,18 @@ struct PlacedFace {
             if inside(ex, ey, 0.036 * s, 0.02 * s) { return (Self.eyeWhite, 0) }
         }
         return (skin, 6)
+    }
+
+    /// (dx, dy) in the face's own frame: the roll undone.
+    private func local(dx: Double, dy: Double) -> (Double, Double) {
+        let a = roll * .pi / 180
+        return (dx * cos(a) + dy * sin(a), -dx * sin(a) + dy * cos(a))
+    }
+
+    /// Whether (dx, dy) from the centre (units of the shorter side) is on the skin ellipse.
+    func isSkin(dx: Double, dy: Double) -> Bool {
+        let (lx, ly) = local(dx: dx, dy: dy), r = radii
+        return (lx / r.x) * (lx / r.x) + (ly / r.y) * (ly / r.y) <= 1
     }
 
     /// How far out from the centre anything of this face reaches, in units of the shorter side.

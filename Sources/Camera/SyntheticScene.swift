@@ -157,8 +157,10 @@ public struct SyntheticScene: Sendable, Hashable {
     /// the gamma-encoded domain (so auto exposure aims the picture's mean luma, not its mean
     /// linear light, at mid-grey; a torch-lit subject in the dark does not blacken the rest),
     /// weights being a uniform floor plus a Gaussian (σ = 0.12 of the picture) around the point
-    /// of interest, which is in sensor coordinates of the delivered (zoomed) picture. Grid cells
-    /// a face covers are sampled 4×4 for it.
+    /// of interest, which is in sensor coordinates of the delivered (zoomed) picture. A point of
+    /// interest on a face's skin meters that face instead of the Gaussian (face-driven auto
+    /// exposure, as phones do): cells weigh 4× the floor by how much of them is its skin. Grid
+    /// cells a face covers are sampled 4×4.
     static func meter(canvas: SyntheticCanvas, faces: [PlacedFace], lights: [Double], point: NormalizedPoint,
                       rotation: VideoRotation, zoom: Double) -> Double {
         let p = point.clamped
@@ -172,6 +174,8 @@ public struct SyntheticScene: Sendable, Hashable {
         }
         let z = zoom.isFinite ? max(zoom, 1) : 1
         let pu = 0.5 + (upright.0 - 0.5) / z, pv = 0.5 + (upright.1 - 0.5) / z
+        let unit = Double(min(canvas.width, canvas.height))
+        let metered = faces.last { $0.isSkin(dx: (pu - $0.u) * Double(canvas.width) / unit, dy: (pv - $0.v) * Double(canvas.height) / unit) }
         let n = SyntheticCanvas.gridSize
         let halfVisible = max(0.5 / z, 0.5 / Double(n))
         let sigma = 0.12 / z
@@ -185,11 +189,18 @@ public struct SyntheticScene: Sendable, Hashable {
                 let cell = gy * n + gx
                 var radiance = 0.0
                 for d in 0..<3 { radiance += canvas.meanLuminance[d][cell] * lights[d] }
+                var skin = 0.0
                 if !faces.isEmpty {
-                    radiance = faceRadiance(faces, canvas: canvas, cell: (gx, gy), behind: radiance, light: lights[2])
+                    (radiance, skin) = faceRadiance(faces, canvas: canvas, cell: (gx, gy), behind: radiance, light: lights[2],
+                                                    metered: metered?.id)
                 }
-                let d2 = (cu - pu) * (cu - pu) + (cv - pv) * (cv - pv)
-                let w = 0.15 + exp(-d2 / (2 * sigma * sigma))
+                let w: Double
+                if metered != nil {
+                    w = 0.15 + 4 * skin
+                } else {
+                    let d2 = (cu - pu) * (cu - pu) + (cv - pv) * (cv - pv)
+                    w = 0.15 + exp(-d2 / (2 * sigma * sigma))
+                }
                 sum += w * pow(radiance, 1 / 2.2)
                 weights += w
             }
@@ -197,13 +208,14 @@ public struct SyntheticScene: Sendable, Hashable {
         return weights > 0 ? pow(sum / weights, 2.2) : 0
     }
 
-    /// A grid cell's metered radiance with the faces over it: 4×4 samples, each the face's own
-    /// (near, lit by `light`) where one covers it, else `behind` (the room's mean for the cell).
+    /// A grid cell's metered radiance with the faces over it, and how much of it is the skin of
+    /// face `metered`: 4×4 samples, each the face's own (near, lit by `light`) where one covers
+    /// it, else `behind` (the room's mean for the cell).
     static func faceRadiance(_ faces: [PlacedFace], canvas: SyntheticCanvas, cell: (x: Int, y: Int), behind: Double,
-                             light: Double) -> Double {
+                             light: Double, metered: Int?) -> (radiance: Double, skin: Double) {
         let n = Double(SyntheticCanvas.gridSize), w = Double(canvas.width), h = Double(canvas.height)
         let unit = min(w, h)
-        var sum = 0.0, covered = false
+        var sum = 0.0, skin = 0, covered = false
         for sy in 0..<4 {
             let v = (Double(cell.y) + (Double(sy) + 0.5) / 4) / n
             for sx in 0..<4 {
@@ -211,16 +223,18 @@ public struct SyntheticScene: Sendable, Hashable {
                 var sample = behind
                 // The last face drawn is on top.
                 for f in faces.reversed() {
-                    if let l = f.luminance(dx: (u - f.u) * w / unit, dy: (v - f.v) * h / unit) {
+                    let dx = (u - f.u) * w / unit, dy = (v - f.v) * h / unit
+                    if let l = f.luminance(dx: dx, dy: dy) {
                         sample = l * light
                         covered = true
+                        if f.id == metered && f.isSkin(dx: dx, dy: dy) { skin += 1 }
                         break
                     }
                 }
                 sum += sample
             }
         }
-        return covered ? sum / 16 : behind
+        return (covered ? sum / 16 : behind, Double(skin) / 16)
     }
 
     /// Three tables per depth class (B, G, R; 256 entries each): gamma-encoded albedo → output
