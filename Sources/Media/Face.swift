@@ -49,11 +49,12 @@ public struct NormalizedRect: Sendable, Hashable, CustomStringConvertible {
     /// The same region once the picture is flipped left to right.
     public var mirrored: NormalizedRect { NormalizedRect(x: 1 - maxX, y: y, width: width, height: height) }
 
-    /// In pixels of a `width`×`height` picture: rounded outwards, kept inside it.
+    /// In pixels of a `width`×`height` picture: rounded outwards (past floating-point noise),
+    /// kept inside it.
     public func pixelRect(width w: Int, height h: Int) -> PixelRect {
-        let c = clipped
-        let x0 = Int((c.x * Double(w)).rounded(.down)), y0 = Int((c.y * Double(h)).rounded(.down))
-        let x1 = min(w, Int((c.maxX * Double(w)).rounded(.up))), y1 = min(h, Int((c.maxY * Double(h)).rounded(.up)))
+        let c = clipped, e = 1e-9
+        let x0 = Int((c.x * Double(w) + e).rounded(.down)), y0 = Int((c.y * Double(h) + e).rounded(.down))
+        let x1 = min(w, Int((c.maxX * Double(w) - e).rounded(.up))), y1 = min(h, Int((c.maxY * Double(h) - e).rounded(.up)))
         return PixelRect(x: x0, y: y0, width: max(x1 - x0, 0), height: max(y1 - y0, 0))
     }
 
