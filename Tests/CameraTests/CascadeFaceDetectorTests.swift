@@ -84,3 +84,85 @@ private final class StreamFrames: CameraStreamSink, @unchecked Sendable {
         }
     }
 }
+
+/// Counts delivered frames and says when `target` have come (no polling).
+private final class FrameCountdown: VideoCapturerDelegate, @unchecked Sendable {
+    // @unchecked: `frames` is guarded by `lock`; the continuation is thread-safe.
+    private let lock = NSLock()
+    private(set) var frames: [VideoFrame] = []
+    private let target: Int
+    private let done: AsyncStream<Void>.Continuation
+    let reached: AsyncStream<Void>
+
+    init(target: Int) {
+        self.target = target
+        (reached, done) = AsyncStream<Void>.makeStream()
+    }
+
+    func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) {
+        lock.lock()
+        frames.append(frame)
+        let n = frames.count
+        lock.unlock()
+        if n == target { done.yield(); done.finish() }
+    }
+
+    var all: [VideoFrame] { lock.lock(); defer { lock.unlock() }; return frames }
+}
+
+@Suite(.serialized) struct CascadeFaceDetectionInTheCapturerTests {
+    @Test func faceEventsFromARecordedWebcamAndNoFrameHeldUpForDetection() async throws {
+        let photo = try Portrait.load()
+        let camera = try RecordedV4L2Camera(json: V4L2Recording.uvcWebcamJSON)
+        camera.show(photo)
+        camera.allowFrames(0)
+        let backend = V4L2CameraBackend(nodes: [.init(path: camera.path) { () throws(V4L2Error) in try camera.open() }])
+        let frames = FrameCountdown(target: 90)
+        let capturer = CameraCapturer(backend: backend, delegate: frames)
+        capturer.setFaceDetection(FaceDetectionOptions(imageDetector: try CascadeFaceDetector()))
+        let events = capturer.events()
+        try await capturer.startCapture(device: capturer.device(), width: 640, height: 480, fps: 30)
+        // The recorded camera makes frames as fast as they are taken: far faster than detection.
+        camera.allowFrames(90)
+        let entered = await waitFor(events) { if case .faceEntered = $0 { return true }; return false }
+        for await _ in frames.reached {}
+        let all = frames.all
+        await capturer.stopCapture()
+
+        guard case .faceEntered(let face) = entered else { Issue.record("no faceEntered event"); return }
+        let truth = Portrait.faceBox(in: camera.currentFormat, photo: photo)
+        #expect(face.bounds.iou(truth) >= 0.5, "entered \(face), marked \(truth)")
+        #expect(all.count == 90)
+        // Frames after the first detection carry the face, with the same id throughout.
+        let carried = all.compactMap(\.faces).filter { !$0.isEmpty }
+        #expect(!carried.isEmpty && carried.allSatisfy { $0.map(\.id) == [face.id] })
+        print("cascade in the capturer: \(all.count) frames delivered, \(carried.count) carried the face (\(face))")
+    }
+
+    @Test func aFrameTheDetectorCannotReadIsAWarningAndCaptureGoesOn() async throws {
+        let backend = FakeBackend()
+        let sink = FrameSink()
+        let capturer = CameraCapturer(backend: backend, delegate: sink)
+        capturer.setFaceDetection(FaceDetectionOptions(imageDetector: try CascadeFaceDetector()))
+        let events = capturer.events()
+        try await capturer.startCapture(device: FakeBackend.front, width: 640, height: 480, fps: 30)
+        let stream = try #require(backend.lastStream)
+        stream.sink.cameraStream(didCapture: VideoFrame(buffer: makeNV12(width: 16, height: 16, y: 128), timestampNs: 0))
+        let warning = await waitFor(events) { if case .warning = $0 { return true }; return false }
+        #expect(warning.map { "\($0)".contains("too small to look for faces") } == true, "\(String(describing: warning))")
+        stream.push()
+        #expect(sink.count == 2)
+        await capturer.stopCapture()
+    }
+
+    @Test func aMissingOrBrokenCascadeIsAClearError() throws {
+        #expect(throws: CameraError.self) { try CascadeFaceDetector(cascadePath: "/nonexistent/cascade.xml") }
+        do {
+            _ = try CascadeFaceDetector(cascadePath: "/etc/hostname")
+            Issue.record("a text file loaded as a cascade")
+        } catch {
+            #expect(error.kind == .unsupported && error.message.contains("/etc/hostname"), "\(error)")
+        }
+        #expect(FileManager.default.isReadableFile(atPath: try CascadeFaceDetector.installedCascade()))
+    }
+}
