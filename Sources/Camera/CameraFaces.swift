@@ -47,8 +47,11 @@ extension CameraCapturer {
     /// Whether face detection is on.
     public var isDetectingFaces: Bool { faceState.withLock { $0.options != nil } }
 
-    /// The faces in view now (as the last frame carried them, before mirroring).
-    public var facesInView: [Face] { faceState.withLock { $0.tracker?.faces ?? [] } }
+    /// The faces in view now, as the last frame carried them.
+    public var facesInView: [Face] {
+        let mirror = isMirrored
+        return faceState.withLock { $0.tracker?.faces ?? [] }.map { mirror ? $0.mirrored : $0 }
+    }
 
     /// A new stream (or none) is delivering: its detector replaces the last one, its faces start afresh.
     func streamChanged(faceDetector: (any FaceDetector)?, generation: UInt64) {

@@ -478,11 +478,10 @@ public enum RecordedV4L2Picture {
         return PixelRect(x: ((pix.width - w) / 2) & ~1, y: ((pix.height - h) / 2) & ~1, width: min(w, pix.width), height: min(h, pix.height))
     }
 
-    /// `frame` fitted into the format's size (`placement`) and laid out as the driver delivers it.
-    static func bytes(of frame: VideoFrame, _ pix: V4L2PixFormat) -> [UInt8] {
-        let w = pix.width, h = pix.height, cw = (w + 1) / 2, ch = (h + 1) / 2
+    /// `frame` as I420 of the format's size, fitted in (`placement`) with black around it.
+    public static func fitted(_ frame: VideoFrame, in pix: V4L2PixFormat) -> VideoFrameBuffer {
         let at = placement(width: frame.width, height: frame.height, in: pix)
-        let canvas = VideoFrameBuffer.filledI420(width: w, height: h, y: 16, u: 128, v: 128)
+        let canvas = VideoFrameBuffer.filledI420(width: pix.width, height: pix.height, y: 16, u: 128, v: 128)
         let fitted = frame.buffer.converted(to: .i420).scaled(width: at.width, height: at.height)
         _ = I420Copy(fitted.planePointer(0), Int32(fitted.strides[0]), fitted.planePointer(1), Int32(fitted.strides[1]),
                      fitted.planePointer(2), Int32(fitted.strides[2]),
@@ -490,6 +489,13 @@ public enum RecordedV4L2Picture {
                      canvas.planePointer(1) + at.y / 2 * canvas.strides[1] + at.x / 2, Int32(canvas.strides[1]),
                      canvas.planePointer(2) + at.y / 2 * canvas.strides[2] + at.x / 2, Int32(canvas.strides[2]),
                      Int32(at.width), Int32(at.height))
+        return canvas
+    }
+
+    /// `frame` fitted into the format's size and laid out as the driver delivers it.
+    static func bytes(of frame: VideoFrame, _ pix: V4L2PixFormat) -> [UInt8] {
+        let w = pix.width, h = pix.height, cw = (w + 1) / 2, ch = (h + 1) / 2
+        let canvas = fitted(frame, in: pix)
         let y = canvas.planePointer(0), u = canvas.planePointer(1), v = canvas.planePointer(2)
         let sy = Int32(canvas.strides[0]), su = Int32(canvas.strides[1]), sv = Int32(canvas.strides[2])
         switch pix.fourcc {
