@@ -89,3 +89,30 @@ private func pixels(_ r: PixelRect) -> NormalizedRect {
         #expect(brightBox(out.buffer).iou(pixels(out.bufferRect(of: moved))) > 0.9)
     }
 }
+
+@Suite struct BeautyOnFacesTests {
+    /// Noise (luma 100 ± 20) everywhere, the face's box known.
+    static func noisy() -> VideoFrameBuffer {
+        var noise = Pictures.Noise(state: 7)
+        return Pictures.i420(width: 320, height: 180, y: { _, _ in noise.next(in: 80...120) })
+    }
+
+    @Test func facesOnlySmoothsTheFacesAndLeavesTheRest() throws {
+        let src = Self.noisy()
+        let face = Face(id: 1, bounds: NormalizedRect(x: 0.4, y: 0.3, width: 0.25, height: 0.4))
+        let filter = BeautyFilter(strength: 1, facesOnly: true)
+        let out = try #require(filter.process(VideoFrame(buffer: src, timestampNs: 0, faces: [face]))).buffer
+        // Inside the face: smoothed. The face box grown by a fifth each side is 112…224 x 39…141.
+        let before = src.lumaStats(x: 136..<200, y: 60..<120), after = out.lumaStats(x: 136..<200, y: 60..<120)
+        #expect(after.variance <= 0.5 * before.variance, "face variance \(before.variance) → \(after.variance)")
+        // Outside the grown box: the very same pixels.
+        var changed = 0
+        for (xs, ys) in [(0..<110, 0..<180), (226..<320, 0..<180), (0..<320, 0..<38), (0..<320, 143..<180)] {
+            for y in ys { for x in xs where out.luma(x: x, y: y) != src.luma(x: x, y: y) { changed += 1 } }
+        }
+        #expect(changed == 0)
+        // No faces: nothing to beautify.
+        let plain = try #require(filter.process(VideoFrame(buffer: src, timestampNs: 0, faces: [])))
+        #expect(plain.buffer === src)
+    }
+}
