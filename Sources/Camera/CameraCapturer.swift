@@ -54,6 +54,8 @@ public final class CameraCapturer: VideoCapturer, Sendable {
 
     deinit {
         controller.stopImmediately()
+        // The face worker waits for frames on a thread of its own: end it with the capturer.
+        faceState.withLock { $0.worker }?.stop()
         listeners.withLock { l in for c in l.streams.values { c.finish() } }
     }
 
