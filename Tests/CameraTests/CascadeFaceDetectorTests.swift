@@ -125,7 +125,7 @@ private final class FrameCountdown: VideoCapturerDelegate, @unchecked Sendable {
         // The recorded camera makes frames as fast as they are taken: far faster than detection.
         camera.allowFrames(90)
         let entered = await waitFor(events) { if case .faceEntered = $0 { return true }; return false }
-        for await _ in frames.reached {}
+        #expect(await waitFor(frames.reached) { _ in true } != nil, "90 frames did not all arrive")
         let all = frames.all
         await capturer.stopCapture()
 

@@ -153,8 +153,8 @@ final class FrameSink: VideoCapturerDelegate {
 
 /// Waits for the first event matching `predicate`; nil after 10 s (a generous bound so a broken
 /// capturer fails the test instead of hanging it; passing runs never wait for it).
-func waitFor(_ events: AsyncStream<CameraEvent>, _ predicate: @escaping @Sendable (CameraEvent) -> Bool) async -> CameraEvent? {
-    await withTaskGroup(of: CameraEvent?.self) { group in
+func waitFor<Event: Sendable>(_ events: AsyncStream<Event>, _ predicate: @escaping @Sendable (Event) -> Bool) async -> Event? {
+    await withTaskGroup(of: Event?.self) { group in
         group.addTask {
             for await e in events where predicate(e) { return e }
             return nil
