@@ -84,7 +84,7 @@ extension CameraCapturer {
         let plan = faceState.withLock { s -> Plan in
             guard let options = s.options, let detector = s.detector, s.generation == generation else { return .off }
             if s.tracker == nil { s.tracker = FaceTracker(maxMisses: detector.analyzesPixels ? 2 : 0) }
-            if let rate = options.maxRate, let last = s.lastDetectionNs,
+            if let rate = options.maxRate, rate.isFinite, rate > 0, let last = s.lastDetectionNs,
                frame.timestampNs >= last, Double(frame.timestampNs - last) < 1e9 / rate - 1e6 {
                 return .keep
             }
