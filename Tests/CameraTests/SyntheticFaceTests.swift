@@ -127,6 +127,24 @@ private func skinLuma(_ frame: VideoFrame, _ face: Face) -> Double {
         await capturer.stopCapture()
     }
 
+    @Test func detectionAtABoundedRate() async throws {
+        // A face moving every frame; detection at most 10 times a second of a 30 fps camera.
+        let walker = SyntheticScene.Face(id: 5, enter: 0, leave: 1000, from: (0.3, 0.5), to: (0.7, 0.5), size: 0.3)
+        let (backend, capturer, sink, stream) = try await started(SyntheticScene(faces: [walker]))
+        capturer.setFaceDetection(FaceDetectionOptions(maxRate: 10))
+        var events = stream.makeAsyncIterator()
+        var changedIn: [Int] = []
+        for n in 0..<30 {
+            let e = try await step(backend, capturer, &events)
+            if e.contains(where: { if case .facesChanged = $0 { return true }; return false }) { changedIn.append(n) }
+        }
+        // Frames are 1/30 s apart (manual pacing): every third frame is looked at.
+        #expect(changedIn == Array(stride(from: 0, to: 30, by: 3)), "facesChanged in frames \(changedIn)")
+        // Frames in between carry the faces last found.
+        #expect(sink.all.suffix(30).allSatisfy { $0.faces?.count == 1 })
+        await capturer.stopCapture()
+    }
+
     @Test func exposureOnTheFaceBrightensADarkFaceInABrightScene() async throws {
         // Someone with dark skin against the window; the middle of the picture is the lit wall.
         let face = SyntheticScene.Face(id: 3, from: (0.78, 0.42), size: 0.5, skin: [60, 42, 34])
