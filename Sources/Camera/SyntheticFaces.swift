@@ -101,24 +101,41 @@ extension SyntheticScene {
 
 /// One face at one frame: its geometry in the upright picture and its surface colours.
 struct PlacedFace {
-    var id: Int
-    var u: Double, v: Double
-    var size: Double
-    var roll: Double, yaw: Double
-    var skin: CanvasPainter.RGB
-    var shoulders: Bool
+    let id: Int
+    let u: Double, v: Double
+    let size: Double
+    let roll: Double, yaw: Double
+    let skin: CanvasPainter.RGB
+    let shoulders: Bool
+    /// Worked out once, used for every pixel: the features' scale (the subject's is 1), the roll's
+    /// cosine and sine, the skin ellipse's semi-axes (units of the shorter side; the subject's:
+    /// 0.17 × 0.23) and how far the features slide sideways with the yaw.
+    private let scale: Double, cosRoll: Double, sinRoll: Double
+    let radii: (x: Double, y: Double)
+    private let turn: Double
+
+    init(id: Int, u: Double, v: Double, size: Double, roll: Double, yaw: Double, skin: CanvasPainter.RGB, shoulders: Bool) {
+        self.id = id
+        self.u = u
+        self.v = v
+        self.size = size
+        self.roll = roll
+        self.yaw = yaw
+        self.skin = skin
+        self.shoulders = shoulders
+        scale = size / 0.46
+        cosRoll = cos(roll * .pi / 180)
+        sinRoll = sin(roll * .pi / 180)
+        let ry = size / 2
+        radii = (ry * 0.74 * (1 - 0.25 * abs(sin(yaw * .pi / 180))), ry)
+        turn = sin(yaw * .pi / 180) * 0.35 * radii.x
+    }
 
     static let hair: CanvasPainter.RGB = (62, 42, 30)
     static let shirt: CanvasPainter.RGB = (40, 52, 112)
     static let eyeWhite: CanvasPainter.RGB = (246, 246, 246)
     static let pupil: CanvasPainter.RGB = (30, 28, 40)
     static let lips: CanvasPainter.RGB = (172, 60, 70)
-
-    /// Semi-axes of the skin ellipse in units of the shorter side (the subject's: 0.17 × 0.23).
-    var radii: (x: Double, y: Double) {
-        let ry = size / 2
-        return (ry * 0.74 * (1 - 0.25 * abs(sin(yaw * .pi / 180))), ry)
-    }
 
     /// The box of the part of the skin ellipse inside the upright picture (zoomed about its
     /// centre); nil when none of it is in view. The ellipse is taken as a 64-gon clipped to the
@@ -162,33 +179,34 @@ struct PlacedFace {
     /// Surface colour and texture at offset (dx, dy) from the face centre, in units of the shorter
     /// side, upright; nil where the face is not.
     func surface(dx: Double, dy: Double) -> (rgb: CanvasPainter.RGB, texture: Double)? {
-        let s = size / 0.46   // features are laid out on the subject's proportions
+        let s = scale
         if shoulders {
             let sx = dx / (0.34 * s), sy = (dy - 0.58 * s) / (0.27 * s)
             if sx * sx + sy * sy <= 1 { return (Self.shirt, 4) }
         }
         let (lx, ly) = local(dx: dx, dy: dy)
         let r = radii
-        let turn = sin(yaw * .pi / 180) * 0.35 * r.x   // features slide towards where the face turns
-        func inside(_ cx: Double, _ cy: Double, _ rx: Double, _ ry: Double) -> Bool {
+        @inline(__always) func inside(_ cx: Double, _ cy: Double, _ rx: Double, _ ry: Double) -> Bool {
             let x = (lx - cx) / rx, y = (ly - cy) / ry
             return x * x + y * y <= 1
         }
         guard inside(0, -0.05 * s, r.x * 1.12, r.y * 1.09) else { return nil }
         guard inside(0, 0, r.x, r.y) else { return (Self.hair, 8) }
         if inside(turn, 0.12 * s, 0.06 * s, 0.018 * s) { return (Self.lips, 0) }
-        for side in [-1.0, 1.0] {
-            let ex = turn + side * 0.065 * s, ey = -0.07 * s
+        // Eyes, left then right.
+        let ey = -0.07 * s
+        var ex = turn - 0.065 * s
+        for _ in 0..<2 {
             if inside(ex, ey, 0.014 * s, 0.014 * s) { return (Self.pupil, 0) }
             if inside(ex, ey, 0.036 * s, 0.02 * s) { return (Self.eyeWhite, 0) }
+            ex += 0.13 * s
         }
         return (skin, 6)
     }
 
     /// (dx, dy) in the face's own frame: the roll undone.
-    private func local(dx: Double, dy: Double) -> (Double, Double) {
-        let a = roll * .pi / 180
-        return (dx * cos(a) + dy * sin(a), -dx * sin(a) + dy * cos(a))
+    @inline(__always) private func local(dx: Double, dy: Double) -> (Double, Double) {
+        (dx * cosRoll + dy * sinRoll, -dx * sinRoll + dy * cosRoll)
     }
 
     /// Whether (dx, dy) from the centre (units of the shorter side) is on the skin ellipse.
@@ -199,7 +217,7 @@ struct PlacedFace {
 
     /// How far out from the centre anything of this face reaches, in units of the shorter side.
     var reach: (x: Double, up: Double, down: Double) {
-        let s = size / 0.46, hair = max(radii.x * 1.12, radii.y * 1.09) + 0.05 * s
+        let s = scale, hair = max(radii.x * 1.12, radii.y * 1.09) + 0.05 * s
         return shoulders ? (max(hair, 0.34 * s), hair, 0.85 * s) : (hair, hair, hair)
     }
 

@@ -21,6 +21,11 @@ func cameraBenchmarks() async -> [Row] {
     }
     rows.append(Row("camera.synthetic.render_720p", render, "ms/frame", target: .atMost(5),
                     note: "SyntheticScene render of the back camera at 1280x720 NV12, default controls (auto exposure and white balance, sharp), canvas cached; CPU of one thread per frame, median of 60"))
+    let front720 = medianCPUMs { n in
+        _ = scene.render(device: front, width: w, height: h, format: .nv12VideoRange, controls: plain, frameNumber: UInt64(n))
+    }
+    rows.append(Row("camera.synthetic.render_720p_front", front720, "ms/frame", target: .atMost(8),
+                    note: "the front camera the same way: the room plus its subject's face, hair and shoulders painted every frame (faces move) and metered 4x4 per grid cell they cover"))
     var blurred = CameraControlState()
     blurred.record(.zoom(2))
     blurred.record(.focusPosition(0))
