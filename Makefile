@@ -11,7 +11,7 @@ SWIFT_BUILD := swift build
 FUZZ_SECONDS ?= 30
 BIN := .build/debug/swiftrtc
 
-.PHONY: all deps venv build demo echo test unit interop fuzz bench clean
+.PHONY: all deps venv build demo echo test unit tsan interop fuzz bench clean
 
 all: build
 
@@ -40,9 +40,11 @@ demo: build
 	$(BIN) demo
 	$(BIN) demo --camera --out artifacts/demo/camera
 
-# Everything CI checks: unit tests, interop with Chromium and aiortc, bounded fuzzing.
+# Everything CI checks: unit tests (plain and under ThreadSanitizer), interop with Chromium and
+# aiortc, bounded fuzzing.
 test: deps venv
 	$(MAKE) unit
+	$(MAKE) tsan
 	$(MAKE) interop
 	$(MAKE) fuzz
 
@@ -51,6 +53,15 @@ test: deps venv
 unit: deps
 	swift build --build-tests
 	swift test --skip-build --no-parallel
+
+# The unit tests under ThreadSanitizer, in a build directory of their own (the first build is a
+# full one; only the test bundle and what it needs, not the CLI, bench or fuzz tools). Any
+# report fails the run. Shared state must be behind Locks' Locked or atomics:
+# TSan cannot see Synchronization's Mutex hand over a contended lock, and reports it as a race.
+tsan: deps
+	swift build --product SwiftRTCPackageTests --sanitize=thread --scratch-path .build/tsan
+	swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
+	  $(foreach t,$(TSAN_SKIP),--skip '$(t)')
 
 # Interop suite in a private network namespace with only loopback.
 interop: deps venv build

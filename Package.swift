@@ -43,87 +43,101 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"),
                                  .linkedLibrary("opencv_core"), .linkedLibrary("stdc++")]),
 
+        // One seedable generator for jitter, simulated loss and test data (see its file).
+        .target(name: "SeededRandom"),
+        // The lock for shared state: one ThreadSanitizer can see (see its file).
+        .target(name: "Locks"),
+
         // Wire formats: pure value types.
         .target(name: "SDP"),
         .target(name: "STUN", dependencies: ["COpenSSL"]),
         .target(name: "RTP"),
 
         // Sans-I/O protocol state machines.
-        .target(name: "ICE", dependencies: ["STUN"]),
+        .target(name: "ICE", dependencies: ["STUN", "SeededRandom"]),
         .target(name: "TURN", dependencies: ["STUN"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "CShim"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"]),
         // Data channels: DCEP and the usrsctp association glue.
-        .target(name: "SCTP", dependencies: ["CUsrSCTP"]),
+        .target(name: "SCTP", dependencies: ["CUsrSCTP", "Locks"]),
 
         // TLS client: the shared SSL_CTX per trust setting, and a sans-I/O memory-BIO client
         // (TURN over TLS); the HTTP client runs the same sessions over its socket.
-        .target(name: "TLS", dependencies: ["COpenSSL"]),
+        .target(name: "TLS", dependencies: ["COpenSSL", "Locks"]),
         // I/O: HTTP/1.1 server and client over sockets, UDP sockets and the event loop.
-        .target(name: "HTTP", dependencies: ["COpenSSL", "TLS"]),
-        .target(name: "Transport", dependencies: ["STUN", "CShim"]),
+        .target(name: "HTTP", dependencies: ["COpenSSL", "TLS", "Locks"]),
+        .target(name: "Transport", dependencies: ["STUN", "CShim", "SeededRandom", "Locks"]),
         // WebSocket (RFC 6455), sans-I/O: handshake, frames, messages, closing.
         .target(name: "WebSocket", dependencies: ["COpenSSL"]),
 
         // Media: frames and the pipeline pieces around them.
-        .target(name: "Media", dependencies: ["CYUV"]),
+        .target(name: "Media", dependencies: ["CYUV", "Locks", "SeededRandom"]),
         .target(name: "Codecs", dependencies: ["Media", "COpenH264", "CVPX", "CFFmpeg", "CYUV"]),
         .target(name: "AudioCodecs", dependencies: ["Media", "COpus"]),
-        .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing", "CSpeexDSP"]),
+        .target(name: "AudioProcessing", dependencies: ["Media", "CAudioProcessing", "CSpeexDSP", "Locks"]),
         .target(name: "RTPMedia", dependencies: ["Media", "RTP"]),
         // Congestion control, sans-I/O: send-side bandwidth estimation (GCC) and the pacer.
         .target(name: "BandwidthEstimation", dependencies: ["RTP"]),
-        .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV"]),
+        .target(name: "Capture", dependencies: ["Media", "CFFmpeg", "CYUV", "Locks"]),
         // Microphones and speakers (libpulse on Linux), the playout mixer and the echo path.
-        .target(name: "AudioDevice", dependencies: ["Media", "AudioProcessing", "CPulse"]),
-        .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG"]),
+        .target(name: "AudioDevice", dependencies: ["Media", "AudioProcessing", "CPulse", "Locks"]),
+        .target(name: "Render", dependencies: ["Media", "CZlib", "CSDL", "CYUV", "CJPEG", "Locks"]),
         // Optimized in debug builds too: the synthetic camera paints every pixel in Swift, and
         // unoptimized a 720p frame took 36 ms, more than a frame's time at 30 fps, in the debug
         // builds the tests and interop runs use.
-        .target(name: "Camera", dependencies: ["Media", "Capture", "Render", "CV4L2", "CYUV", "CFaceDetect"],
+        .target(name: "Camera", dependencies: ["Media", "Capture", "Render", "CV4L2", "CYUV", "CFaceDetect", "Locks"],
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport",
+        .target(name: "PeerConnection", dependencies: ["Locks", "SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
-        .target(name: "Signaling", dependencies: ["HTTP", "WebSocket"]),
-        .target(name: "Streaming", dependencies: ["PeerConnection", "Signaling", "Media", "HTTP", "SDP"]),
-        .target(name: "Relay", dependencies: ["CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
+        .target(name: "Signaling", dependencies: ["HTTP", "WebSocket", "Locks"]),
+        .target(name: "Streaming", dependencies: ["Locks", "PeerConnection", "Signaling", "Media", "HTTP", "SDP"]),
+        .target(name: "Relay", dependencies: ["Locks", "CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
                                                  "AudioDevice", "AudioProcessing"]),
-        .executableTarget(name: "swiftrtc", dependencies: ["SwiftRTC", "HTTP"]),
+        .executableTarget(name: "swiftrtc", dependencies: ["Locks", "SwiftRTC", "HTTP"]),
         .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "TURN", "RTP", "HTTP", "Render", "WebSocket", "SCTP",
                                                         "Transport"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg",
                                                          "AudioCodecs", "AudioProcessing", "AudioDevice"], path: "Sources/bench"),
 
-        .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "STUNTests", dependencies: ["STUN"]),
-        .testTarget(name: "RTPTests", dependencies: ["RTP"]),
-        .testTarget(name: "ICETests", dependencies: ["ICE", "STUN"]),
-        .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN"]),
-        .testTarget(name: "DTLSTests", dependencies: ["DTLS"]),
-        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL"]),
-        .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP"]),
-        .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling"]),
+        // What the test targets share: waiting on events (never on time), hex, temporary
+        // directories. SplitMix64 is the library's own (SeededRandom).
+        .target(name: "TestSupport", dependencies: ["SeededRandom"], path: "Tests/TestSupport"),
+        // Sessions (peers and a relay) on a simulated loop and a virtual network, for the
+        // session layer's tests.
+        .target(name: "SessionSupport", dependencies: ["PeerConnection", "Relay", "Transport", "STUN", "HTTP"],
+                path: "Tests/SessionSupport"),
+        // gettimeofday with an offset tests advance: OpenSSL's DTLS timer reads it (see the file).
+        .target(name: "CWallClock", path: "Tests/CWallClock"),
+        .testTarget(name: "SDPTests", dependencies: ["SDP", "SeededRandom"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SeededRandom"]),
+        .testTarget(name: "TURNTests", dependencies: ["TURN", "STUN", "SeededRandom"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SeededRandom", "CWallClock"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "TestSupport"]),
+        .testTarget(name: "SRTPTests", dependencies: ["SRTP", "CSRTP", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "SCTPTests", dependencies: ["SCTP", "SeededRandom"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling", "SeededRandom", "TestSupport", "Locks"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
-        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket"]),
-        .testTarget(name: "MediaTests", dependencies: ["Media"]),
-        .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media"]),
-        .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media"]),
-        .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media"]),
-        .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media"]),
-        .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP"]),
-        .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media"]),
-        .testTarget(name: "RenderTests", dependencies: ["Render", "Media"]),
-        .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "PeerConnection", "HTTP", "Transport", "STUN"]),
-        .testTarget(name: "PeerConnectionTests", dependencies: ["PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
-                                                               "Media", "Capture", "Render", "Camera"]),
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket", "TestSupport"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "SeededRandom", "Locks"]),
+        .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Locks"]),
+        .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media", "SeededRandom"]),
+        .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "Media", "SeededRandom"]),
+        .testTarget(name: "AudioDeviceTests", dependencies: ["AudioDevice", "Media", "TestSupport"]),
+        .testTarget(name: "BandwidthEstimationTests", dependencies: ["BandwidthEstimation", "RTP", "SeededRandom"]),
+        .testTarget(name: "RTPMediaTests", dependencies: ["RTPMedia", "Media", "RTP", "SeededRandom"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "RenderTests", dependencies: ["Render", "Media", "TestSupport"]),
+        .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture", "TestSupport", "Locks"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["SessionSupport", "Locks", "Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "PeerConnectionTests", dependencies: ["SessionSupport", "PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
+                                                               "Media", "Capture", "Render", "Camera", "SeededRandom", "TestSupport", "Locks"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locks
 
 /// The audio thread of one device stream: runs `frame` back to back (each call blocks on the
 /// device for ~10 ms, which paces it). When the device fails it reports `.lost`, closes it,
@@ -9,14 +9,16 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
     typealias Open = @Sendable () throws(AudioDeviceError) -> Stream
     typealias Frame = @Sendable (Stream) throws(AudioDeviceError) -> Void
 
-    private let stopping = LockedBox(false)
+    private let stopping = Locked(false)
+    /// Signalled by `stop()`: ends a wait between reopen attempts at once.
+    private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts with `first`, already open (so opening errors reach the caller of `start`).
     init(name: String, device: String, first: Stream, retryMs: Int = 500, open: @escaping Open,
          frame: @escaping Frame, close: @escaping @Sendable (Stream) -> Void,
          onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void) {
-        let thread = Thread { [stopping, finished] in
+        let thread = Thread { [stopping, wake, finished] in
             var stream: Stream? = first
             var lost = false
             while !stopping.value {
@@ -26,9 +28,7 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
                         lost = false
                         onEvent(.recovered(device: device))
                     } catch {
-                        for _ in 0..<max(1, retryMs / 20) where !stopping.value {
-                            Thread.sleep(forTimeInterval: 0.02)
-                        }
+                        _ = wake.wait(timeout: .now() + .milliseconds(retryMs))
                     }
                     continue
                 }
@@ -58,6 +58,7 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
             return s
         }
         guard !wasStopping else { return }
+        wake.signal()
         finished.wait()
     }
 }
@@ -65,7 +66,7 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
 /// The running audio thread of a capturer or playout, if any; replacing or stopping it joins
 /// the old one first.
 final class AudioDeviceThreadSlot<Stream: AnyObject & Sendable>: Sendable {
-    private let current = Mutex<AudioDeviceThread<Stream>?>(nil)
+    private let current = Locked<AudioDeviceThread<Stream>?>(nil)
 
     func set(_ thread: AudioDeviceThread<Stream>) {
         stop()

@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// Mixes every remote audio track: each input has its own `PlayoutBuffer`; `mix` pulls 10 ms
 /// from all of them and sums them (saturating) at the output volume. Inputs may be pushed from
@@ -11,7 +11,7 @@ public final class AudioMixer: Sendable {
         var volume = 1.0
         var droppedFrames = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let bufferConfiguration: PlayoutBuffer.Configuration
 
     public init(sampleRate: Int = 48000, buffer: PlayoutBuffer.Configuration = PlayoutBuffer.Configuration()) {

@@ -1,6 +1,6 @@
 import Foundation
 import Media
-import Synchronization
+import Locks
 
 /// Remote audio tracks → `AudioMixer` (a playout buffer per track) → the speaker, on its own
 /// audio thread paced by the device. Every frame written to the device also goes to the
@@ -15,21 +15,21 @@ public final class AudioPlayout: Sendable {
 
     /// The output in use (nil: the default).
     public var device: String? { deviceID.value }
-    private let deviceID: LockedBox<String?>
+    private let deviceID: Locked<String?>
     public let format: AudioStreamFormat
     public let mixer: AudioMixer
     private let module: any AudioDeviceModule
     private let echo: EchoPath?
     private let onEvent: @Sendable (AudioDeviceEvent) -> Void
-    private let counters = LockedBox(Stats())
+    private let counters = Locked(Stats())
     private let thread = AudioDeviceThreadSlot<AudioPlayoutBox>()
-    private let sinks = Mutex<[ObjectIdentifier: (track: AudioTrack, sink: MixerInput)]>([:])
+    private let sinks = Locked<[ObjectIdentifier: (track: AudioTrack, sink: MixerInput)]>([:])
 
     /// `device` nil: the default output. `format.sampleRate` must be 48000 (what Opus decodes to).
     public init(module: any AudioDeviceModule, device: String?, format: AudioStreamFormat = .mono48k,
                 echo: EchoPath? = nil, onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void = { _ in }) {
         self.module = module
-        deviceID = LockedBox(device)
+        deviceID = Locked(device)
         self.format = format
         self.echo = echo
         self.onEvent = onEvent

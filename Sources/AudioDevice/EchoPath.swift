@@ -1,6 +1,6 @@
 import AudioProcessing
 import Media
-import Synchronization
+import Locks
 
 /// One echo path: the audio processor shared by playout and capture. Playout hands it the exact
 /// mix going to the speaker (the echo canceller's reference) with the speaker's delay; capture
@@ -8,7 +8,7 @@ import Synchronization
 /// gets is their sum, as libwebrtc's `AudioDeviceModule` reports playout + recording delay.
 public final class EchoPath: Sendable {
     public let processor: AudioProcessor
-    private let delays = Mutex((playout: 0, capture: 0))
+    private let delays = Locked((playout: 0, capture: 0))
 
     public init(options: AudioProcessingOptions, sampleRate: Int = 48000, channels: Int = 1) throws(MediaError) {
         processor = try AudioProcessor(sampleRate: sampleRate, channels: channels, options: options)

@@ -1,6 +1,6 @@
 import Foundation
 import Media
-import Synchronization
+import Locks
 
 /// A microphone as an `AudioCapturer`: 10 ms frames read on its own audio thread, through the
 /// `EchoPath` (echo cancellation, gain, noise suppression, high-pass) when one is given, to
@@ -22,9 +22,9 @@ public final class MicrophoneCapturer: AudioCapturer, Sendable {
     private let module: any AudioDeviceModule
     private let echo: EchoPath?
     private let onEvent: @Sendable (AudioDeviceEvent) -> Void
-    private let callback = LockedBox<(@Sendable (AudioFrame) -> Void)?>(nil)
-    private let muted = LockedBox(false)
-    private let counters = LockedBox(Stats())
+    private let callback = Locked<(@Sendable (AudioFrame) -> Void)?>(nil)
+    private let muted = Locked(false)
+    private let counters = Locked(Stats())
     private let thread = AudioDeviceThreadSlot<AudioCaptureBox>()
 
     public init(module: any AudioDeviceModule, device: String?, format: AudioStreamFormat = .mono48k,

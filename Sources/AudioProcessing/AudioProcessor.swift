@@ -1,6 +1,6 @@
 internal import CAudioProcessing
 import Media
-import Synchronization
+import Locks
 
 /// Microphone-side audio processing: feed every captured frame through `processCapture` and
 /// every frame sent to the loudspeaker through `processRender`. Echo cancellation of mono audio
@@ -23,7 +23,7 @@ public final class AudioProcessor: @unchecked Sendable {
         var streamDelayMs: Int = 0
         var lastError: MediaError?
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// The mono echo canceller and its reference stream (render and capture threads).
     private struct Echo: ~Copyable {
@@ -31,7 +31,7 @@ public final class AudioProcessor: @unchecked Sendable {
         var canceller: LinearEchoCanceller?
         var failed = false
     }
-    private let echo: Mutex<Echo>
+    private let echo: Locked<Echo>
 
     /// - Parameters:
     ///   - sampleRate: 8000, 16000, 32000 or 48000 (other multiples of 100 Hz are resampled).
@@ -50,8 +50,8 @@ public final class AudioProcessor: @unchecked Sendable {
         self.handle = handle
         self.sampleRate = sampleRate
         self.channels = channels
-        self.state = Mutex(State(options: options))
-        self.echo = Mutex(Echo(reference: EchoReference(sampleRate: sampleRate)))
+        self.state = Locked(State(options: options))
+        self.echo = Locked(Echo(reference: EchoReference(sampleRate: sampleRate)))
         let result = capm_set_components(handle, Self.apmBits(options, channels: channels))
         if result != 0 {
             capm_destroy(handle)

@@ -1,6 +1,6 @@
 import Foundation
 import Media
-import Synchronization
+import Locks
 
 /// A camera as a `VideoCapturer`: device model, format choice, controls clamped to the device and
 /// reported as set, rotation from the device orientation, mirroring, switching cameras while
@@ -14,9 +14,9 @@ import Synchronization
 public final class CameraCapturer: VideoCapturer, Sendable {
     public let backend: any CameraBackend
     let controller: CameraController
-    let framePath = Mutex(FramePath())
-    let faceState = Mutex(FaceState())
-    private let listeners = Mutex(Listeners())
+    let framePath = Locked(FramePath())
+    let faceState = Locked(FaceState())
+    private let listeners = Locked(Listeners())
 
     struct FramePath {
         var delegate: (any VideoCapturerDelegate)?

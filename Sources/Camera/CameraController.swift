@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// The capturer's control side: one operation at a time (start, stop, switch, settings,
 /// restarts), like the reference app's capture queue and its condition. Never on the frame path.
@@ -7,8 +7,8 @@ actor CameraController {
     let backend: any CameraBackend
     let restartInterval: Duration
     /// Reachable without hopping onto the actor: the capturer's deinit stops the stream with it.
-    nonisolated let live = Mutex<(any CameraStream)?>(nil)
-    nonisolated private let ownerRef = Mutex<WeakCapturer>(WeakCapturer())
+    nonisolated let live = Locked<(any CameraStream)?>(nil)
+    nonisolated private let ownerRef = Locked<WeakCapturer>(WeakCapturer())
 
     private(set) var device: CaptureDevice?
     private var format: CaptureFormat?

@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// How a `CameraCapturer` finds faces (`setFaceDetection`).
 public struct FaceDetectionOptions: Sendable {

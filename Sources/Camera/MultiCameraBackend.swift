@@ -1,10 +1,10 @@
-import Synchronization
+import Locks
 
 /// Several backends as one: devices listed in order, each opened by the backend that listed it
 /// (e.g. the machine's V4L2 cameras first, then the synthetic front and back cameras).
 public final class MultiCameraBackend: CameraBackend {
     public let backends: [any CameraBackend]
-    private let errors = Mutex<[CameraError]>([])
+    private let errors = Locked<[CameraError]>([])
     public init(_ backends: [any CameraBackend]) { self.backends = backends }
 
     /// Why backends listed nothing in the last `devices()` (a camera node without permission,

@@ -1,6 +1,6 @@
 import Capture
 import Media
-import Synchronization
+import Locks
 
 /// Virtual front and back cameras (`SyntheticDevices`) whose picture obeys every control
 /// (`SyntheticScene`), so controls are testable end to end and demos have a camera anywhere.
@@ -25,11 +25,11 @@ public final class SyntheticCameraBackend: CameraBackend {
         weak var stream: SyntheticCameraStream?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     public let pacing: Pacing
 
     public init(scene: SyntheticScene = SyntheticScene(), pacing: Pacing = .realTime) {
-        state = Mutex(State(scene: scene))
+        state = Locked(State(scene: scene))
         self.pacing = pacing
     }
 
@@ -140,7 +140,7 @@ final class SyntheticCameraStream: CameraStream {
     private let pixelFormat: PixelFormat
     private let sink: any CameraStreamSink
     private let renderer = SyntheticRenderer()
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Where manually paced frames' timestamps start (they advance by one frame interval each).
     private let createdNs = CaptureClock.monotonicNs()
     let faceDetector: (any FaceDetector)?
@@ -158,7 +158,7 @@ final class SyntheticCameraStream: CameraStream {
         }
         var initial = controls
         if !device.capabilities.hasTorch { initial.torch = .off }
-        state = Mutex(State(controls: initial, fps: fps))
+        state = Locked(State(controls: initial, fps: fps))
         faceDetector = device.position == .back ? nil : SyntheticFaceMetadata()
         (faceDetector as? SyntheticFaceMetadata)?.stream = self
     }

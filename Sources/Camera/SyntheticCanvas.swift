@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// The static part of a synthetic camera's world, painted once per (camera, size, upright
 /// orientation) and kept: a BGRA picture of surface colours (albedo, gamma-2.2 encoded) whose
@@ -82,7 +82,7 @@ final class SyntheticCanvas: Sendable {
     }
 
     /// Recently used canvases (a 4K one is 33 MB, so only a few are kept).
-    private static let cache = Mutex<[(Key, SyntheticCanvas)]>([])
+    private static let cache = Locked<[(Key, SyntheticCanvas)]>([])
     private static let cacheLimit = 4
 
     static func shared(position: CameraPosition, width: Int, height: Int) -> SyntheticCanvas {

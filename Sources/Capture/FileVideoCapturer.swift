@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Media
-import Synchronization
+import Locks
 
 /// Plays a video file as a camera (the iOS SDK's `RTCFileVideoCapturer`): Y4M is read natively,
 /// anything else through libavformat/libavcodec. Frames go to the delegate at the file's frame
@@ -19,9 +19,9 @@ public final class FileVideoCapturer: VideoCapturer, Sendable {
     private struct Callbacks {
         var delegate: (any VideoCapturerDelegate)?
     }
-    private let callbacks = Mutex(Callbacks())
+    private let callbacks = Locked(Callbacks())
     /// The open file; touched only under this lock (by the capture thread or `readNextFrame`).
-    private let reader = Mutex<FileReader?>(nil)
+    private let reader = Locked<FileReader?>(nil)
     private let thread = PacedThreadSlot()
 
     /// The end of the file, or a read error (the newest 16 wait for a reader).

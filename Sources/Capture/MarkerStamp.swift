@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// Burns the test pattern's band (frame number, wall clock) into the top of every I420 frame
 /// that passes, like a camera's timestamp overlay: any source — a camera included — then carries
@@ -7,7 +7,7 @@ import Synchronization
 /// source's processors so nothing moves the band afterwards. Frames are stamped in place: it must
 /// be the first to see them (a capturer's fresh buffer), not a frame others still hold.
 public final class MarkerStamp: VideoProcessor, Sendable {
-    private let next = Mutex<UInt32>(0)
+    private let next = Locked<UInt32>(0)
     public init() {}
 
     public func process(_ frame: VideoFrame) -> VideoFrame? {

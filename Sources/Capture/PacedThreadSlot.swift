@@ -1,12 +1,12 @@
-import Synchronization
+import Locks
 
 /// The one paced thread a capturer runs, with the start/stop rules every capturer here needs:
 /// starts are serialized and stop the previous thread first; `stop` joins, is idempotent, and may
 /// come from anywhere — even the capturer's own callback on that thread (PacedThread then detaches
 /// instead of joining) or while a start is joining, which is why it does not take the start lock.
 public final class PacedThreadSlot: Sendable {
-    private let thread = Mutex<PacedThread?>(nil)
-    private let control = Mutex(())
+    private let thread = Locked<PacedThread?>(nil)
+    private let control = Locked(())
 
     public init() {}
 

@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// A capturer that draws the machine-readable test pattern (frame number + wall clock in the
 /// pixels) at a fixed size and rate on its own thread. Frame timestamps are CLOCK_MONOTONIC ns;
@@ -12,7 +12,7 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
         var nextFrameNumber: UInt32 = 0
         var width = 0, height = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let thread = PacedThreadSlot()
 
     public init(delegate: (any VideoCapturerDelegate)? = nil) {

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Media
-import Synchronization
+import Locks
 
 /// A sine tone as an audio source: 48 kHz mono 16-bit PCM, `level` × full scale, in 10 or 20 ms
 /// frames paced on the capturer's own thread (timestamps CLOCK_MONOTONIC ns). The phase runs on
@@ -21,7 +21,7 @@ public final class ToneCapturer: AudioCapturer, Sendable {
         /// Samples produced so far (drives the phase and manual timestamps).
         var sampleIndex: Int64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let thread = PacedThreadSlot()
 
     /// `frequency` is clamped to 0…24000 Hz and `level` to 0…1.

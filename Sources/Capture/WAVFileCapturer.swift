@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// Plays a 16-bit PCM WAV file as an audio source: resampled to 48 kHz (windowed sinc), in 10 or
 /// 20 ms frames with the file's channel count, paced on the capturer's own thread (timestamps
@@ -14,8 +14,8 @@ public final class WAVFileCapturer: AudioCapturer, Sendable {
     private struct Callbacks {
         var onFrame: (@Sendable (AudioFrame) -> Void)?
     }
-    private let callbacks = Mutex(Callbacks())
-    private let playback = Mutex<Playback?>(nil)
+    private let callbacks = Locked(Callbacks())
+    private let playback = Locked<Playback?>(nil)
     private let thread = PacedThreadSlot()
 
     /// The end of the file, or a read error (the newest 16 wait for a reader).

@@ -3,6 +3,7 @@
 // which gives way) in ConnectionBudget, each wait's deadline in RequestTimer, Host and Origin
 // checks in RequestGuard; this file only moves bytes and threads.
 import Glibc
+import Locks
 
 /// @unchecked Sendable: the descriptors and limits are immutable after init; everything mutable
 /// (phase, thread table, `corsOrigins`) sits in one `Locked` state.

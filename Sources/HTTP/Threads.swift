@@ -2,20 +2,7 @@
 // threads of our own, never on the Swift concurrency pool.
 import Foundation
 import Glibc
-
-/// A value behind an NSLock. @unchecked Sendable: every access goes through the lock.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
+import Locks
 
 /// A value handed from one thread to another at most once; `take` blocks until `put` or
 /// `abandon` (then it returns nil). @unchecked Sendable: the slot is guarded by the condition.

@@ -4,6 +4,7 @@
 // is never read and written at once: reads try SSL_read without waiting, under the same lock.
 import Foundation
 import Glibc
+import Locks
 
 /// What `HTTPServer` asks of its upgrade handler for each request.
 public enum HTTPUpgrade: Sendable {

@@ -9,6 +9,7 @@ extension ICEAgent {
         nominationWanted = false
         events.append(.selectedPairChanged(local: key.local, remote: key.remote))
         lastConsentAt = now
+        lastReceivedAt = now
         consentPendingSince = nil
         consentDue = false
         if !isLite { nextConsentAt = now + jitteredConsentInterval() }
@@ -18,8 +19,17 @@ extension ICEAgent {
     func refreshConsent(_ key: PairKey, now: ContinuousClock.Instant) {
         guard key == selected else { return }
         lastConsentAt = now
+        lastReceivedAt = now
         consentPendingSince = nil
         if state == .disconnected { setState(stateBeforeDisconnect) }
+    }
+
+    /// When a silent selected pair is probed next: `probeAfter` into the silence, then every
+    /// `probeInterval`.
+    func nextProbe(quietSince quiet: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        let first = quiet + configuration.probeAfter
+        guard let sent = lastConsentSentAt, sent >= quiet else { return first }
+        return max(first, sent + configuration.probeInterval)
     }
 
     func jitteredConsentInterval() -> Duration {
@@ -40,10 +50,14 @@ extension ICEAgent {
             fail()
             return
         }
-        if let since = consentPendingSince, now >= since + configuration.disconnectedTimeout,
-           state == .connected || state == .completed {
+        let quiet = lastReceivedAt.map { now >= $0 + configuration.receivingTimeout } ?? false
+        let unanswered = consentPendingSince.map { now >= $0 + configuration.disconnectedTimeout } ?? false
+        if quiet || unanswered, state == .connected || state == .completed {
             stateBeforeDisconnect = state
             setState(.disconnected)
+        }
+        if let last = lastReceivedAt, now >= nextProbe(quietSince: last) {
+            consentDue = true
         }
         if let due = nextConsentAt, now >= due {
             // The request itself goes out through the pacer (`sendConsentRequest`).
@@ -61,8 +75,11 @@ extension ICEAgent {
             role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
             .priority(Candidate.priority(type: .prflx, localPreference: base.localPreference)),
         ])
+        // A probe of a silent path is repeated by the next probe, not retransmitted.
+        let probing = lastReceivedAt.map { now >= $0 + configuration.probeAfter } ?? false
         startTransaction(kind: .consent(key), message: message, key: Array(credentials.pwd.utf8),
-                         local: key.local, remote: key.remote, maxTries: 3, now: now)
+                         local: key.local, remote: key.remote, maxTries: probing ? 1 : 3, now: now)
+        lastConsentSentAt = now
         if let index = pairIndex(key) { pairs[index].requestsSent += 1 }
         if consentPendingSince == nil { consentPendingSince = now }
         return true

@@ -26,6 +26,8 @@ extension ICEAgent {
         consentPendingSince = nil
         lastConsentAt = nil
         lastValidRequestAt = nil
+        lastReceivedAt = nil
+        lastConsentSentAt = nil
         pump(now)
     }
 }

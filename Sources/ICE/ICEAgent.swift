@@ -1,4 +1,5 @@
 import STUN
+import SeededRandom
 
 /// Sans-I/O ICE agent (RFC 8445, trickle RFC 8838, consent RFC 7675) for one component.
 ///
@@ -75,6 +76,10 @@ public final class ICEAgent {
     var lastConsentAt: ContinuousClock.Instant?
     var consentPendingSince: ContinuousClock.Instant?
     var lastValidRequestAt: ContinuousClock.Instant?
+    /// When anything authenticated last arrived from the selected remote (checks, responses,
+    /// and what the driver reports: media, DTLS).
+    var lastReceivedAt: ContinuousClock.Instant?
+    var lastConsentSentAt: ContinuousClock.Instant?
     /// State to return to when consent recovers from `disconnected`.
     var stateBeforeDisconnect: ICEConnectionState = .connected
 
@@ -269,8 +274,20 @@ public final class ICEAgent {
                 consider(since + configuration.disconnectedTimeout)
             }
             if let last = lastConsentAt { consider(last + configuration.consentTimeout) }
+            if let quiet = lastReceivedAt {
+                if state == .connected || state == .completed { consider(quiet + configuration.receivingTimeout) }
+                consider(nextProbe(quietSince: quiet))
+            }
         }
         return earliest
+    }
+
+    /// Authenticated traffic from `remote` the driver saw (media that passed SRTP, DTLS): it
+    /// keeps the selected pair `connected` as STUN does. One comparison per packet.
+    public func noteReceived(from remote: SocketAddress, now: ContinuousClock.Instant) {
+        guard let key = selected, key.remote == remote else { return }
+        lastReceivedAt = now
+        if state == .disconnected { setState(stateBeforeDisconnect) }
     }
 
     /// Stops everything; no more transmits, events after `stateChanged(.closed)`, or deadlines.

@@ -42,6 +42,8 @@ public struct ICEStats: Sendable {
     public var droppedUnknownLocal = 0
     /// Remote candidates ignored (mDNS names, non-UDP, other components).
     public var ignoredRemoteCandidates = 0
+    /// Lite: the selected pair moved to a new remote address of the peer (NAT rebinding).
+    public var rebinds = 0
     /// Signalled remote candidates refused because `maxRemoteCandidates` were known.
     public var refusedRemoteCandidates = 0
     public var selectedPairRTT: Duration?

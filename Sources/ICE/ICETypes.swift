@@ -44,6 +44,20 @@ public struct ICEConfiguration: Sendable {
     public var consentTimeout: Duration = .seconds(30)
     /// A consent request unanswered this long: `disconnected`.
     public var disconnectedTimeout: Duration = .seconds(5)
+    /// Nothing received on the selected pair this long (no media, no STUN): `disconnected`
+    /// (libwebrtc's receiving timeout); anything arriving again makes it `connected`.
+    public var receivingTimeout: Duration = .seconds(3)
+    /// Silent this long, a full agent sends consent requests every `probeInterval` instead of
+    /// every `consentInterval`: a path that comes back, or a NAT that rebound our port (the
+    /// peer learns the new one from a check), is found within one interval. An idle path (no
+    /// media) is so probed about every 2 s, which keeps it from looking silent (libwebrtc pings
+    /// a stable connection every 2.5 s).
+    public var probeAfter: Duration = .seconds(2)
+    public var probeInterval: Duration = .milliseconds(500)
+    /// Lite: an authenticated check from a new address moves the selected pair there once the
+    /// selected remote has been silent this long (NAT rebinding; RFC 8445 §7.3.1.1 leaves the
+    /// lite side to follow its peer, which does not nominate again).
+    public var rebindAfter: Duration = .seconds(1)
     /// No pair selected this long after checking began: `failed`.
     public var checkingTimeout: Duration = .seconds(30)
     /// Pacing: at most one new STUN request per Ta (RFC 8445 §14.2).

@@ -1,10 +1,10 @@
-import Synchronization
+import Locks
 
 /// Where captured audio enters the pipeline: takes frames from an `AudioCapturer` (or from
 /// `deliver(_:)`) and hands each to its sinks on the capturer's thread.
 public final class AudioSource: Sendable {
-    private let sinks = Mutex<[any AudioRenderer]>([])
-    private let delivered = Mutex(0)
+    private let sinks = Locked<[any AudioRenderer]>([])
+    private let delivered = Locked(0)
 
     public init() {}
 
@@ -55,7 +55,7 @@ public final class AudioTrack: Sendable {
         var silentFloat: [Float] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let tap: Tap
 
     public init(id: String, source: AudioSource) {
@@ -101,7 +101,7 @@ public final class AudioTrack: Sendable {
     }
 
     private final class Tap: AudioRenderer {
-        let track = Mutex(WeakTrack(object: nil))
+        let track = Locked(WeakTrack(object: nil))
         func render(_ frame: AudioFrame) {
             track.withLock { $0.object }?.receive(frame)
         }

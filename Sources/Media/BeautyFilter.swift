@@ -1,5 +1,5 @@
 import CYUV
-import Synchronization
+import Locks
 
 /// Skin smoothing for a camera picture: an edge-preserving filter on luma plus a mild brightness
 /// lift, at `strength` 0 (off) … 1 (full).
@@ -44,14 +44,14 @@ public final class BeautyFilter: VideoProcessor {
         var facesOnly: Bool
     }
 
-    private let settings: Mutex<Settings>
-    private let work = Mutex(Work())
+    private let settings: Locked<Settings>
+    private let work = Locked(Work())
 
     /// Largest brightness lift, in luma levels, at mid-grey and strength 1.
     static let maxLift = 6.0
 
     public init(strength: Double = 0.5, facesOnly: Bool = false) {
-        settings = Mutex(Settings(strength: Self.clampStrength(strength), facesOnly: facesOnly))
+        settings = Locked(Settings(strength: Self.clampStrength(strength), facesOnly: facesOnly))
     }
 
     /// 0 leaves frames untouched, 1 smooths the most. Can be changed while frames flow.

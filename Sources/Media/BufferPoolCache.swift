@@ -1,4 +1,4 @@
-import Synchronization
+import Locks
 
 /// Pools keyed by format and size, shared by the pixel operations that were not handed a pool of
 /// their own. Keeps the most recently used sizes only, so a stream that changes resolution does not
@@ -27,7 +27,7 @@ final class BufferPoolCache: Sendable {
     /// Distinct sizes kept before the least recently used one is let go.
     static let maxPools = 32
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The pool for one format and size (made on first use).
     func pool(format: PixelFormat, width: Int, height: Int) -> VideoBufferPool {

@@ -1,5 +1,5 @@
 import CYUV
-import Synchronization
+import Locks
 
 /// Brightness, contrast and saturation, as lookup tables: luma through one table, chroma scaled
 /// around its neutral value 128 through another. All three can be changed while frames flow.
@@ -18,10 +18,10 @@ public final class ColorAdjust: VideoProcessor {
         var chroma: [UInt8]
     }
 
-    private let settings: Mutex<Settings>
+    private let settings: Locked<Settings>
 
     public init(brightness: Double = 0, contrast: Double = 1, saturation: Double = 1) {
-        settings = Mutex(Self.make(brightness, contrast, saturation))
+        settings = Locked(Self.make(brightness, contrast, saturation))
     }
 
     public var brightness: Double {

@@ -1,4 +1,4 @@
-import Synchronization
+import Locks
 
 /// Flips every frame left to right (a front camera's selfie view).
 public final class MirrorProcessor: VideoProcessor {
@@ -29,13 +29,13 @@ public final class CropZoomProcessor: VideoProcessor {
         var center: Point
     }
 
-    private let settings: Mutex<Settings>
+    private let settings: Locked<Settings>
 
     /// Highest zoom accepted (beyond that a window would be a few pixels wide).
     public static let maxZoom = 16.0
 
     public init(zoom: Double = 1, center: Point = .center) {
-        settings = Mutex(Settings(zoom: Self.cleanZoom(zoom), center: Self.cleanCenter(center)))
+        settings = Locked(Settings(zoom: Self.cleanZoom(zoom), center: Self.cleanCenter(center)))
     }
 
     /// 1 shows the whole picture; 2 shows the middle half of each side, and so on.

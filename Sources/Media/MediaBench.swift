@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SeededRandom
 
 /// Per-frame costs of the pixel pipeline at 1280x720 (`make bench` prints them). Each figure is
 /// the median of 60 runs after a short warm-up, in milliseconds of one core.
@@ -54,12 +55,11 @@ private func threadCPUTimeMs() -> Double {
 /// so filters do the work they would do on real video.
 func benchPicture(width: Int, height: Int) -> VideoFrameBuffer {
     let buffer = VideoFrameBuffer(format: .i420, width: width, height: height)
-    var seed: UInt32 = 12345
+    var random = SplitMix64(seed: 12345)
     let y = buffer.planePointer(0)
     for row in 0..<height {
         for x in 0..<width {
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            let noise = Int((seed >> 24) & 15) - 8
+            let noise = Int(random.next() & 15) - 8
             var v = 60 + (x * 100) / width + (row * 60) / height
             if (x / 160 + row / 120) % 3 == 0 { v += 70 }
             y[row * buffer.strides[0] + x] = UInt8(clamping: v + noise)

@@ -1,12 +1,12 @@
-import Synchronization
+import Locks
 
 /// An ordered list of processors applied one after another. The list can be edited from any
 /// thread while frames flow: each frame runs through the list as it was when the frame arrived.
 public final class ProcessorChain: VideoProcessor {
-    private let list: Mutex<[any VideoProcessor]>
+    private let list: Locked<[any VideoProcessor]>
 
     public init(_ processors: [any VideoProcessor] = []) {
-        list = Mutex(processors)
+        list = Locked(processors)
     }
 
     /// The processors in the order they run.

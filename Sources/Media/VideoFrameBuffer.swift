@@ -115,11 +115,11 @@ public final class VideoBufferPool: @unchecked Sendable {
     public var allocatedCount: Int { lock.withLock { buffers.count } }
 }
 
-import Synchronization
+import Locks
 
 /// A tiny lock for short critical sections.
 final class SpinLock: @unchecked Sendable {
-    private let mutex = Mutex<Void>(())
+    private let mutex = Locked<Void>(())
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         try mutex.withLock { _ in try body() }
     }

@@ -1,4 +1,4 @@
-import Synchronization
+import Locks
 
 /// Width and height of a picture.
 public struct VideoSize: Sendable, Hashable, CustomStringConvertible {
@@ -28,7 +28,7 @@ public final class VideoSource: VideoCapturerDelegate {
         var delivered = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(processors: ProcessorChain = ProcessorChain()) {
         self.processors = processors

@@ -1,4 +1,4 @@
-import Synchronization
+import Locks
 
 /// A video track (W3C `MediaStreamTrack` of kind "video"): frames from its source go to its
 /// renderers. Disabled, it shows black instead, as libwebrtc does: one black I420 frame of the
@@ -18,7 +18,7 @@ public final class VideoTrack: Sendable {
         var framesRendered = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let tap: Tap
 
     /// Black frames are sent at most this often while disabled.
@@ -92,7 +92,7 @@ public final class VideoTrack: Sendable {
     /// Registered with the source; holds the track weakly so source and track do not keep each
     /// other alive.
     private final class Tap: VideoRenderer {
-        let track = Mutex(WeakTrack(object: nil))
+        let track = Locked(WeakTrack(object: nil))
         func render(_ frame: VideoFrame) {
             track.withLock { $0.object }?.receive(frame)
         }

@@ -3,7 +3,7 @@ import Dispatch
 import Media
 import RTP
 import RTPMedia
-import Synchronization
+import Locks
 import Transport
 
 /// SRTP → playout buffer → Opus (with loss concealment and FEC) → the receiver's audio track.
@@ -19,7 +19,7 @@ final class AudioReceiveStream: @unchecked Sendable {
     private var decoder: OpusDecoder?
     /// The jitter buffer's delay cuts, taken from quiet frames (decode queue).
     private var removal = QuietFrameRemoval()
-    private let counters = Mutex(AudioReceiveCounters())
+    private let counters = Locked(AudioReceiveCounters())
     private var closed = false
     /// Loss and jitter of the remote stream, for our reception reports (loop thread).
     private(set) var reception: ReceiverStatistics?

@@ -3,7 +3,7 @@ import AudioProcessing
 import Dispatch
 import Media
 import RTPMedia
-import Synchronization
+import Locks
 
 /// track → (echo cancellation, gain control, noise suppression) → Opus → RTP, for one audio
 /// sender. Capture frames (10 or 20 ms) are gathered into 20 ms packets on the stream's queue.
@@ -14,18 +14,18 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
     private let queue: CodecQueue
     private var encoder: OpusEncoder?
     private var processor: AudioProcessor?
-    private let processing: Mutex<AudioProcessingOptions?>
+    private let processing: Locked<AudioProcessingOptions?>
     private var pending: [Int16] = []
     private var packetizer = OpusPacketizer()
     private let timestampBase = UInt32.random(in: 0...UInt32.max)
     private var samplesSent: UInt32 = 0
-    private let counters = Mutex(AudioSendCounters())
+    private let counters = Locked(AudioSendCounters())
 
     init(sender: RtpSender, payloadType: UInt8, processing: AudioProcessingOptions?, execution: CodecExecution) {
         queue = CodecQueue(label: "swiftrtc.audio-encode", qos: .userInteractive, execution: execution)
         self.sender = sender
         self.payloadType = payloadType
-        self.processing = Mutex(processing)
+        self.processing = Locked(processing)
     }
 
     /// The loss the peer reports: Opus spends in-band FEC bits in proportion (libwebrtc sets

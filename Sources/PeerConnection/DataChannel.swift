@@ -1,6 +1,6 @@
 import Foundation
 import SCTP
-import Synchronization
+import Locks
 import Transport
 
 /// W3C `RTCDataChannelInit`.
@@ -82,7 +82,7 @@ public final class DataChannel: @unchecked Sendable {
     let loop: EventLoop
     private let messageSink: AsyncStream<DataChannelMessage>.Continuation
     private let eventSink: AsyncStream<DataChannelEvent>.Continuation
-    private let state: Mutex<Shared>
+    private let state: Locked<Shared>
 
     // loop state
     /// The association once SCTP runs; nil before and after.
@@ -108,7 +108,7 @@ public final class DataChannel: @unchecked Sendable {
         self.maxPacketLifeTime = options.maxPacketLifeTime
         self.negotiated = options.negotiated
         self.loop = loop
-        state = Mutex(Shared(id: id))
+        state = Locked(Shared(id: id))
         (messages, messageSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
     }

@@ -162,13 +162,16 @@ package final class MediaTransport: @unchecked Sendable {
             lastDTLSLocal = local
             let wasConnected = dtls.state == .connected
             dtls.handleDatagram(Array(bytes), now: now)
+            if dtls.state == .connected { ice.noteReceived(from: from, now: now) }
             return !wasConnected && dtls.state == .connected ? .authenticated : .accepted
         case 128...191:
             guard isVerified(from) else {
                 counters.unverifiedDatagrams += 1
                 return .refused
             }
-            return receiveMedia(bytes) ? .authenticated : .refused
+            guard receiveMedia(bytes) else { return .refused }
+            ice.noteReceived(from: from, now: now)
+            return .authenticated
         default:
             counters.unknownDatagrams += 1
             return .refused
@@ -228,6 +231,9 @@ package final class MediaTransport: @unchecked Sendable {
         }
         congestion.send(packet, transportCCID: transportCCID, kind: kind, now: loop.now)
     }
+
+    /// Whether media can leave: keys made and a path selected.
+    var canSendMedia: Bool { !closed && srtp != nil && ice.selectedPair != nil }
 
     /// The last step of every RTP packet: SRTP and the socket (loop thread).
     func transmitRTP(_ packet: [UInt8]) -> Bool {

@@ -357,6 +357,8 @@ extension PeerConnection {
         t.onDTLSConnected = { [weak self] _ in
             guard let self else { return }
             startDataChannels()
+            // Frames encoded before the keys existed were dropped unsent: start on a keyframe.
+            for stream in media.videoSend.values { stream.requestKeyframe() }
             updateConnectionState()
         }
         t.onDTLSFailed = { [weak self] reason in

@@ -2,7 +2,7 @@ import Codecs
 import Media
 import RTP
 import RTPMedia
-import Synchronization
+import Locks
 import Transport
 #if canImport(Glibc)
 import Glibc
@@ -329,8 +329,8 @@ private func remoteInbound(_ stats: SenderStatistics, kind: String, mid: String)
 
 /// A value behind a lock, for closures that outlive the call that made them.
 final class LockedBox<T: Sendable>: Sendable {
-    private let value: Mutex<T>
-    init(_ value: T) { self.value = Mutex(value) }
+    private let value: Locked<T>
+    init(_ value: T) { self.value = Locked(value) }
     func update(_ body: (inout T) -> Void) { value.withLock { body(&$0) } }
 }
 

@@ -3,7 +3,7 @@ import ICE
 import RTP
 import SDP
 import STUN
-import Synchronization
+import Locks
 import Transport
 
 /// W3C `RTCPeerConnection`. Public methods may be called from any task; the protocol work runs
@@ -25,7 +25,7 @@ public final class PeerConnection: @unchecked Sendable {
     }
 
     let continuation: AsyncStream<PeerConnectionEvent>.Continuation
-    let snapshot = Mutex(Snapshot())
+    let snapshot = Locked(Snapshot())
     let ioFactory: PacketIOFactory
     let iceServers: ResolvedIceServers
 
@@ -316,7 +316,7 @@ public final class PeerConnection: @unchecked Sendable {
                 "rtpReceived": c.rtpReceived, "rtcpReceived": c.rtcpReceived, "rtpSent": c.rtpSent, "rtcpSent": c.rtcpSent,
                 "malformedRTP": c.malformedRTP, "malformedRTCP": c.malformedRTCP, "srtpErrors": c.srtpErrors,
                 "unknownDatagrams": c.unknownDatagrams, "mediaBeforeKeys": c.mediaBeforeKeys, "unroutedRTP": unroutedRTP,
-                "unverifiedDatagrams": c.unverifiedDatagrams, "remoteCandidatesRefused": ice.refusedRemoteCandidates,
+                "unverifiedDatagrams": c.unverifiedDatagrams, "sendsWithoutPath": c.sendsWithoutPath, "remoteCandidatesRefused": ice.refusedRemoteCandidates,
                 "stunGarbage": ice.droppedGarbage, "stunBadIntegrity": ice.droppedBadIntegrity,
                 "stunBadFingerprint": ice.droppedBadFingerprint, "stunUnauthorized": ice.droppedUnauthorized,
                 "dtlsDroppedRecords": dtls?.droppedRecords ?? 0,

@@ -2,7 +2,7 @@ import AudioProcessing
 import Media
 import RTP
 import RTPMedia
-import Synchronization
+import Locks
 import Transport
 
 /// W3C `RTCRtpSender`: one outgoing RTP stream (and its RTX stream). Frames from an encoder or
@@ -23,10 +23,10 @@ public final class RtpSender: @unchecked Sendable {
     /// The SSRC of our RTX stream (video), used when the peer negotiated rtx.
     public let rtxSSRC: UInt32?
     let loop: EventLoop
-    private let counters = Mutex(RtpStreamCounters())
-    private let sendParameters = Mutex(RtpSendParameters())
-    private let handlers = Mutex(Handlers())
-    private let orientationID = Mutex<UInt8?>(nil)
+    private let counters = Locked(RtpStreamCounters())
+    private let sendParameters = Locked(RtpSendParameters())
+    private let handlers = Locked(Handlers())
+    private let orientationID = Locked<UInt8?>(nil)
 
     struct Handlers {
         var onRTCP: (@Sendable (RTCPPacket) -> Void)?
@@ -120,7 +120,7 @@ public final class RtpSender: @unchecked Sendable {
 
     // MARK: tracks and parameters (any thread)
 
-    private let tracks = Mutex<(video: VideoTrack?, audio: AudioTrack?)>((nil, nil))
+    private let tracks = Locked<(video: VideoTrack?, audio: AudioTrack?)>((nil, nil))
 
     /// The video track this sender encodes (nil: raw RTP via `send`).
     public var videoTrack: VideoTrack? { tracks.withLock { $0.video } }
@@ -138,7 +138,7 @@ public final class RtpSender: @unchecked Sendable {
         onTrackChanged?()
     }
 
-    private let processing = Mutex<(set: Bool, options: AudioProcessingOptions?)>((false, nil))
+    private let processing = Locked<(set: Bool, options: AudioProcessingOptions?)>((false, nil))
 
     /// Echo cancellation, gain control and noise suppression for this audio sender, switchable
     /// while sending (the reference app's googEchoCancellation / googAutoGainControl /
@@ -170,6 +170,7 @@ public final class RtpSender: @unchecked Sendable {
     /// extension. Any thread; it goes out on the connection's loop, unpaced.
     public func send(payloadType: UInt8, payload: [UInt8], timestamp: UInt32, marker: Bool = false) {
         onLoop { [self] in
+            guard canSend(1) else { return }
             let packet = RTPPacket(marker: marker, payloadType: payloadType, sequenceNumber: takeSequence(),
                                    timestamp: timestamp, ssrc: ssrc, payload: payload)
             transmit(packet, kind: .direct, now: loop.now)
@@ -184,6 +185,7 @@ public final class RtpSender: @unchecked Sendable {
                       lastPacketExtensions: [RTPHeaderExtension] = []) {
         let kind: OutgoingRTPKind = self.kind == .video ? .video : .audio
         onLoop { [self] in
+            guard canSend(payloads.count) else { return }
             let now = loop.now
             for (i, payload) in payloads.enumerated() {
                 var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: takeSequence(),
@@ -221,7 +223,7 @@ public final class RtpSender: @unchecked Sendable {
         var packet = packet
         if let id = midExtensionID, mid != nil { packet.setExtension(id: id, data: midBytes) }
         if let id = transportCCExtensionID { packet.setExtension(id: id, data: [0, 0]) }
-        guard let transport else {
+        guard let transport, transport.canSendMedia else {
             counters.withLock { $0.dropped += 1 }
             return
         }
@@ -260,6 +262,18 @@ public final class RtpSender: @unchecked Sendable {
         let packets = nack.rtx?.padding(bytes: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
                                         transportCCID: transportCC) ?? []
         return packets.map { ($0, transportCC) }
+    }
+
+    /// Whether `count` new packets can leave now. Before DTLS has made the keys (or ICE a path)
+    /// they are dropped here, before they take sequence numbers, and counted as dropped, not
+    /// sent: a sender's first frames can race the handshake's end, and the receiver then sees
+    /// a stream that starts later, not one with a hole it would NACK.
+    private func canSend(_ count: Int) -> Bool {
+        guard transport?.canSendMedia == true else {
+            counters.withLock { $0.dropped += count }
+            return false
+        }
+        return true
     }
 
     package func takeSequence() -> UInt16 {

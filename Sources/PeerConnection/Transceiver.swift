@@ -3,7 +3,7 @@ import AudioProcessing
 import Media
 import RTPMedia
 import Transport
-import Synchronization
+import Locks
 
 /// W3C `RTCRtpTransceiverInit`.
 public struct TransceiverInit: Sendable {
@@ -40,7 +40,7 @@ public final class RtpTransceiver: @unchecked Sendable {
     var rtxRepairs: [UInt32: UInt32] = [:]
     /// Negotiated payload types that take generic NACK (loop thread; read per packet).
     var nackPayloadTypes: Set<UInt8> = []
-    private let shared: Mutex<Shared>
+    private let shared: Locked<Shared>
 
     struct Shared {
         var mid: String?
@@ -57,7 +57,7 @@ public final class RtpTransceiver: @unchecked Sendable {
 
     init(kind: MediaKind, init options: TransceiverInit, codecs: [RtpCodecCapability], ssrc: UInt32, cname: String, loop: EventLoop) {
         self.kind = kind
-        self.shared = Mutex(Shared(direction: options.direction, preferences: codecs))
+        self.shared = Locked(Shared(direction: options.direction, preferences: codecs))
         self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds, loop: loop,
                                 rtxSSRC: kind == .video ? UInt32.random(in: 1...UInt32.max) : nil)
         self.receiver = RtpReceiver(kind: kind)

@@ -3,7 +3,7 @@ import Dispatch
 import Media
 import RTP
 import RTPMedia
-import Synchronization
+import Locks
 import Transport
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +25,7 @@ final class VideoReceiveStream: @unchecked Sendable {
     /// Decoding on the loop (`CodecExecution.inline`): frame times are the loop's clock.
     private let inline: Bool
     private var decoder: (any VideoDecoder)?
-    private let counters = Mutex(VideoReceiveCounters())
+    private let counters = Locked(VideoReceiveCounters())
     private let factory = VideoDecoderFactory()
     private var closed = false
     /// Capture times from the sender's reports, for lip sync (loop thread).

@@ -3,6 +3,7 @@ import Dispatch
 import Media
 import RTP
 import RTPMedia
+import Locks
 import Synchronization
 import Transport
 
@@ -21,10 +22,10 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private let queue: CodecQueue
     /// Encoding on the caller (`CodecExecution.inline`): rate decisions use the loop's clock.
     private let inline: Bool
-    private let mailbox = Mutex<(frame: VideoFrame?, scheduled: Bool)>((nil, false))
+    private let mailbox = Locked<(frame: VideoFrame?, scheduled: Bool)>((nil, false))
     private let keyframeWanted = Atomic<Bool>(true)
-    private let parameters: Mutex<RtpSendParameters>
-    private let counters = Mutex(VideoSendCounters())
+    private let parameters: Locked<RtpSendParameters>
+    private let counters = Locked(VideoSendCounters())
 
     // encode queue state
     private var encoder: (any VideoEncoder)?
@@ -53,7 +54,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         self.payloadType = payloadType
         self.transport = transport
         self.loop = loop
-        self.parameters = Mutex(sender.parameters)
+        self.parameters = Locked(sender.parameters)
     }
 
     var stats: VideoSendCounters { counters.withLock { $0 } }

@@ -2,7 +2,7 @@ import HTTP
 import PeerConnection
 import RTP
 import STUN
-import Synchronization
+import Locks
 import Transport
 
 /// `swiftrtc echo`: a diagnostic endpoint like Janus's EchoTest. A WHIP-style POST of an offer
@@ -12,8 +12,8 @@ import Transport
 public final class EchoServer: Sendable {
     public let loop: EventLoop
     private let mux: UDPMux
-    private let http: Mutex<HTTPServer?>
-    private let sessions = Mutex<[String: EchoSession]>([:])
+    private let http: Locked<HTTPServer?>
+    private let sessions = Locked<[String: EchoSession]>([:])
     private let log: @Sendable (String) -> Void
     public let httpHost: String
     public let httpPort: UInt16
@@ -41,7 +41,7 @@ public final class EchoServer: Sendable {
             advertised = nil
         }
         self.log = log
-        self.http = Mutex(nil)
+        self.http = Locked(nil)
         self.httpHost = httpHost
         // The handler needs `self`, which needs the bound port: route through a box set below.
         let target = WeakBox<EchoServer>()
@@ -211,7 +211,7 @@ final class EchoSession: PeerConnectionDelegate, DataChannelDelegate {
 
 /// A weak reference that can be filled in after the closure holding it was made.
 final class WeakBox<T: AnyObject & Sendable>: Sendable {
-    private let storage = Mutex<Weak>(Weak())
+    private let storage = Locked<Weak>(Weak())
     private struct Weak: @unchecked Sendable { weak var object: T? }   // T is Sendable
     var value: T? {
         get { storage.withLock { $0.object } }

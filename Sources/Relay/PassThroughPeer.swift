@@ -4,7 +4,7 @@ import Transport
 
 /// A server-side PeerConnection that forwards RTP without decoding it: ICE-lite, DTLS passive
 /// (`a=setup:passive`, as SRS answers), on the shared UDP port.
-func makePassThroughPeer(loop: EventLoop, mux: UDPMux, direction: TransceiverDirection, advertised: SocketAddress? = nil,
+func makePassThroughPeer(loop: EventLoop, mux: any SharedSocket, direction: TransceiverDirection, advertised: SocketAddress? = nil,
                          audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
                          videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
                          codecOrder: CodecOrder = .offerer) throws -> PeerConnection {
@@ -39,7 +39,7 @@ func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [Rtp
 /// stay routed until the session closes (the mux may know the peer's address through them).
 final class SessionMuxEndpoint: UfragRoutedPacketIO {
     // Loop thread only, like the mux.
-    private let mux: UDPMux
+    private let mux: any SharedSocket
     private let advertised: SocketAddress?
     private var endpoints: [MuxEndpoint] = []
     /// The mux's socket, for batched fan-out sends (`UDPSendBatch`); kept, not looked up per packet.
@@ -48,7 +48,7 @@ final class SessionMuxEndpoint: UfragRoutedPacketIO {
     /// The endpoint whose datagram is being handled: a verified address is claimed through it.
     private var delivering: MuxEndpoint?
 
-    init(mux: UDPMux, ufrag: String, advertised: SocketAddress?) {
+    init(mux: any SharedSocket, ufrag: String, advertised: SocketAddress?) {
         self.mux = mux
         self.advertised = advertised
         route(ufrag: ufrag)

@@ -5,7 +5,7 @@ import PeerConnection
 import RTPMedia
 import STUN
 import Signaling
-import Synchronization
+import Locks
 import Transport
 
 /// `swiftrtc serve`: an embedded SRS-compatible WebRTC server. Publishers push over SRS's JSON
@@ -13,10 +13,10 @@ import Transport
 /// (`/rtc/v1/whep/`); RTP is forwarded without transcoding, all sessions on one UDP port.
 public final class RelayServer: Sendable {
     public let loop: EventLoop
-    private let mux: UDPMux
-    private let http: Mutex<HTTPServer?>
-    /// P2P signaling at /rtc/v1/signal/?room=NAME, on the same HTTP server.
-    public let signaling: SignalServer
+    private let mux: any SharedSocket
+    private let http: Locked<HTTPServer?>
+    /// P2P signaling at /rtc/v1/signal/?room=NAME, on the same HTTP server (nil in process).
+    public let signaling: SignalServer?
     let state: LoopBound<RelayState>
     let log: @Sendable (String) -> Void
     public let policy: AccessPolicy
@@ -39,11 +39,11 @@ public final class RelayServer: Sendable {
 
     /// An open `policy` (no tokens, no hook) binds loopback only, unless `allowOpenOnNetwork`
     /// (`--no-auth`): anyone who reaches the port could otherwise publish, play and list.
-    public init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
-                candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
-                preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
-                maxPendingPerAddress: Int = 64,
-                log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
+    public convenience init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
+                            candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
+                            preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
+                            maxPendingPerAddress: Int = 64,
+                            log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
                 throw PeerConnectionError(.invalidArgument, "\(flag) \(host) is not loopback: give --publish-token/--play-token/--api-token "
@@ -54,9 +54,21 @@ public final class RelayServer: Sendable {
         guard let bind = SocketAddress(host: udpHost, port: udpPort) else {
             throw PeerConnectionError(.invalidArgument, "--udp host \(udpHost) is not an IP address")
         }
+        let mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
+        try self.init(loop: loop, media: mux, httpHost: httpHost, httpPort: httpPort, candidate: candidate, policy: policy,
+                      preferredVideoCodec: preferredVideoCodec, connectTimeout: connectTimeout, takeover: takeover,
+                      maxPendingPerAddress: maxPendingPerAddress, log: log)
+    }
+
+    /// The relay on `media`'s loop and shared socket. `httpPort` nil: no HTTP server and no
+    /// signaling — requests are served in process through `handle(_:)` (a relay on a
+    /// simulated loop and a `VirtualMux`, for tests that run whole sessions in virtual time).
+    package init(loop: EventLoop, media: any SharedSocket, httpHost: String = "127.0.0.1", httpPort: UInt16?, candidate: String? = nil,
+         policy: AccessPolicy = .init(), preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
+         takeover: Bool = false, maxPendingPerAddress: Int = 64, log: @escaping @Sendable (String) -> Void) throws {
         self.loop = loop
-        self.mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
-        self.udpAddress = mux.socket.localAddress
+        self.mux = media
+        self.udpAddress = media.localAddress
         if let candidate {
             guard let c = SocketAddress(host: candidate, port: udpAddress.port) else {
                 throw PeerConnectionError(.invalidArgument, "--candidate \(candidate) is not an IP address")
@@ -73,9 +85,15 @@ public final class RelayServer: Sendable {
         self.connectTimeout = connectTimeout
         self.takeover = takeover
         self.maxPendingPerAddress = maxPendingPerAddress
-        self.http = Mutex(nil)
+        self.http = Locked(nil)
         self.httpHost = httpHost
-        self.state = LoopBound(RelayState())
+        self.state = LoopBound(RelayState(), loop: loop)
+        guard let httpPort else {
+            self.httpPort = 0
+            self.signaling = nil
+            loop.execute { [self] in scheduleFeedback() }
+            return
+        }
         let target = WeakBox<RelayServer>()
         let server = try HTTPServer(host: httpHost, port: httpPort) { request in
             guard let relay = target.value else { return .text(503, "shutting down\n") }
@@ -89,7 +107,7 @@ public final class RelayServer: Sendable {
         http.withLock { $0 = server }
         target.value = self
         server.start()
-        try await loop.submit { [self] in scheduleFeedback() }
+        loop.execute { [self] in scheduleFeedback() }
     }
 
     /// Once a second: receiver reports and REMB to every publisher, sender reports to every player (loop thread).
@@ -132,7 +150,7 @@ public final class RelayServer: Sendable {
 
     // MARK: HTTP
 
-    private func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let path = request.path.hasSuffix("/") ? request.path : request.path + "/"
         switch (request.method, path) {
         case ("POST", "/rtc/v1/publish/"): return await srsAPI(request, role: .publisher)
@@ -476,13 +494,6 @@ final class RelayState: @unchecked Sendable {
     var reportSchedule: RTCPScheduler?
     /// Counters of streams that have ended (the totals in /metrics keep them).
     var retired = RelayCounters()
-}
-
-/// A reference whose contents only the owning loop touches.
-final class LoopBound<T: AnyObject>: @unchecked Sendable {
-    // @unchecked: callers use `value` only on the loop thread (inside loop.submit or callbacks).
-    let value: T
-    init(_ value: T) { self.value = value }
 }
 
 struct SendableDictionary: @unchecked Sendable {

@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import PeerConnection
 import SDP
-import Synchronization
+import Locks
 
 /// WHIP/WHEP trickle ICE and ICE restarts (RFC 9725 §4.3): `PATCH` on a session resource with
 /// an `application/trickle-ice-sdpfrag` body. The resource's secret is the capability, as for
@@ -10,7 +10,7 @@ import Synchronization
 /// (already the client's to know, and new at every restart).
 extension RelayServer {
     /// Sessions whose ICE restart is being applied; a second PATCH meanwhile gets 409.
-    private static let restarting = Mutex<Set<ObjectIdentifier>>([])
+    private static let restarting = Locked<Set<ObjectIdentifier>>([])
 
     /// `Accept-Patch` and `ETag` for a 201 (or a restart's 200), from our local description.
     func addPatchHeaders(_ response: inout HTTPResponse, localDescription sdp: String) {

@@ -1,6 +1,6 @@
 import Dispatch
 import Media
-import Synchronization
+import Locks
 
 /// Saves frames as PNG files: the first frame, or every `every`-th frame, plus the next frame
 /// after each `snapshot()` call. If `path` contains `{n}` it is replaced by the frame's index
@@ -23,7 +23,7 @@ public final class PNGSnapshotRenderer: VideoRenderer {
         var lastPath: String?
         var error: MediaError?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "swiftrtc.render.png", qos: .utility)
 
     /// `every`: nil saves only the first frame; N saves frames 0, N, 2N, …

@@ -4,7 +4,7 @@ import Glibc
 import CSDL
 import Foundation
 import Media
-import Synchronization
+import Locks
 
 /// Shows frames in an SDL2 window (local preview or remote video). `render(_:)` only puts the
 /// frame into a latest-frame slot (a newer frame replaces one not yet shown) and wakes the SDL
@@ -145,7 +145,7 @@ struct SDLWindowSpec: Sendable {
     var shared: SDLWindowShared
 }
 
-/// The renderer's status, shared by reference with the SDL thread (a Mutex cannot be copied).
+/// The renderer's status, shared by reference with the SDL thread.
 final class SDLWindowShared: Sendable {
-    let status = Mutex(SDLWindowStatus())
+    let status = Locked(SDLWindowStatus())
 }

@@ -1,5 +1,5 @@
 import Media
-import Synchronization
+import Locks
 
 /// What a `StatsRenderer` has seen so far.
 public struct RenderStats: Sendable, Equatable {
@@ -38,10 +38,10 @@ public final class StatsRenderer: VideoRenderer {
         var timestamps: Ring<Int64>
         var arrivals: Ring<ContinuousClock.Instant>
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(now: ContinuousClock.Instant = .now) {
-        state = Mutex(State(createdAt: now,
+        state = Locked(State(createdAt: now,
                             timestamps: Ring(capacity: Self.ringCapacity, filler: 0),
                             arrivals: Ring(capacity: Self.ringCapacity, filler: now)))
     }

@@ -1,7 +1,7 @@
 import CYUV
 import Dispatch
 import Media
-import Synchronization
+import Locks
 
 /// Writes frames to a YUV4MPEG2 file (`C420jpeg`), the format ffmpeg, mpv and libwebrtc's test
 /// tools read. The file's size is the upright size of the first frame; later frames are rotated
@@ -25,7 +25,7 @@ public final class Y4MFileRenderer: VideoRenderer {
         var error: MediaError?
         var size: (width: Int, height: Int)?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "swiftrtc.render.y4m")
     private let writer: Y4MWriter
 

@@ -1,4 +1,5 @@
 import CUsrSCTP
+import Locks
 import Synchronization
 
 /// usrsctp is one process-wide stack: one init, one timer wheel, one output callback. This
@@ -7,13 +8,14 @@ enum UsrSCTP {
     /// Packets usrsctp produced for each association, by the id registered as its address.
     /// conn_output may run on any thread that drives usrsctp (another association's timer
     /// tick fires this one's retransmission), so it only queues here; the owner drains.
-    static let outboxes = Mutex<[UInt: SCTPOutbox]>([:])
+    static let outboxes = Locked<[UInt: SCTPOutbox]>([:])
     private static let nextID = Atomic<UInt>(1)
     /// The stack's time. One timer wheel serves every association, so one of them drives it
     /// with its clock: were each to add its own elapsed time, N associations would run time N
     /// times fast. The first to tick leads while it lives and ticks; when it closes or falls
-    /// silent for `handover`, the next to tick takes over with its own clock.
-    private static let clock = Mutex<(leader: UInt, last: ContinuousClock.Instant)?>(nil)
+    /// silent for `handover` (or its clock is that far from the next one's), the next to tick
+    /// takes over with its own clock.
+    private static let clock = Locked<(leader: UInt, last: ContinuousClock.Instant)?>(nil)
     static let handover: Duration = .seconds(1)
 
     private static let started: Bool = {
@@ -44,8 +46,10 @@ enum UsrSCTP {
     /// Fires the timers due at `now` if association `id` drives the wheel. Serialized.
     static func advance(_ id: UInt, to now: ContinuousClock.Instant) {
         clock.withLock { clock in
+            // A leader on another clock (a simulated loop runs ahead of the wall clock) whose
+            // time is over `handover` away either way is as good as silent.
             guard let (leader, last) = clock, outboxes.withLock({ $0[leader] != nil }),
-                  leader == id || last.duration(to: now) < handover else {
+                  leader == id || (last.duration(to: now) < handover && now.duration(to: last) < handover) else {
                 clock = (id, now)
                 return
             }
@@ -60,5 +64,5 @@ enum UsrSCTP {
 }
 
 final class SCTPOutbox: Sendable {
-    let packets = Mutex<[[UInt8]]>([])
+    let packets = Locked<[[UInt8]]>([])
 }

@@ -2,7 +2,7 @@
 // and the WebSocket handshake, then one thread per peer drives its WebSocketConnection and the
 // shared rooms. Idle peers are pinged; one that stays silent for another interval is dropped.
 import HTTP
-import Synchronization
+import Locks
 import WebSocket
 
 public final class SignalServer: Sendable {
@@ -34,7 +34,7 @@ public final class SignalServer: Sendable {
     }
 
     public let options: Options
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let log: @Sendable (String) -> Void
     /// The server this one started itself (nil when mounted on someone else's).
     private let owned: HTTPServer?

@@ -2,7 +2,7 @@
 // opening handshake through HTTPClient.upgrade, then a reader thread of its own that drives the
 // sans-I/O WebSocketConnection. Messages arrive as an AsyncStream; sending may happen from any task.
 import HTTP
-import Synchronization
+import Locks
 import WebSocket
 
 public final class WebSocketClient: Sendable {
@@ -18,13 +18,13 @@ public final class WebSocketClient: Sendable {
     public let messages: AsyncStream<Message>
     private let connection: UpgradedConnection
     /// The protocol state; frames are made and written under this lock so they leave in order.
-    private let socket: Mutex<WebSocketConnection>
+    private let socket: Locked<WebSocketConnection>
     private let closeTimeout: Duration
 
     private init(url: String, connection: UpgradedConnection, limits: WebSocketLimits, closeTimeout: Duration) {
         self.url = url
         self.connection = connection
-        self.socket = Mutex(WebSocketConnection(role: .client, limits: limits))
+        self.socket = Locked(WebSocketConnection(role: .client, limits: limits))
         self.closeTimeout = closeTimeout
         (messages, continuation) = AsyncStream.makeStream(of: Message.self)
     }

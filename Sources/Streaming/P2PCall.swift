@@ -2,7 +2,7 @@ import Foundation
 import Media
 import PeerConnection
 import Signaling
-import Synchronization
+import Locks
 
 /// A peer-to-peer call through the signaling server (`swiftrtc signal`, `/rtc/v1/signal/`): the
 /// reference app's P2P variant. Joins the room; whoever was there first offers when the other
@@ -28,7 +28,7 @@ public final class P2PCall: Sendable {
     public let peerConnection: PeerConnection
     public let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var signaling: SignalingClient?

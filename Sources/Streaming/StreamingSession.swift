@@ -147,11 +147,11 @@ public final class StreamingSession: Sendable {
     }
 }
 
-import Synchronization
+import Locks
 
 final class LockedValue<T: Sendable>: Sendable {
-    private let m: Mutex<T>
-    init(_ v: T) { m = Mutex(v) }
+    private let m: Locked<T>
+    init(_ v: T) { m = Locked(v) }
     func get() -> T { m.withLock { $0 } }
     func set(_ v: T) { m.withLock { $0 = v } }
 }
@@ -164,7 +164,7 @@ private final class StateStreams: Sendable {
         var next = 0
         var streams: [Int: AsyncStream<PeerConnectionState>.Continuation] = [:]
     }
-    private let listeners = Mutex(Listeners())
+    private let listeners = Locked(Listeners())
 
     func stream() -> AsyncStream<PeerConnectionState> {
         let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionState.self)

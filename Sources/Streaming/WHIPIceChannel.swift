@@ -2,7 +2,7 @@ import HTTP
 import PeerConnection
 import SDP
 import Signaling
-import Synchronization
+import Locks
 
 /// Trickle ICE and ICE restarts on a WHIP/WHEP session resource (RFC 9725 §4.3), client side:
 /// candidates our connection gathers after the offer went out are PATCHed in batches (what
@@ -31,11 +31,11 @@ final class WHIPIceChannel: Sendable {
         /// `handle` passes candidates on (trickle is on for this session).
         var attached = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let serial = SerialQueue()
 
     /// Endpoints that answered a trickle PATCH with 405/501/422, for the life of the process.
-    private static let noTrickle = Mutex<Set<String>>([])
+    private static let noTrickle = Locked<Set<String>>([])
 
     static func trickles(to endpoint: String) -> Bool { !noTrickle.withLock { $0.contains(endpoint) } }
 

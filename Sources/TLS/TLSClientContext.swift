@@ -3,7 +3,7 @@
 // session set up to verify the server's name.
 import COpenSSL
 import Glibc
-import Synchronization
+import Locks
 
 /// Why TLS did not work; `message` is meant to be shown as is.
 public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -46,7 +46,7 @@ public struct TLSTrust: Sendable, Hashable {
 public final class TLSClientContext: @unchecked Sendable {
     public let context: OpaquePointer
 
-    private static let cache = Mutex<[TLSTrust: TLSClientContext]>([:])
+    private static let cache = Locked<[TLSTrust: TLSClientContext]>([:])
 
     public static func shared(_ trust: TLSTrust) throws(TLSError) -> TLSClientContext {
         let result = cache.withLock { cache -> Result<TLSClientContext, TLSError> in

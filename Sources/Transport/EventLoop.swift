@@ -1,53 +1,47 @@
 import Glibc
+import Locks
 import Synchronization
 
-/// One thread that owns a set of file descriptors and timers: the serial context every
-/// sans-I/O core of a connection is driven from. Work from other threads is queued with
-/// `execute` and wakes the loop through a pipe.
+/// The serial context every sans-I/O core of a connection is driven from: its timers, the work
+/// other threads hand it, and the file descriptors it polls. Two drivers:
+/// - a threaded loop (`init(name:)`) owns one thread and the real clock; work from other threads
+///   is queued with `execute` and wakes the thread through a pipe;
+/// - a simulated loop (`simulated(name:at:)`) has no thread and a clock that moves only when a
+///   test advances it (see EventLoop+Simulated.swift), so whole sessions run in process,
+///   deterministically, with no sleeps — swift-nio's EmbeddedEventLoop is the model.
+///
+/// Loop-only state is checked with `preconditionInLoop()` (debug builds) or kept in a `LoopBound`.
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked: `handlers`, `timers` and `running` are touched only on the loop thread;
-    // the cross-thread queue is behind `pending`'s mutex.
+    // @unchecked: `timers` (and a threaded loop's poll set) are touched only by loop work, which
+    // runs on one thread at a time (the loop's thread, or whoever holds a simulated loop's work
+    // lock); what other threads touch is behind `pending`'s and `runner`'s mutexes.
     public typealias Work = @Sendable () -> Void
 
-    private let wakeFD: Int32      // read end of the wake-up pipe (polled)
-    private let wakeWriteFD: Int32 // write end
-    private let pending = Mutex<[Work]>([])
-    private var handlers: [Int32: () -> Void] = [:] { didSet { pollSetChanged = true } }
-    private var pollSetChanged = true
-    private var timers = TimerHeap<() -> Void>()
-    private var thread: pthread_t?
-    private let threadID = Mutex<pthread_t?>(nil)
-    private let stopped = Atomic<Bool>(false)
     public let name: String
+    let driver: Driver
+    private let pending = Locked<[Work]>([])
+    var timers = TimerHeap<() -> Void>()
+    /// The thread running loop work: a threaded loop's own thread, or the thread running a
+    /// simulated loop's work at this moment (nil between work).
+    let runner = Locked<pthread_t?>(nil)
+    let stopped = Atomic<Bool>(false)
 
+    enum Driver {
+        case thread(PollSet)
+        case simulated(SimulatedClock)
+    }
+
+    /// A loop with its own thread and the real clock.
     public init(name: String = "swiftrtc-loop") throws(TransportError) {
         self.name = name
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { throw TransportError("pipe failed: \(errnoString())") }
-        for fd in pipeFDs {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        let fd = pipeFDs[0]
-        wakeFD = fd
-        wakeWriteFD = pipeFDs[1]
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            guard let arg else { return nil }
-            let loop = Unmanaged<EventLoop>.fromOpaque(arg).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box.toOpaque())
-        guard rc == 0 else {
-            box.release()
-            close(fd)
-            close(pipeFDs[1])
-            throw TransportError("pthread_create failed: \(rc)")
-        }
-        pthread_detach(tid)   // nobody joins: the thread ends after shutdown() and frees itself
-        thread = tid
-        threadID.withLock { $0 = tid }
+        let pollSet = try PollSet()
+        driver = .thread(pollSet)
+        try startThread(pollSet)
+    }
+
+    init(name: String, simulatedAt start: ContinuousClock.Instant) {
+        self.name = name
+        driver = .simulated(SimulatedClock(start: start))
     }
 
     /// A process-wide loop for clients that do not bring their own.
@@ -57,19 +51,40 @@ public final class EventLoop: @unchecked Sendable {
         }
     }()
 
+    /// The loop's time: the real clock on a threaded loop, the virtual one on a simulated loop.
+    /// Timers are judged against it; code on the loop reads it instead of `ContinuousClock.now`.
+    public var now: ContinuousClock.Instant {
+        switch driver {
+        case .thread: ContinuousClock.now
+        case .simulated(let clock): clock.now.withLock { $0 }
+        }
+    }
+
+    /// Whether the calling thread is running this loop's work now.
     public var inLoop: Bool {
-        guard let tid = threadID.withLock({ $0 }) else { return false }
-        return pthread_equal(pthread_self(), tid) != 0
+        runner.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
-    /// Queue work onto the loop thread (runs inline-later even when called from the loop).
+    /// Traps in debug builds when called other than from this loop's work: the check for
+    /// loop-only state (swift-nio's `preconditionInEventLoop`). Nothing in release builds.
+    @inlinable
+    public func preconditionInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inLoop, "\(name): loop-only state used off the loop", file: file, line: line)
+    }
+
+    /// Queues work onto the loop. A threaded loop runs it on its thread, later even when called
+    /// from there. A simulated loop runs it at once on the calling thread when no work is
+    /// running, otherwise right after the work that is (so `submit` needs nobody to pump).
     public func execute(_ work: @escaping Work) {
+        if isSimulated && stopped.load(ordering: .relaxed) { return }   // shut down: takes no more work
         pending.withLock { $0.append(work) }
-        var one: UInt8 = 1
-        _ = write(wakeWriteFD, &one, 1)   // a full pipe already means "wake up"
+        switch driver {
+        case .thread(let pollSet): pollSet.wake()
+        case .simulated: if !inLoop { runPendingIfIdle() }
+        }
     }
 
-    /// Run `body` on the loop and wait for its result (never call from the loop itself).
+    /// Runs `body` on the loop and waits for its result (never call from the loop itself).
     public func submit<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { cont in
             execute {
@@ -78,67 +93,51 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Loop thread only: call `onReadable` whenever `fd` is readable.
+    /// Loop work only: call `onReadable` whenever `fd` is readable. A simulated loop polls
+    /// nothing: its packets come from a `VirtualNetwork`.
     public func register(fd: Int32, onReadable: @escaping () -> Void) {
-        handlers[fd] = onReadable
+        guard case .thread(let pollSet) = driver else {
+            preconditionFailure("\(name) is a simulated loop: it polls no file descriptors (use a VirtualNetwork's endpoints)")
+        }
+        preconditionInLoop()
+        pollSet.handlers[fd] = onReadable
     }
 
     public func unregister(fd: Int32) {
-        handlers[fd] = nil
+        guard case .thread(let pollSet) = driver else { return }
+        preconditionInLoop()
+        pollSet.handlers[fd] = nil
     }
 
-    /// Loop thread only: a one-shot timer. Returns an id for `cancelTimer`.
+    /// Loop work only: a one-shot timer, fired once the loop's `now` reaches `deadline` (timers
+    /// with the same deadline fire in the order they were scheduled). Returns an id for `cancelTimer`.
     @discardableResult
     public func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping () -> Void) -> Int {
-        timers.schedule(at: deadline, fire)
+        preconditionInLoop()
+        return timers.schedule(at: deadline, fire)
     }
 
     public func cancelTimer(_ id: Int) {
+        preconditionInLoop()
         timers.cancel(id)
     }
 
-    /// Stops the thread after the work queued so far has run. Registered fds are not closed.
+    /// Stops the loop after the work queued so far has run: a threaded loop's thread ends, a
+    /// simulated loop drops its timers and takes no more work. Registered fds are not closed.
     public func shutdown() {
-        execute { [self] in stopped.store(true, ordering: .relaxed) }
-    }
-
-    deinit {
-        close(wakeFD)
-        close(wakeWriteFD)
-    }
-
-    private func run() {
-        var fds: [pollfd] = []
-        while !stopped.load(ordering: .relaxed) {
-            // The poll set is rebuilt only when a handler was added or removed: with hundreds of
-            // connections on one loop, rebuilding it on every wake-up dominated.
-            if pollSetChanged {
-                fds.removeAll(keepingCapacity: true)
-                fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
-                for fd in handlers.keys { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-                pollSetChanged = false
-            }
-            for i in fds.indices { fds[i].revents = 0 }
-            let timeout = pollTimeoutMillis()
-            let n = poll(&fds, nfds_t(fds.count), timeout)
-            if n < 0 && errno != EINTR { break }
-            if n > 0 {
-                for entry in fds where entry.revents != 0 {
-                    if entry.fd == wakeFD {
-                        var sink = [UInt8](repeating: 0, count: 256)
-                        while read(wakeFD, &sink, sink.count) > 0 {}
-                    } else if let handler = handlers[entry.fd] {
-                        handler()
-                    }
-                }
-            }
-            runPending()
-            fireTimers()
+        execute { [self] in
+            stopped.store(true, ordering: .relaxed)
+            if isSimulated { timers = TimerHeap() }
         }
-        runPending()
     }
 
-    private func runPending() {
+    var isSimulated: Bool {
+        if case .simulated = driver { return true }
+        return false
+    }
+
+    /// Runs queued work until none is left (work may queue more). Loop work only.
+    func runPending() {
         while true {
             let batch = pending.withLock { queue -> [Work] in
                 let b = queue
@@ -150,23 +149,7 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func pollTimeoutMillis() -> Int32 {
-        guard let earliest = timers.earliest() else { return -1 }
-        let remaining = ContinuousClock.now.duration(to: earliest)
-        if remaining <= .zero { return 0 }
-        let (s, atto) = remaining.components
-        let ms = s * 1000 + atto / 1_000_000_000_000_000 + 1
-        return Int32(clamping: ms)
-    }
-
-    /// Fires what was due when this round began, earliest first; timers those schedule for
-    /// now already wait for the next round (as before: no starvation of the poll).
-    private func fireTimers() {
-        let now = ContinuousClock.now
-        var due: [() -> Void] = []
-        while let fire = timers.popDue(now) { due.append(fire) }
-        for fire in due { fire() }
-    }
+    var hasPending: Bool { pending.withLock { !$0.isEmpty } }
 }
 
 public struct TransportError: Error, CustomStringConvertible, Sendable {

@@ -85,11 +85,13 @@ public final class SocketSet: PacketIO {
     public var localAddresses: [SocketAddress] { sockets.map(\.localAddress) }
 
     public func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool {
+        loop.preconditionInLoop()
         guard let socket = sockets.first(where: { $0.localAddress == local }) ?? sockets.first else { return false }
         return socket.send(bytes, to: remote)
     }
 
     public func close() {
+        loop.preconditionInLoop()
         for socket in sockets {
             loop.unregister(fd: socket.fd)
             socket.close()

@@ -1,7 +1,8 @@
 /// The loop's timers: a binary min-heap on the deadline, so a wake-up costs O(log n) however
 /// many timers are pending (a scan of every timer per wake-up dominated a relay with thousands
 /// of sessions, each with a connect timeout and ICE/DTLS timers). Cancelling is lazy: the entry
-/// stays in the heap and is skipped when it surfaces.
+/// stays in the heap and is skipped when it surfaces. Timers with the same deadline come out in
+/// the order they were scheduled (ids grow), so a simulated loop replays the same way every run.
 struct TimerHeap<Fire> {
     private var heap: [(deadline: ContinuousClock.Instant, id: Int)] = []
     private var live: [Int: (deadline: ContinuousClock.Instant, fire: Fire)] = [:]
@@ -52,11 +53,15 @@ struct TimerHeap<Fire> {
         if !heap.isEmpty { siftDown(0) }
     }
 
+    private static func before(_ a: (deadline: ContinuousClock.Instant, id: Int), _ b: (deadline: ContinuousClock.Instant, id: Int)) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
+    }
+
     private mutating func siftUp(_ index: Int) {
         var i = index
         while i > 0 {
             let parent = (i - 1) / 2
-            guard heap[i].deadline < heap[parent].deadline else { return }
+            guard Self.before(heap[i], heap[parent]) else { return }
             heap.swapAt(i, parent)
             i = parent
         }
@@ -67,8 +72,8 @@ struct TimerHeap<Fire> {
         while true {
             let l = 2 * i + 1, r = l + 1
             var smallest = i
-            if l < heap.count && heap[l].deadline < heap[smallest].deadline { smallest = l }
-            if r < heap.count && heap[r].deadline < heap[smallest].deadline { smallest = r }
+            if l < heap.count && Self.before(heap[l], heap[smallest]) { smallest = l }
+            if r < heap.count && Self.before(heap[r], heap[smallest]) { smallest = r }
             guard smallest != i else { return }
             heap.swapAt(i, smallest)
             i = smallest

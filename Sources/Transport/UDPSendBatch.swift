@@ -4,7 +4,8 @@ import STUN
 
 /// Datagrams written in place into reused slots and sent together: one `sendmmsg` per run of
 /// slots on the same socket (a relay's fan-out of one packet to all its players). Nothing is
-/// allocated per datagram once the batch has grown to the fan-out's size. One thread only.
+/// allocated per datagram once the batch has grown to the fan-out's size. One loop's work only
+/// (checked in debug builds when the batch is given its loop).
 ///
 /// UDP GSO (UDP_SEGMENT) is not used here: it splits one buffer into equal segments for one
 /// destination, while a fan-out sends one datagram to each of many destinations.
@@ -29,7 +30,11 @@ public final class UDPSendBatch {
     /// through `slotSize` × players bytes. The C side sends 64 per sendmmsg either way.
     public var flushThreshold: Int
 
-    public init(capacity: Int = 16, flushThreshold: Int = 64) {
+    /// The loop whose work alone uses the batch, when known.
+    public let loop: EventLoop?
+
+    public init(capacity: Int = 16, flushThreshold: Int = 64, loop: EventLoop? = nil) {
+        self.loop = loop
         self.flushThreshold = max(1, flushThreshold)
         grow(to: max(1, capacity))
     }
@@ -39,6 +44,7 @@ public final class UDPSendBatch {
     /// The next free slot to write a datagram into; `commit` queues it. Valid until the next
     /// `slot()`, `commit` or `flush`. Sends what is queued first when `flushThreshold` are.
     public func slot() -> UnsafeMutableRawBufferPointer {
+        loop?.preconditionInLoop()
         if count >= flushThreshold { flush() }
         if count == capacity { grow(to: capacity * 2) }
         return UnsafeMutableRawBufferPointer(start: storage! + count * Self.slotSize, count: Self.slotSize)
@@ -90,6 +96,7 @@ public final class UDPSendBatch {
     /// Sends what is queued (one sendmmsg per run of slots on one socket) and empties the batch.
     @discardableResult
     public func flush() -> Int {
+        loop?.preconditionInLoop()
         guard count > 0, let buffers, let lengths, let names, let nameLengths else { return 0 }
         var sent = 0
         var start = 0

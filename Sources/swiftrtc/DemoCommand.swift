@@ -35,11 +35,13 @@ enum DemoCommand {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
 
         let relay: RelayServer
+        // `log:` by label: the same call with a trailing closure compiled (Swift 6.3.1) into a
+        // crash on the relay's first use (a null object from the async convenience init).
         do {
-            relay = try await RelayServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port) { _ in }
+            relay = try await RelayServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port, log: { _ in })
         } catch {
             say("demo: \(http.host):\(http.port) or UDP \(udp.port) is taken (\(error)); using free ports")
-            relay = try await RelayServer(httpHost: http.host, httpPort: 0, udpHost: udp.host, udpPort: 0) { _ in }
+            relay = try await RelayServer(httpHost: http.host, httpPort: 0, udpHost: udp.host, udpPort: 0, log: { _ in })
         }
         let streamURL = "webrtc://\(relay.httpHost):\(relay.httpPort)/live/demo"
         say("demo: relay on \(relay.url) (UDP \(relay.advertisedAddress)); player page: \(relay.url)/players/ (app live, stream demo)")

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locks
 import SwiftRTC
 
 /// `swiftrtc jsep`: one PeerConnection driven step by step from stdin, for scripted
@@ -46,7 +46,7 @@ enum JSEPCommand {
 
     /// Frames decoded on a remote video track.
     final class FrameCounter: VideoRenderer {
-        private let count = Mutex(0)
+        private let count = Locked(0)
         func render(_ frame: VideoFrame) { count.withLock { $0 += 1 } }
         var frames: Int { count.withLock { $0 } }
     }

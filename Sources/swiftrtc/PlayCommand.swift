@@ -1,6 +1,6 @@
 import Foundation
 import SwiftRTC
-import Synchronization
+import Locks
 
 /// `swiftrtc play URL`: the reference app's player.
 enum PlayCommand {
@@ -113,7 +113,7 @@ final class PatternChecker: VideoRenderer, Sendable {
         var freezeSeconds = 0.0
         var longestGap = 0.0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// A pause this long between two decoded frames counts as a freeze (what a viewer sees).
     static let freezeThreshold = 0.5
 
@@ -169,7 +169,7 @@ final class PatternChecker: VideoRenderer, Sendable {
 
 /// Decoded audio: frame count and RMS level in dBFS.
 final class AudioMeter: AudioRenderer, Sendable {
-    private let state = Mutex<(frames: Int, power: Double, samples: Int)>((0, 0, 0))
+    private let state = Locked<(frames: Int, power: Double, samples: Int)>((0, 0, 0))
 
     func render(_ frame: AudioFrame) {
         let samples = frame.int16Samples

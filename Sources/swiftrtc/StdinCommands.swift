@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locks
 import SwiftRTC
 
 /// Standard input, read once on its own thread; each line goes to the first handler that takes
@@ -7,7 +7,7 @@ import SwiftRTC
 enum StdinCommands {
     /// Returns false when the line is not for it.
     typealias Handler = @Sendable (_ words: [String], _ line: String) async -> Bool
-    private static let handlers = Mutex<(started: Bool, list: [Handler])>((false, []))
+    private static let handlers = Locked<(started: Bool, list: [Handler])>((false, []))
 
     static func add(first: Bool = false, _ handler: @escaping Handler) {
         let start = handlers.withLock { h -> Bool in

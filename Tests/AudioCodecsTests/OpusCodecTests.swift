@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Media
+import SeededRandom
 @testable import AudioCodecs
 
 @Suite struct OpusCodecTests {
@@ -209,16 +210,10 @@ import Media
         }
 
         // Random bytes: each either decodes or throws; afterwards the decoder still works.
-        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var random = SplitMix64(seed: 0x4F50_5553)
         var thrown = 0
         for _ in 0..<2000 {
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
-            let length = Int(seed >> 58) + 1
-            var packet = [UInt8](repeating: 0, count: length)
-            for i in 0..<length {
-                seed = seed &* 6364136223846793005 &+ 1442695040888963407
-                packet[i] = UInt8(truncatingIfNeeded: seed >> 33)
-            }
+            let packet = random.bytes(Int(random.next() >> 58) + 1)
             do { _ = try decoder.decode(packet) } catch { thrown += 1 }
         }
         #expect(thrown > 0)

@@ -1,11 +1,13 @@
 import AudioDevice
-import Foundation
 import Media
-import Synchronization
 import Testing
+import TestSupport
 
-/// A sound card in memory: reads return `value`, writes are kept; `failing` makes every call
-/// fail (unplugged) until cleared. Each call takes 1 ms, standing in for the device's clock.
+/// A sound card in memory whose clock is the test's: each read or write waits for a period
+/// the test lets pass (`tick`, `run(periods:)`), so the audio thread moves only when told and
+/// every frame is accounted for. Reads return `value`, writes are kept; `failing` makes every
+/// call fail (unplugged) until cleared. Stopping a stream waits for its audio thread, so a test
+/// stops (or switches) inside `unclocked`, which lets the thread run until the call returns.
 final class MemoryAudioDevice: AudioDeviceModule, AudioCaptureStream, AudioPlayoutStream, @unchecked Sendable {
     // @unchecked: all state is behind `state`.
     struct State {
@@ -15,8 +17,13 @@ final class MemoryAudioDevice: AudioDeviceModule, AudioCaptureStream, AudioPlayo
         var missing: Set<String> = []
         var opens = 0
         var written: [Int16] = []
+        /// Periods the test has let pass and no call has used yet.
+        var periods = 0
+        /// Calls that used a period and have finished.
+        var clockedCalls = 0
+        var unclocked = false
     }
-    let state = Mutex(State())
+    let state = Monitor(State())
     let format = AudioStreamFormat.mono48k
 
     func inputDevices() -> [AudioDeviceInfo] { [AudioDeviceInfo(id: "mem.in", name: "memory", kind: .input, isDefault: true)] }
@@ -37,15 +44,49 @@ final class MemoryAudioDevice: AudioDeviceModule, AudioCaptureStream, AudioPlayo
         return self
     }
 
+    /// Lets `periods` device periods pass.
+    func tick(_ periods: Int = 1) { state.withLock { $0.periods += periods } }
+
+    /// Lets `periods` pass and waits until the calls they allow have finished.
+    func run(periods: Int) -> Bool {
+        let target = state.withLock { s -> Int in
+            s.periods += periods
+            return s.clockedCalls + s.periods
+        }
+        return state.wait(until: { $0.clockedCalls >= target })
+    }
+
+    /// Runs `body` with the clock stopped holding the audio thread back (stop and switch wait for it).
+    func unclocked<R>(_ body: () throws -> R) rethrows -> R {
+        state.withLock { $0.unclocked = true }
+        defer { state.withLock { s in s.unclocked = false; s.periods = 0 } }
+        return try body()
+    }
+
+    /// One device call: waits for a period (or runs at once when unclocked), then `body` with
+    /// the state. Bounded, so a test that forgot to tick fails like an unplugged device.
+    private func call<R>(_ device: String, _ body: (inout State) -> R) throws(AudioDeviceError) -> R {
+        guard state.wait(until: { $0.periods > 0 || $0.unclocked }) else {
+            throw .ioFailed(device: device, reason: "the test let no period pass")
+        }
+        let clocked = state.withLock { s -> Bool in
+            guard !s.unclocked, s.periods > 0 else { return false }
+            s.periods -= 1
+            return true
+        }
+        return state.withLock { s in
+            defer { if clocked { s.clockedCalls += 1 } }
+            return body(&s)
+        }
+    }
+
     func read(into samples: inout [Int16]) throws(AudioDeviceError) {
-        Thread.sleep(forTimeInterval: 0.001)
-        let (value, failing) = state.withLock { ($0.value, $0.failing) }
+        let (value, failing) = try call("mem.in") { ($0.value, $0.failing) }
         if failing { throw .ioFailed(device: "mem.in", reason: "unplugged") }
         samples = [Int16](repeating: value, count: format.samplesPer10ms)
     }
     func write(_ samples: [Int16]) throws(AudioDeviceError) {
-        Thread.sleep(forTimeInterval: 0.001)
-        let failing = state.withLock { s -> Bool in
+        let failing = try call("mem.out") { s -> Bool in
             if !s.failing { s.written += samples }
             return s.failing
         }
@@ -55,45 +96,35 @@ final class MemoryAudioDevice: AudioDeviceModule, AudioCaptureStream, AudioPlayo
     func close() {}
 }
 
-/// Collects what a capturer delivers and the device events.
-final class Collector: Sendable {
-    let frames = Mutex<[AudioFrame]>([])
-    let events = Mutex<[AudioDeviceEvent]>([])
-    func waitUntil(_ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
-    }
-}
-
 struct DeviceStreamTests {
     @Test func microphoneDeliversMutesWithoutReopeningAndRecoversFromLoss() throws {
         let device = MemoryAudioDevice()
-        let seen = Collector()
-        let mic = MicrophoneCapturer(module: device, device: nil) { e in seen.events.withLock { $0.append(e) } }
-        mic.onFrame = { f in seen.frames.withLock { $0.append(f) } }
+        let frames = Monitor([AudioFrame]()), events = Monitor([AudioDeviceEvent]())
+        let mic = MicrophoneCapturer(module: device, device: nil) { e in events.withLock { $0.append(e) } }
+        mic.onFrame = { f in frames.withLock { $0.append(f) } }
         try mic.start()
-        seen.waitUntil { seen.frames.withLock { $0.count } >= 5 }
-        mic.isMuted = true
-        let mutedFrom = seen.frames.withLock { $0.count }
-        seen.waitUntil { seen.frames.withLock { $0.count } >= mutedFrom + 5 }
-        mic.isMuted = false
-        let unmutedFrom = seen.frames.withLock { $0.count }
-        seen.waitUntil { seen.frames.withLock { $0.count } >= unmutedFrom + 5 }
-        #expect(device.state.withLock { $0.opens } == 1)   // mute and unmute did not reopen
+        for (count, muted) in [(5, false), (10, true), (15, false)] {
+            mic.isMuted = muted
+            device.tick(5)
+            #expect(frames.wait(until: { $0.count == count }))
+        }
+        #expect(device.state.value.opens == 1)   // mute and unmute did not reopen
 
         device.state.withLock { $0.failing = true }
-        seen.waitUntil { !seen.events.withLock { $0 }.isEmpty }
+        device.tick()
+        #expect(events.wait(until: { !$0.isEmpty }))
         device.state.withLock { $0.failing = false }
-        seen.waitUntil { seen.events.withLock { $0 }.count >= 2 }
-        mic.stop()
+        #expect(events.wait(until: { $0.count == 2 }))   // reopened at its next retry
+        device.tick(2)
+        #expect(frames.wait(until: { $0.count == 17 }))
+        device.unclocked { mic.stop() }
 
-        let frames = seen.frames.withLock { $0 }
-        #expect(frames.allSatisfy { $0.samplesPerChannel == 480 && $0.sampleRate == 48000 })
-        #expect(frames.prefix(mutedFrom - 1).allSatisfy { $0.int16Samples.allSatisfy { $0 == 1000 } })
-        #expect(frames[(mutedFrom + 1)..<(unmutedFrom - 1)].allSatisfy { $0.int16Samples.allSatisfy { $0 == 0 } })
-        #expect(frames.suffix(2).allSatisfy { $0.int16Samples.allSatisfy { $0 == 1000 } })
-        #expect(seen.events.withLock { $0 } == [.lost(device: "default", reason: "audio: \"mem.in\" failed: unplugged"),
-                                               .recovered(device: "default")])
+        let got = frames.value.prefix(17)
+        #expect(got.allSatisfy { $0.samplesPerChannel == 480 && $0.sampleRate == 48000 })
+        let levels = got.map { Set($0.int16Samples) }
+        #expect(levels == Array(repeating: [1000], count: 5) + Array(repeating: [0], count: 5) + Array(repeating: [1000], count: 7))
+        #expect(events.value == [.lost(device: "default", reason: "audio: \"mem.in\" failed: unplugged"),
+                                 .recovered(device: "default")])
         #expect(mic.stats.deviceLost == 1)
         #expect(mic.stats.deviceDelayMs == 25)
     }
@@ -111,11 +142,13 @@ struct DeviceStreamTests {
             a.source.deliver(AudioFrame(samples: .int16([Int16](repeating: 300, count: 960)), timestampNs: 0))
             b.source.deliver(AudioFrame(samples: .int16([Int16](repeating: 40, count: 960)), timestampNs: 0))
         }
-        let seen = Collector()
-        seen.waitUntil { device.state.withLock { $0.written.contains(340) } }
+        // Period by period until both tracks come out summed (the buffers may hold some back first).
+        for _ in 0..<50 where !device.state.value.written.contains(340) {
+            #expect(device.run(periods: 1))
+        }
         playout.remove(b)
-        playout.stop()
-        let written = device.state.withLock { $0.written }
+        device.unclocked { playout.stop() }
+        let written = device.state.value.written
         #expect(written.contains(340))                      // both tracks, summed
         #expect(Set(written).isSubset(of: [0, 300, 340]))
         #expect(playout.stats.framesPlayed > 0)
@@ -129,17 +162,17 @@ struct DeviceStreamTests {
         let device = MemoryAudioDevice()
         let playout = AudioPlayout(module: device, device: "mem.out")
         try playout.start()
-        try playout.switchDevice(to: nil)
+        try device.unclocked { try playout.switchDevice(to: nil) }
         #expect(playout.device == nil)
         device.state.withLock { $0.missing = ["earpiece"] }
         #expect(throws: AudioDeviceError.openFailed(device: "earpiece", reason: "unplugged")) {
-            try playout.switchDevice(to: "earpiece")
+            try device.unclocked { try playout.switchDevice(to: "earpiece") }
         }
         #expect(playout.device == nil)
         let before = playout.stats.framesPlayed
-        Collector().waitUntil { playout.stats.framesPlayed > before + 3 }   // the old output resumed
-        playout.stop()
-        #expect(playout.stats.framesPlayed > before + 3)
+        #expect(device.run(periods: 4))   // the old output resumed: it plays each period let pass
+        device.unclocked { playout.stop() }
+        #expect(playout.stats.framesPlayed >= before + 4)
     }
 
     @Test func badFormatsAreTypedErrors() {

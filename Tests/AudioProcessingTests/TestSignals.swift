@@ -1,18 +1,15 @@
 import Foundation
 import Media
+import SeededRandom
 
 /// Deterministic signals and level measurements for the processing tests.
 enum TestSignal {
     static let rate = 48000
 
-    /// Uniform white noise in [-amplitude, amplitude] from a fixed-seed LCG.
+    /// Uniform white noise in [-amplitude, amplitude], the same for a seed.
     static func whiteNoise(samples: Int, amplitude: Float, seed: UInt64 = 1) -> [Float] {
-        var state = seed
-        return (0..<samples).map { _ in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            let unit = Float(state >> 40) / Float(1 << 24)   // [0, 1)
-            return (unit * 2 - 1) * amplitude
-        }
+        var random = SplitMix64(seed: seed)
+        return (0..<samples).map { _ in Float(random.unit() * 2 - 1) * amplitude }
     }
 
     static func tone(hz: Double, amplitude: Double, samples: Int, offset: Int = 0) -> [Float] {

@@ -1,4 +1,5 @@
 @testable import BandwidthEstimation
+import SeededRandom
 
 /// Synthetic one-way traces for the delay pipeline: 1200-byte packets through a bottleneck
 /// FIFO of `linkBitrate`, sent at a rate that may change over time, reported in 50 ms batches.

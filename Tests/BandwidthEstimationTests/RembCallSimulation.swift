@@ -1,5 +1,6 @@
 import RTP
 @testable import BandwidthEstimation
+import SeededRandom
 
 /// A REMB-only call on a fake clock in 1 ms steps: a sender without transport-cc whose rate
 /// obeys the last REMB it got (down at once, up by 10% of the gap per frame, never above it,

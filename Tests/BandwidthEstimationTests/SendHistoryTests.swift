@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 import RTP
 @testable import BandwidthEstimation

@@ -1,6 +1,7 @@
 /// A bottleneck: a FIFO drained at `bitrate` (changeable), tail-dropping once it holds more
 /// than `queueLimit` of transmission time, then a fixed propagation delay, with optional
 /// random loss before the queue. Times are exact (not tick-rounded).
+import SeededRandom
 struct SimulatedLink {
     struct Delivery {
         var sequence: Int64

@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Media
 import Render
+import TestSupport
 import Testing
 
 // OpenCV's cascade detector on real pictures: a photograph Debian ships (matplotlib's sample
@@ -33,17 +34,10 @@ enum Portrait {
 }
 
 /// Frames a V4L2 stream delivers, straight from its sink.
-private final class StreamFrames: CameraStreamSink, @unchecked Sendable {
-    private let lock = NSCondition()
-    private var frames: [VideoFrame] = []
-    func cameraStream(didCapture frame: VideoFrame) { lock.lock(); frames.append(frame); lock.broadcast(); lock.unlock() }
+private final class StreamFrames: CameraStreamSink {
+    let frames = Monitor([VideoFrame]())
+    func cameraStream(didCapture frame: VideoFrame) { frames.withLock { $0.append(frame) } }
     func cameraStream(didFail error: CameraError) {}
-    /// Blocks until `n` frames came (the recorded camera makes exactly as many as allowed).
-    func take(_ n: Int) -> [VideoFrame] {
-        lock.lock(); defer { lock.unlock() }
-        while frames.count < n { lock.wait() }
-        return Array(frames.prefix(n))
-    }
 }
 
 @Suite(.serialized) struct CascadeFaceDetectorTests {
@@ -58,7 +52,9 @@ private final class StreamFrames: CameraStreamSink, @unchecked Sendable {
         let sink = StreamFrames()
         let stream = try backend.open(device, format: format, fps: format.maxFrameRate, controls: CameraControlState(), sink: sink)
         defer { stream.stop() }
-        return (sink.take(count), camera.currentFormat)
+        // The recorded camera makes exactly as many frames as allowed.
+        #expect(sink.frames.wait(until: { $0.count >= count }))
+        return (Array(sink.frames.value.prefix(count)), camera.currentFormat)
     }
 
     @Test func findsTheFaceInAPhotographThroughARecordedWebcam() throws {
@@ -85,31 +81,6 @@ private final class StreamFrames: CameraStreamSink, @unchecked Sendable {
     }
 }
 
-/// Counts delivered frames and says when `target` have come (no polling).
-private final class FrameCountdown: VideoCapturerDelegate, @unchecked Sendable {
-    // @unchecked: `frames` is guarded by `lock`; the continuation is thread-safe.
-    private let lock = NSLock()
-    private(set) var frames: [VideoFrame] = []
-    private let target: Int
-    private let done: AsyncStream<Void>.Continuation
-    let reached: AsyncStream<Void>
-
-    init(target: Int) {
-        self.target = target
-        (reached, done) = AsyncStream<Void>.makeStream()
-    }
-
-    func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) {
-        lock.lock()
-        frames.append(frame)
-        let n = frames.count
-        lock.unlock()
-        if n == target { done.yield(); done.finish() }
-    }
-
-    var all: [VideoFrame] { lock.lock(); defer { lock.unlock() }; return frames }
-}
-
 @Suite(.serialized) struct CascadeFaceDetectionInTheCapturerTests {
     @Test func faceEventsFromARecordedWebcamAndNoFrameHeldUpForDetection() async throws {
         let photo = try Portrait.load()
@@ -117,7 +88,7 @@ private final class FrameCountdown: VideoCapturerDelegate, @unchecked Sendable {
         camera.show(photo)
         camera.allowFrames(0)
         let backend = V4L2CameraBackend(nodes: [.init(path: camera.path) { () throws(V4L2Error) in try camera.open() }])
-        let frames = FrameCountdown(target: 90)
+        let frames = FrameSink()
         let capturer = CameraCapturer(backend: backend, delegate: frames)
         capturer.setFaceDetection(FaceDetectionOptions(imageDetector: try CascadeFaceDetector()))
         let events = capturer.events()
@@ -125,7 +96,7 @@ private final class FrameCountdown: VideoCapturerDelegate, @unchecked Sendable {
         // The recorded camera makes frames as fast as they are taken: far faster than detection.
         camera.allowFrames(90)
         let entered = await waitFor(events) { if case .faceEntered = $0 { return true }; return false }
-        #expect(await waitFor(frames.reached) { _ in true } != nil, "90 frames did not all arrive")
+        #expect(await frames.frames.wait(until: { $0.count >= 90 }), "90 frames did not all arrive")
         let all = frames.all
         await capturer.stopCapture()
 

@@ -1,13 +1,13 @@
 import Camera
 import Media
-import Synchronization
+import Locks
 import Testing
 
 /// A detector that reports what the test scripted for the next frame, without ids.
 private final class ScriptedDetector: FaceDetector {
     let name = "scripted"
     let analyzesPixels = false
-    let next = Mutex<[NormalizedRect]>([])
+    let next = Locked<[NormalizedRect]>([])
     func detectFaces(in frame: VideoFrame) throws(CameraError) -> [FaceObservation] {
         next.withLock { $0 }.map { FaceObservation(bounds: $0) }
     }

@@ -1,6 +1,7 @@
 import Camera
+import Locks
 import Media
-import Synchronization
+import TestSupport
 
 /// A backend the test drives by hand: frames are pushed from the test's own thread, the "driver"
 /// rounds exposure to 100 µs like V4L2, and devices can vanish and come back.
@@ -12,12 +13,12 @@ final class FakeBackend: CameraBackend {
         var opened: [String] = []
         var streams: [FakeStream] = []
     }
-    let state: Mutex<State>
+    let state: Locked<State>
     let all: [CaptureDevice]
 
     init(devices: [CaptureDevice] = [FakeBackend.front, FakeBackend.back]) {
         all = devices
-        state = Mutex(State(present: Set(devices.map(\.id))))
+        state = Locked(State(present: Set(devices.map(\.id))))
     }
 
     func devices() throws(CameraError) -> [CaptureDevice] {
@@ -84,13 +85,13 @@ final class FakeStream: CameraStream {
         var photo: VideoFrame?
         var exposure: (iso: Double, duration: Double)? = (100, 1.0 / 30)
     }
-    let state: Mutex<State>
+    let state: Locked<State>
 
     init(device: CaptureDevice, format: CaptureFormat, fps: Double, controls: CameraControlState, sink: any CameraStreamSink) {
         self.device = device
         self.format = format
         self.sink = sink
-        state = Mutex(State(fps: fps, controls: controls))
+        state = Locked(State(fps: fps, controls: controls))
     }
 
     func apply(_ setting: CameraSetting) throws(CameraError) -> CameraSetting {
@@ -143,28 +144,25 @@ func makeNV12(width: Int, height: Int, y: UInt8, leftY: UInt8? = nil, topY: UInt
     return b
 }
 
-/// Collects delivered frames.
+/// Collects delivered frames; a test waits on `frames` for the ones it expects.
 final class FrameSink: VideoCapturerDelegate {
-    let frames = Mutex<[VideoFrame]>([])
+    let frames = Monitor([VideoFrame]())
     func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) { frames.withLock { $0.append(frame) } }
-    var all: [VideoFrame] { frames.withLock { $0 } }
+    var all: [VideoFrame] { frames.value }
     var count: Int { frames.withLock { $0.count } }
+
+    /// Waits until `n` more frames than now have been delivered.
+    func more(_ n: Int) async -> Bool {
+        let target = count + n
+        return await frames.wait(until: { $0.count >= target })
+    }
 }
 
-/// Waits for the first event matching `predicate`; nil after 10 s (a generous bound so a broken
-/// capturer fails the test instead of hanging it; passing runs never wait for it).
-func waitFor<Event: Sendable>(_ events: AsyncStream<Event>, _ predicate: @escaping @Sendable (Event) -> Bool) async -> Event? {
-    await withTaskGroup(of: Event?.self) { group in
-        group.addTask {
-            for await e in events where predicate(e) { return e }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(10))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+/// The first event matching `predicate`; nil after 10 s (a generous bound so a broken capturer
+/// fails the test instead of hanging it; passing runs never wait for it).
+func waitFor(_ events: AsyncStream<CameraEvent>, _ predicate: @escaping @Sendable (CameraEvent) -> Bool) async -> CameraEvent? {
+    await withDeadline(.seconds(10)) {
+        for await e in events where predicate(e) { return e }
+        return nil
     }
 }

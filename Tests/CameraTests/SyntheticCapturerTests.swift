@@ -1,7 +1,6 @@
 import Camera
 import Media
 import Render
-import Synchronization
 import Testing
 
 // The capturer on the synthetic camera, end to end on real streams: controls measured on photos,
@@ -19,24 +18,13 @@ private func photoMeans(_ frame: VideoFrame) -> (luma: Double, r: Double, b: Dou
     return ((0.299 * Double(r) + 0.587 * Double(g) + 0.114 * Double(b)) / n, Double(r) / n, Double(b) / n)
 }
 
-/// Waits (polling the frame count, bounded) until `n` more frames were delivered.
-private func frames(_ sink: FrameSink, _ n: Int) async -> Bool {
-    let target = sink.count + n
-    let end = ContinuousClock.now.advanced(by: .seconds(10))
-    while sink.count < target {
-        if ContinuousClock.now > end { return false }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return true
-}
-
 @Suite(.serialized) struct SyntheticCapturerTests {
     func start(_ position: CameraPosition, _ backend: SyntheticCameraBackend = SyntheticCameraBackend(),
                width: Int = 352, height: Int = 288) async throws -> (SyntheticCameraBackend, CameraCapturer, FrameSink) {
         let sink = FrameSink()
         let capturer = CameraCapturer(backend: backend, delegate: sink, restartInterval: .milliseconds(5))
         try await capturer.startCapture(device: capturer.device(position: position), width: width, height: height, fps: 30)
-        #expect(await frames(sink, 1))
+        #expect(await sink.more(1))
         return (backend, capturer, sink)
     }
 
@@ -82,7 +70,7 @@ private func frames(_ sink: FrameSink, _ n: Int) async -> Bool {
         let before = sink.count
         let photo = try await capturer.takePhoto()
         #expect(photo.width == 3840 && photo.height == 2160)
-        #expect(await frames(sink, 5))
+        #expect(await sink.more(5))
         #expect(sink.count > before)
         #expect(sink.all.suffix(5).allSatisfy { $0.width == 352 && $0.height == 288 })
         await capturer.stopCapture()
@@ -92,11 +80,11 @@ private func frames(_ sink: FrameSink, _ n: Int) async -> Bool {
         let (_, capturer, sink) = try await start(.front)
         #expect(sink.all.last.flatMap { SyntheticScene.identify($0) } == .front)
         try await capturer.switchCamera(position: .back)
-        #expect(await frames(sink, 3))
+        #expect(await sink.more(3))
         #expect(sink.all.last.flatMap { SyntheticScene.identify($0) } == .back)
         // A different size on the same capturer and delegate: frames follow.
         try await capturer.startCapture(device: SyntheticDevices.back, width: 640, height: 480, fps: 30)
-        #expect(await frames(sink, 3))
+        #expect(await sink.more(3))
         #expect(sink.all.last?.width == 640 && sink.all.last?.height == 480)
         await capturer.stopCapture()
     }
@@ -110,7 +98,7 @@ private func frames(_ sink: FrameSink, _ n: Int) async -> Bool {
         #expect(id == SyntheticDevices.frontID && error.kind == .deviceLost)
         backend.reconnect(SyntheticDevices.frontID)
         #expect(await waitFor(events) { if case .resumed = $0 { return true } else { return false } } == .resumed(device: SyntheticDevices.frontID))
-        #expect(await frames(sink, 3))
+        #expect(await sink.more(3))
         await capturer.stopCapture()
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import Media
+import SeededRandom
 import Testing
+import TestSupport
 @testable import Capture
 
 /// A WAV file with arbitrary header fields (for the unsupported-format cases).
@@ -52,14 +54,10 @@ func sine(frequency: Double, rate: Int, seconds: Double, channels: Int = 1, ampl
 
     @Test func toneThreadDeliversFrames() {
         let tone = ToneCapturer(frequency: 300, frameDuration: .ms10)
-        let got = Box<[Int64]>([])
-        tone.onFrame = { f in
-            var count = 0
-            got.update { $0.append(f.timestampNs); count = $0.count }
-            if count == 5 { got.signal.signal() }
-        }
+        let got = Monitor([Int64]())
+        tone.onFrame = { f in got.withLock { $0.append(f.timestampNs) } }
         tone.start()
-        #expect(got.signal.wait(timeout: .now() + 20) == .success)
+        #expect(got.wait(until: { $0.count >= 5 }, timeout: .seconds(20)))
         tone.stop()
         tone.stop()
         #expect(!tone.isRunning)
@@ -176,8 +174,8 @@ func sine(frequency: Double, rate: Int, seconds: Double, channels: Int = 1, ampl
         try writer.write(sine(frequency: 200, rate: 8000, seconds: 0.03))
         try writer.close()
         let capturer = WAVFileCapturer(path: path)
-        let count = Box(0)
-        capturer.onFrame = { _ in count.update { $0 += 1 } }
+        let count = Monitor(0)
+        capturer.onFrame = { _ in count.withLock { $0 += 1 } }
         try capturer.start()
         #expect(await firstEvent(capturer.events) == .ended)
         capturer.stop()

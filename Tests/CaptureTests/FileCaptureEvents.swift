@@ -1,20 +1,12 @@
 import Capture
+import TestSupport
 
 /// The first event on a file capturer's `events`; nil if none comes within `timeout` (its
 /// capture thread runs on real time).
 func firstEvent(_ events: AsyncStream<FileCaptureEvent>, timeout: Duration = .seconds(20)) async -> FileCaptureEvent? {
-    await withTaskGroup(of: FileCaptureEvent?.self) { group in
-        group.addTask {
-            for await event in events { return event }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+    await withDeadline(timeout) {
+        for await event in events { return event }
+        return nil
     }
 }
 

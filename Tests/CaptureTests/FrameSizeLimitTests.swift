@@ -1,4 +1,5 @@
 import Media
+import TestSupport
 import Testing
 @testable import Capture
 

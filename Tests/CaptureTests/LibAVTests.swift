@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import Testing
+import TestSupport
 @testable import Capture
 
 /// Test files are made here with libavcodec (Debian ships no ffmpeg CLI on this machine; the

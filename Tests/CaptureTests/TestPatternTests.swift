@@ -1,4 +1,5 @@
 import Media
+import SeededRandom
 import Testing
 @testable import Capture
 

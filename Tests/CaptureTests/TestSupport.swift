@@ -1,76 +1,33 @@
 import Foundation
 import Media
+import TestSupport
 @testable import Capture
 
-/// A fresh directory under the system temp dir, removed by `cleanup()`.
-struct TempDir {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("capture-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+/// Collects what a capturer delivers; `waitForTarget` waits for `target` frames.
+final class FrameCollector: VideoCapturerDelegate, Sendable {
+    private struct Frame {
+        var number: UInt32?
+        var timestamp: Int64
+        var size: (Int, Int)
     }
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    func cleanup() { try? FileManager.default.removeItem(at: url) }
-}
-
-/// Deterministic pseudo-random numbers (SplitMix64) so tests never depend on luck.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Collects what a capturer delivers and signals when `target` frames have arrived.
-final class FrameCollector: VideoCapturerDelegate, @unchecked Sendable {
-    // @unchecked: all state behind `lock`.
-    private let lock = NSLock()
-    private var _numbers: [UInt32?] = []
-    private var _timestamps: [Int64] = []
-    private var _sizes: [(Int, Int)] = []
+    private let frames = Monitor([Frame]())
     let target: Int
-    let reached = DispatchSemaphore(value: 0)
 
     init(target: Int) { self.target = target }
 
     func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) {
         let number = TestPattern.read(frame)?.frameNumber
-        lock.lock()
-        _numbers.append(number)
-        _timestamps.append(frame.timestampNs)
-        _sizes.append((frame.width, frame.height))
-        let count = _numbers.count
-        lock.unlock()
-        if count == target { reached.signal() }
+        frames.withLock { $0.append(Frame(number: number, timestamp: frame.timestampNs, size: (frame.width, frame.height))) }
     }
 
-    var numbers: [UInt32?] { lock.lock(); defer { lock.unlock() }; return _numbers }
-    var timestamps: [Int64] { lock.lock(); defer { lock.unlock() }; return _timestamps }
-    var sizes: [(Int, Int)] { lock.lock(); defer { lock.unlock() }; return _sizes }
+    var numbers: [UInt32?] { frames.value.map(\.number) }
+    var timestamps: [Int64] { frames.value.map(\.timestamp) }
+    var sizes: [(Int, Int)] { frames.value.map(\.size) }
 
     /// Waits (bounded, generous) for the target count; false if it never came.
     func waitForTarget(seconds: Double = 20) -> Bool {
-        reached.wait(timeout: .now() + seconds) == .success
+        frames.wait(until: { $0.count >= target }, timeout: .milliseconds(Int64(seconds * 1000)))
     }
-}
-
-/// Thread-safe box for values set from capture-thread callbacks.
-final class Box<T>: @unchecked Sendable {
-    // @unchecked: `value` behind `lock`.
-    private let lock = NSLock()
-    private var _value: T
-    let signal = DispatchSemaphore(value: 0)
-    init(_ value: T) { _value = value }
-    var value: T {
-        get { lock.lock(); defer { lock.unlock() }; return _value }
-        set { lock.lock(); _value = newValue; lock.unlock() }
-    }
-    func update(_ body: (inout T) -> Void) { lock.lock(); body(&_value); lock.unlock() }
 }
 
 /// An I420 buffer filled by `pixel(x, y, plane)`.

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import Testing
+import TestSupport
 @testable import Capture
 
 /// Writes a Y4M file: `header` tags after the magic, then frames of raw planes.

@@ -1,6 +1,6 @@
 import Foundation
 import Media
-import Synchronization
+import Locks
 
 /// Deterministic test pictures: a horizontal gradient that drifts, a diagonal texture that scrolls
 /// (detail for rate control to spend bits on) and a bright box that moves across.
@@ -8,7 +8,7 @@ enum SyntheticVideo {
     private struct Key: Hashable { var index, width, height: Int }
     /// Pictures are immutable once made, so tests running in parallel share them (debug builds
     /// are slow at drawing).
-    private static let cache = Mutex<[Key: VideoFrameBuffer]>([:])
+    private static let cache = Locked<[Key: VideoFrameBuffer]>([:])
 
     static func frame(_ index: Int, width: Int, height: Int, fps: Double = 30) -> VideoFrame {
         let key = Key(index: index, width: width, height: height)

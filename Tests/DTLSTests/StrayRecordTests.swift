@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import DTLS
 
@@ -19,7 +20,7 @@ import Testing
         let link = try Link(cipherSuites: [suite])
         try link.connect()
         #expect(link.client.cipherSuite == suite && link.server.cipherSuite == suite)
-        var random = SplitMix64(state: 31)
+        var random = SplitMix64(seed: 31)
         var expected: [[UInt8]] = []
         var forged = 0
         for length in 0...120 {
@@ -64,7 +65,7 @@ import Testing
     @Test func cbcSuitesDoNotNegotiateEncryptThenMAC() throws {
         let link = try Link(cipherSuites: ["ECDHE-ECDSA-AES128-SHA"])
         try link.connect()
-        var random = SplitMix64(state: 5)
+        var random = SplitMix64(seed: 5)
         for length in [48, 64, 80, 1000] {
             link.server.handleDatagram(record(type: 23, sequence: 1, body: random.bytes(length)), now: link.now)
         }

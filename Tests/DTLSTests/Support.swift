@@ -1,17 +1,5 @@
+import CWallClock
 @testable import DTLS
-
-/// Deterministic pseudo-random bytes (SplitMix64) so "random" garbage is the same every run.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}
 
 /// Two transports wired back to back in process, with a fake clock.
 final class Link {
@@ -82,6 +70,17 @@ final class Link {
         start()
         pump()
     }
+
+    /// OpenSSL 3.0 runs the retransmission timer on gettimeofday, whatever `now` says: this
+    /// moves that clock (the test binary's own, see CWallClock) and `now` together. Undone when
+    /// the link goes away.
+    func advanceOpenSSLClock(by duration: Duration) {
+        let (s, atto) = duration.components
+        swiftrtc_test_wall_clock_advance(s * 1_000_000 + atto / 1_000_000_000_000)
+        now = now.advanced(by: duration)
+    }
+
+    deinit { swiftrtc_test_wall_clock_reset() }
 }
 
 extension [DTLSEvent] {

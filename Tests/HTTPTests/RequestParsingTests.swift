@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import HTTP
 
@@ -142,11 +143,8 @@ import Testing
             "GET / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc",
             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
         ].map { Array($0.utf8) }
-        var state: UInt64 = 0x9E3779B97F4A7C15
-        func random(_ bound: Int) -> Int {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Int((state >> 33) % UInt64(max(bound, 1)))
-        }
+        var rng = SplitMix64(seed: 0x4854_5450)
+        func random(_ bound: Int) -> Int { Int(rng.next() % UInt64(max(bound, 1))) }
         for round in 0..<3000 {
             var input = seeds[round % seeds.count]
             for _ in 0...random(6) {

@@ -1,5 +1,7 @@
 import Glibc
+import Locks
 import Testing
+import TestSupport
 @testable import HTTP
 
 /// An echo handler: `METHOD path query body from remote`, with the request's headers reflected
@@ -297,7 +299,7 @@ func withServer(limits: HTTPLimits = .init(), handler: @escaping HTTPServer.Hand
         let (events, continuation) = AsyncStream.makeStream(of: String.self)
         let server = try HTTPServer(host: "127.0.0.1", port: 0) { _ in
             continuation.yield("started")
-            try? await Task.sleep(for: .seconds(600))  // returns early when cancelled
+            await untilCancelled()
             continuation.yield(Task.isCancelled ? "cancelled" : "finished")
             return .text(200, "late")
         }

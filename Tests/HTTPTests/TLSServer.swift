@@ -2,13 +2,14 @@
 // with a self-signed P-256 certificate for 127.0.0.1 made by the openssl CLI. Listens on
 // 127.0.0.1 only and exits when its stdin closes (so it cannot outlive a crashed test run).
 import Foundation
+import TestSupport
 @testable import HTTP
 
 final class TLSTestServer: @unchecked Sendable {  // fields fixed after init
     let port: UInt16
     private let process: Process
     private let stdin: Pipe
-    private let directory: URL
+    private let directory: TempDir
 
     /// GET /redirect?to=URL answers 307 to URL; other GETs and POSTs answer 200 with
     /// "METHOD PATH BODY".
@@ -73,10 +74,9 @@ sys.stdin.read()
     }
 
     private init(forwardingTo backend: UInt16?) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("swiftrtc-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let cert = directory.appendingPathComponent("cert.pem").path
-        let key = directory.appendingPathComponent("key.pem").path
+        directory = try TempDir("swiftrtc-tls")
+        let cert = directory.path("cert.pem")
+        let key = directory.path("key.pem")
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
@@ -115,7 +115,7 @@ sys.stdin.read()
         try? stdin.fileHandleForWriting.close()
         try await offPool { [process, directory] in
             process.waitUntilExit()
-            try? FileManager.default.removeItem(at: directory)
+            directory.cleanup()
         }
     }
 }

@@ -1,6 +1,7 @@
 // Raw-socket helpers for tests: a blocking client that writes exact bytes, and a canned server
 // that answers with exact bytes. Everything on 127.0.0.1.
 import Glibc
+import Locks
 @testable import HTTP
 
 struct TestFailure: Error, CustomStringConvertible {

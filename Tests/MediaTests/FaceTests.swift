@@ -1,4 +1,5 @@
 import Media
+import SeededRandom
 import Testing
 
 // Faces on frames: the geometry of normalized boxes, and processors that move pixels moving the
@@ -93,8 +94,8 @@ private func pixels(_ r: PixelRect) -> NormalizedRect {
 @Suite struct BeautyOnFacesTests {
     /// Noise (luma 100 ± 20) everywhere, the face's box known.
     static func noisy() -> VideoFrameBuffer {
-        var noise = Pictures.Noise(state: 7)
-        return Pictures.i420(width: 320, height: 180, y: { _, _ in noise.next(in: 80...120) })
+        var noise = SplitMix64(seed: 7)
+        return Pictures.i420(width: 320, height: 180, y: { _, _ in Int.random(in: 80...120, using: &noise) })
     }
 
     @Test func facesOnlySmoothsTheFacesAndLeavesTheRest() throws {

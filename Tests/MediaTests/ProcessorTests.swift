@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import Media
 
@@ -5,9 +6,9 @@ import Testing
 struct ProcessorTests {
     /// Left half luma 60, right half 180, with ±10 noise everywhere: flat areas and one hard edge.
     static func noisyEdge(width: Int = 320, height: Int = 180) -> VideoFrameBuffer {
-        var noise = Pictures.Noise(state: 7)
+        var noise = SplitMix64(seed: 7)
         return Pictures.i420(width: width, height: height, y: { x, _ in
-            (x < width / 2 ? 60 : 180) + noise.next(in: -10...10)
+            (x < width / 2 ? 60 : 180) + Int.random(in: -10...10, using: &noise)
         }, u: { _, _ in 110 }, v: { _, _ in 150 })
     }
 

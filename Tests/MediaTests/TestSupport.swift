@@ -1,4 +1,4 @@
-import Synchronization
+import Locks
 @testable import Media
 
 /// Pictures and sinks shared by the media tests.
@@ -34,15 +34,6 @@ enum Pictures {
              y: { x, y in 40 + x * 150 / width + y * 40 / height },
              u: { x, y in 90 + x * 70 / width },
              v: { x, y in 170 - y * 70 / height })
-    }
-
-    /// Deterministic pseudo-random numbers (a 32-bit LCG).
-    struct Noise {
-        var state: UInt32
-        mutating func next(in range: ClosedRange<Int>) -> Int {
-            state = state &* 1_664_525 &+ 1_013_904_223
-            return range.lowerBound + Int(state >> 8) % (range.count)
-        }
     }
 }
 
@@ -98,21 +89,21 @@ extension VideoFrameBuffer {
 
 /// Keeps every frame it is given.
 final class CollectingRenderer: VideoRenderer {
-    private let store = Mutex<[VideoFrame]>([])
+    private let store = Locked<[VideoFrame]>([])
     func render(_ frame: VideoFrame) { store.withLock { $0.append(frame) } }
     var frames: [VideoFrame] { store.withLock { $0 } }
     func clear() { store.withLock { $0.removeAll() } }
 }
 
 final class CollectingAudioRenderer: AudioRenderer {
-    private let store = Mutex<[AudioFrame]>([])
+    private let store = Locked<[AudioFrame]>([])
     func render(_ frame: AudioFrame) { store.withLock { $0.append(frame) } }
     var frames: [AudioFrame] { store.withLock { $0 } }
 }
 
 /// A capturer driven by the test.
 final class ManualAudioCapturer: AudioCapturer {
-    private let handler = Mutex<(@Sendable (AudioFrame) -> Void)?>(nil)
+    private let handler = Locked<(@Sendable (AudioFrame) -> Void)?>(nil)
     var onFrame: (@Sendable (AudioFrame) -> Void)? {
         get { handler.withLock { $0 } }
         set { handler.withLock { $0 = newValue } }
@@ -121,7 +112,7 @@ final class ManualAudioCapturer: AudioCapturer {
 }
 
 final class ManualVideoCapturer: VideoCapturer {
-    private let target = Mutex<WeakDelegate>(WeakDelegate())
+    private let target = Locked<WeakDelegate>(WeakDelegate())
     struct WeakDelegate { weak var value: (any VideoCapturerDelegate)? }
     var delegate: (any VideoCapturerDelegate)? {
         get { target.withLock { $0.value } }

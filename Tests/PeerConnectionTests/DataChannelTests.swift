@@ -1,23 +1,16 @@
 import Foundation
 import PeerConnection
-import Synchronization
+import SessionSupport
 import Testing
+import TestSupport
 
-/// The first element of `stream` that `match`es, or nil after `timeout` (real sockets below).
+/// The first element of `stream` that `match`es, or nil after `timeout`. On a simulated loop,
+/// run the loop until the event has happened first: the stream holds it, and this returns at once.
 func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(10),
                         where match: @escaping @Sendable (T) -> Bool = { _ in true }) async -> T? {
-    await withTaskGroup(of: T?.self) { group in
-        group.addTask {
-            for await item in stream where match(item) { return item }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return nil
-        }
-        let result = await group.next() ?? nil
-        group.cancelAll()
-        return result
+    await withDeadline(timeout) {
+        for await item in stream where match(item) { return item }
+        return nil
     }
 }
 
@@ -28,26 +21,19 @@ func remoteChannel(_ pc: PeerConnection, label: String) async -> DataChannel? {
     return nil
 }
 
-/// Collects `count` messages from a channel's stream (fewer if `timeout` passes first).
+/// Collects `count` messages from a channel's stream (fewer if `timeout` passes first). On a
+/// simulated loop, run the loop until they have arrived first.
 func collect(_ channel: DataChannel, _ count: Int, timeout: Duration = .seconds(20)) async -> [DataChannelMessage] {
-    let got = MessageLog()
+    let got = Monitor<[DataChannelMessage]>([])
     let reader = Task {
-        for await m in channel.messages where got.append(m) >= count { break }
+        for await m in channel.messages where got.withLock({ $0.append(m); return $0.count }) >= count { break }
     }
-    let end = ContinuousClock.now.advanced(by: timeout)
-    while got.count < count && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
-    reader.cancel()
-    return got.all
+    if await got.wait(until: { $0.count >= count }, timeout: timeout) { await reader.value } else { reader.cancel() }
+    return got.value
 }
 
-final class MessageLog: Sendable {
-    private let messages = Mutex<[DataChannelMessage]>([])
-    func append(_ m: DataChannelMessage) -> Int { messages.withLock { $0.append(m); return $0.count } }
-    var count: Int { messages.withLock { $0.count } }
-    var all: [DataChannelMessage] { messages.withLock { $0 } }
-}
-
-/// Two connected peers and one open channel `a` made, with `b`'s end of it.
+/// Two connected peers on real sockets and one open channel `a` made, with `b`'s end of it
+/// (DelegateTests).
 func connectedChannel(_ label: String, media: Bool = false) async throws
     -> (a: PeerConnection, b: PeerConnection, atA: DataChannel, atB: DataChannel) {
     let a = try loopbackPeer(), b = try loopbackPeer()
@@ -60,19 +46,40 @@ func connectedChannel(_ label: String, media: Bool = false) async throws
     return (a, b, atA, atB)
 }
 
-@Suite("Data channels between two PeerConnections over loopback", .serialized)
+/// The same on `sim`: two connected peers and an open channel `a` made, with `b`'s end of it.
+func connectedChannel(_ sim: Simulation, _ label: String, media: Bool = false) async throws
+    -> (a: PeerConnection, b: PeerConnection, atA: DataChannel, atB: DataChannel) {
+    let a = try sim.peer(), b = try sim.peer()
+    let announced = EventLog(b)
+    if media { try await a.addTransceiver(.audio) }
+    let atA = try await a.createDataChannel(label)
+    try await sim.negotiate(a, b)
+    try sim.connect(a, b)
+    try #require(sim.run { atA.readyState == .open && announced.channels.contains { $0.label == label } }, "\(label) is \(atA.readyState) at a")
+    let atB = try #require(await remoteChannel(b, label: label))
+    _ = await first(atA.events) { $0 == .open }
+    return (a, b, atA, atB)
+}
+
+/// Peers on a simulated loop and a virtual network: SCTP (usrsctp) ticks on the loop's clock
+/// through the transport, so its timers move with virtual time too. usrsctp has one timer wheel
+/// per process, led by one association's clock: run with --no-parallel, and close every peer.
+@Suite("Data channels between two PeerConnections on a virtual network", .serialized)
 struct DataChannelTests {
     @Test("data-only connection: the remote channel appears as an event; 0 B … 1 MiB both ways, intact, in order")
     func dataOnly() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
+        let announced = EventLog(b)
         let chat = try await a.createDataChannel("chat", DataChannelInit(protocol: "test"))
         #expect(chat.readyState == .connecting && chat.id == nil)
-        let remote = Task { await remoteChannel(b, label: "chat") }
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         let offer = try #require(a.localDescription).sdp
         #expect(offer.contains("m=application 9 UDP/DTLS/SCTP webrtc-datachannel"))
         #expect(offer.contains("a=sctp-port:5000") && offer.contains("a=max-message-size:1048576"))
-        let atB = try #require(await remote.value)
+        try sim.connect(a, b)
+        #expect(sim.run { chat.readyState == .open && announced.channels.contains { $0.label == "chat" } })
+        let atB = try #require(await remoteChannel(b, label: "chat"))
         #expect(atB.protocol == "test" && atB.ordered && atB.readyState == .open)
         #expect(await first(chat.events) { $0 == .open } == .open)
         // a offered and answers take a=setup:active: b is the DTLS client, a the server (odd ids).
@@ -86,8 +93,10 @@ struct DataChannelTests {
             sent.append(m)
             if m.isBinary { try chat.send(m.data) } else { try chat.send(m.text ?? "") }
         }
+        #expect(sim.run { atB.statistics.messagesReceived >= sent.count }, "b got \(atB.statistics.messagesReceived) of \(sent.count)")
         #expect(await collect(atB, sent.count) == sent)
         try atB.send("pong")
+        #expect(sim.run { chat.statistics.messagesReceived >= 1 })
         #expect(await collect(chat, 1).first?.text == "pong")
         let stats = await a.getStats()
         let dc = try #require(stats.ofType("data-channel").first)
@@ -100,9 +109,11 @@ struct DataChannelTests {
 
     @Test("bundled with media: one transport carries RTP and the data channel")
     func bundled() async throws {
-        let (a, b, channel, atB) = try await connectedChannel("side", media: true)
+        let sim = Simulation()
+        let (a, b, channel, atB) = try await connectedChannel(sim, "side", media: true)
         #expect(try #require(a.localDescription).sdp.contains("a=group:BUNDLE 0 1"))
         try channel.send(Data([1, 2, 3]))
+        #expect(sim.run { atB.statistics.messagesReceived >= 1 })
         #expect(await collect(atB, 1).first?.data == Data([1, 2, 3]))
         #expect(b.transceivers.count == 1)
         await a.close()
@@ -111,16 +122,19 @@ struct DataChannelTests {
 
     @Test("bufferedAmount counts what SCTP has not taken; bufferedAmountLow fires when it drains")
     func bufferedAmountLow() async throws {
-        let (a, b, channel, atB) = try await connectedChannel("bulk")
+        let sim = Simulation()
+        let (a, b, channel, atB) = try await connectedChannel(sim, "bulk")
         channel.bufferedAmountLowThreshold = 65_536
         let chunk = Data(repeating: 0x5a, count: 200_000)
         for _ in 0..<20 { try channel.send(chunk) }
-        #expect(channel.bufferedAmount > 65_536)   // counted at once, taken by SCTP on the loop later
+        #expect(channel.bufferedAmount > 65_536)   // counted at once, more than SCTP's send buffer takes
         // It may fire early too (SCTP took the first message before the second was sent): the
         // one that counts leaves the channel at or below the threshold for good.
+        #expect(sim.run(within: .seconds(30)) { channel.bufferedAmount <= 65_536 && atB.statistics.messagesReceived >= 20 },
+                "bufferedAmount \(channel.bufferedAmount), b got \(atB.statistics.messagesReceived) of 20")
         let low = await first(channel.events) { [channel] in $0 == .bufferedAmountLow && channel.bufferedAmount <= 65_536 }
         #expect(low == .bufferedAmountLow)
-        let got = await collect(atB, 20, timeout: .seconds(30))
+        let got = await collect(atB, 20)
         #expect(got.count == 20 && got.allSatisfy { $0.data == chunk })
         await a.close()
         await b.close()
@@ -128,87 +142,99 @@ struct DataChannelTests {
 
     @Test("close from either side: both ends reach closed; sending then throws")
     func closeEitherSide() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
+        let announced = EventLog(b)
         let one = try await a.createDataChannel("one")
         let two = try await a.createDataChannel("two")
-        let remoteOne = Task { await remoteChannel(b, label: "one") }
-        try await negotiate(a, b)
-        let oneAtB = try #require(await remoteOne.value)
-        _ = await first(two.events) { $0 == .open }
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
+        #expect(sim.run { one.readyState == .open && two.readyState == .open && announced.channels.contains { $0.label == "one" } })
+        let oneAtB = try #require(await remoteChannel(b, label: "one"))
         // The opener closes "one".
-        let closedAtB = Task { await first(oneAtB.events) { $0 == .closed } }
         one.close()
         #expect(one.readyState == .closing)
-        #expect(await closedAtB.value == .closed)
+        #expect(sim.run { oneAtB.readyState == .closed && one.readyState == .closed })
+        #expect(await first(oneAtB.events) { $0 == .closed } == .closed)
         #expect(await first(one.events) { $0 == .closed } == .closed)
         #expect(throws: PeerConnectionError.self) { try one.send("late") }
         // The side that did not open it closes "two" (found by its id on b's side).
         #expect(two.readyState == .open)
-        let twoClosed = Task { await first(two.events) { $0 == .closed } }
         let twoAtB = try await b.createDataChannel("two", DataChannelInit(negotiated: true, id: 100))
-        _ = twoAtB   // a negotiated channel b makes on an id a does not use: it opens alone
+        // A negotiated channel b makes on an id a does not use: it opens alone.
+        #expect(sim.run { twoAtB.readyState == .open })
         #expect(await first(twoAtB.events) { $0 == .open } == .open)
         twoAtB.close()
+        #expect(sim.run { twoAtB.readyState == .closed })
         #expect(await first(twoAtB.events) { $0 == .closed } == .closed)
         #expect(two.readyState == .open)    // closing id 100 left "two" alone
         two.close()
-        #expect(await twoClosed.value == .closed)
+        #expect(sim.run { two.readyState == .closed })
+        #expect(await first(two.events) { $0 == .closed } == .closed)
         await a.close()
         await b.close()
     }
 
     @Test("the answerer closes a channel the offerer opened")
     func remoteSideCloses() async throws {
-        let (a, b, channel, atB) = try await connectedChannel("bye")
-        let seen = Task { () -> [DataChannelEvent] in
+        let sim = Simulation()
+        let (a, b, channel, atB) = try await connectedChannel(sim, "bye")
+        atB.close()
+        #expect(sim.run { channel.readyState == .closed && atB.readyState == .closed })
+        // Its events after open, to the end of the stream (it ends when the channel closes).
+        let seen = await withDeadline(.seconds(10)) { () -> [DataChannelEvent]? in
             var events: [DataChannelEvent] = []
             for await e in channel.events where e != .open { events.append(e) }
             return events
         }
-        atB.close()
-        #expect(await seen.value == [.closing, .closed])
-        #expect(channel.readyState == .closed && atB.readyState == .closed)
+        #expect(seen == [.closing, .closed])
         await a.close()
         await b.close()
     }
 
     @Test("closing the PeerConnection closes the peer's channels too (SCTP ABORT inside DTLS)")
     func peerConnectionClose() async throws {
-        let (a, b, _, atB) = try await connectedChannel("end")
-        let closed = Task { await first(atB.events) { $0 == .closed } }
+        let sim = Simulation()
+        let (a, b, _, atB) = try await connectedChannel(sim, "end")
         await a.close()
-        #expect(await closed.value == .closed)
-        #expect(atB.readyState == .closed)
+        #expect(sim.run { atB.readyState == .closed })
+        #expect(await first(atB.events) { $0 == .closed } == .closed)
         await b.close()
     }
 
     @Test("the delegate (the iOS SDK's shape) sees state changes, messages and bufferedAmount")
     func delegate() async throws {
-        let (a, b, atA, atB) = try await connectedChannel("delegate")
+        let sim = Simulation()
+        let (a, b, atA, atB) = try await connectedChannel(sim, "delegate")
         let log = DelegateLog()
         atB.delegate = log
         atA.delegate = log
         try atA.send("via delegate")
-        #expect(await log.wait { $0.messages.contains("via delegate") })
-        #expect(await log.wait { $0.bufferedAmounts.contains(0) })
+        #expect(sim.run { log.current.messages.contains("via delegate") })
+        #expect(sim.run { log.current.bufferedAmounts.contains(0) })
         atA.close()
-        #expect(await log.wait { $0.states.contains(.closed) })
+        #expect(sim.run { log.current.states.contains(.closed) })
         await a.close()
         await b.close()
     }
 
     @Test("negotiated channel with a fixed id: no event, both sides open it, messages cross")
     func negotiated() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let atA = try await a.createDataChannel("fixed", DataChannelInit(negotiated: true, id: 42))
         let atB = try await b.createDataChannel("fixed", DataChannelInit(negotiated: true, id: 42))
         #expect(atA.id == 42 && atB.id == 42)
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
+        #expect(sim.run { atA.readyState == .open && atB.readyState == .open })
         #expect(await first(atA.events) { $0 == .open } == .open)
         #expect(await first(atB.events) { $0 == .open } == .open)
         try atA.send("hello 42")
+        #expect(sim.run { atB.statistics.messagesReceived >= 1 })
         #expect(await collect(atB, 1).first?.text == "hello 42")
         try atB.send(Data())
+        #expect(sim.run { atA.statistics.messagesReceived >= 1 })
         #expect(await collect(atA, 1).first == DataChannelMessage(data: Data()))
         await a.close()
         await b.close()
@@ -216,7 +242,8 @@ struct DataChannelTests {
 
     @Test("bad arguments and early sends are errors, not traps")
     func misuse() async throws {
-        let a = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer()
         await #expect(throws: PeerConnectionError.self) {
             try await a.createDataChannel("x", DataChannelInit(maxRetransmits: 1, maxPacketLifeTime: 1))
         }
@@ -226,13 +253,15 @@ struct DataChannelTests {
         await a.close()
         #expect(early.readyState == .closed)
         // Closed before the connection came up: it does not open when it does.
-        let c = try loopbackPeer(), d = try loopbackPeer()
+        let c = try sim.peer(), d = try sim.peer()
+        let announced = EventLog(d)
         let gone = try await c.createDataChannel("gone")
         let kept = try await c.createDataChannel("kept")
         gone.close()
-        let remote = Task { await remoteChannel(d, label: "kept") }
-        try await negotiate(c, d)
-        #expect(await remote.value?.label == "kept")
+        try await sim.negotiate(c, d)
+        try sim.connect(c, d)
+        #expect(sim.run { kept.readyState == .open && announced.channels.contains { $0.label == "kept" } })
+        #expect(await remoteChannel(d, label: "kept")?.label == "kept")
         #expect(gone.readyState == .closed && gone.id == nil)
         await c.close()
         await d.close()
@@ -243,7 +272,7 @@ final class DelegateLog: DataChannelDelegate {
     struct Seen: Sendable {
         var states: [DataChannelState] = [], messages: [String] = [], bufferedAmounts: [Int] = []
     }
-    private let seen = Mutex(Seen())
+    private let seen = Monitor(Seen())
     func dataChannelDidChangeState(_ channel: DataChannel) { seen.withLock { $0.states.append(channel.readyState) } }
     func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
         seen.withLock { $0.messages.append(message.text ?? "<binary>") }
@@ -252,13 +281,11 @@ final class DelegateLog: DataChannelDelegate {
         seen.withLock { $0.bufferedAmounts.append(amount) }
     }
 
-    /// Polls (bounded, real sockets below) until `condition` holds.
-    func wait(timeout: Duration = .seconds(10), _ condition: (Seen) -> Bool) async -> Bool {
-        let end = ContinuousClock.now.advanced(by: timeout)
-        while !condition(seen.withLock { $0 }) {
-            guard ContinuousClock.now < end else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+    /// What it has seen so far (on a simulated loop: after running it).
+    var current: Seen { seen.value }
+
+    /// Waits (bounded, on real sockets) until what it has seen meets `condition`.
+    func wait(timeout: Duration = .seconds(10), _ condition: @escaping @Sendable (Seen) -> Bool) async -> Bool {
+        await seen.wait(until: condition, timeout: timeout)
     }
 }

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Media
 import PeerConnection
+import SessionSupport
 import Testing
 
 /// The m= lines and mids of a peer's current local description.
@@ -25,16 +26,20 @@ struct PatternTrack {
     }
 }
 
-/// Captures frames at 25 fps from each capturer until every log has `count` decoded frames
-/// (or 10 s pass); returns whether they all got there.
-func feed(_ capturers: [TestPatternCapturer], until logs: [FrameLog], count: Int) async -> Bool {
-    var i: Int64 = 0
-    return await eventually(timeout: .seconds(10)) {
-        for c in capturers { c.captureFrame(at: i * 40_000_000, width: 320, height: 180) }
-        i += 1
-        try? await Task.sleep(for: .milliseconds(30))   // frame pacing for the encoder, not a wait
-        return logs.allSatisfy { $0.all.count >= count }
+/// Captures frames at 25 fps of `sim`'s virtual time from each capturer until every log has
+/// `count` decoded frames (or 10 s pass); returns whether they all got there.
+func feed(_ capturers: [TestPatternCapturer], until logs: [FrameLog], count: Int, on sim: Simulation) -> Bool {
+    for i in 0..<250 {
+        if logs.allSatisfy({ $0.all.count >= count }) { return true }
+        for c in capturers { c.captureFrame(at: Int64(i) * 40_000_000, width: 320, height: 180) }
+        sim.advance(by: .milliseconds(40))
     }
+    return logs.allSatisfy { $0.all.count >= count }
+}
+
+/// Whether a log holds every frame of its capturer from the first, in capture order.
+func inCaptureOrder(_ log: FrameLog) -> Bool {
+    log.all.compactMap(\.number) == Array(0..<UInt32(log.all.count))
 }
 
 func decodedFrames(_ t: RtpTransceiver) throws -> FrameLog {
@@ -47,18 +52,21 @@ func decodedFrames(_ t: RtpTransceiver) throws -> FrameLog {
 struct MLineRecyclingTests {
     @Test("stop, renegotiate, addTrack: the offer reuses the rejected m-line with a new mid; frames flow on it")
     func recycleInOffer() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let eventsA = EventLog(a), eventsB = EventLog(b)
         try await a.addTransceiver(.audio)
         let first = PatternTrack("v1")
         let firstSender = try await a.addTrack(first.track, codecs: [.vp8])
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
+        try await sim.negotiate(a, b)
+        // Both: the answerer (DTLS client) has its SRTP keys only once the offerer's last flight
+        // arrives, and virtual time stands still until a test moves it.
+        try sim.connect(a, b)
         #expect(sections(a).mids == ["0", "1"])
         let video = try #require(a.transceivers.first { $0.sender === firstSender })
 
         video.stop()
-        #expect(await eventually { eventsA.negotiationNeeded == 2 })
+        #expect(sim.run(within: .seconds(1)) { eventsA.negotiationNeeded == 2 })
         try await renegotiate(a, b)
         #expect(sections(a).lines.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["m=audio 9", "m=video 0"])
         #expect(a.transceivers.count == 1 && !a.transceivers.contains { $0 === video }, "the stopped transceiver is gone")
@@ -69,7 +77,7 @@ struct MLineRecyclingTests {
         let second = PatternTrack("v2")
         let sender = try await a.addTrack(second.track, codecs: [.vp8])
         try encodeEveryFrame(sender)
-        #expect(await eventually { eventsA.negotiationNeeded == 3 })
+        #expect(sim.run(within: .seconds(1)) { eventsA.negotiationNeeded == 3 })
         eventsB.clear()
         try await renegotiate(a, b)
         let (lines, mids) = sections(a)
@@ -83,7 +91,8 @@ struct MLineRecyclingTests {
         let remote = try #require(eventsB.tracks.first { $0.kind == .video })
         #expect(remote.mid == "2")
         let log = try decodedFrames(remote)
-        #expect(await feed([second.capturer], until: [log], count: 8), "decoded \(log.all.count) frames on the recycled m-line")
+        #expect(feed([second.capturer], until: [log], count: 8, on: sim), "decoded \(log.all.count) frames on the recycled m-line")
+        #expect(inCaptureOrder(log), "\(log.all.map(\.number))")
         #expect(a.connectionState == .connected && b.connectionState == .connected)
         await a.close()
         await b.close()
@@ -91,12 +100,13 @@ struct MLineRecyclingTests {
 
     @Test("a remote offer that recycles our stopped m-line: a new transceiver with the new mid takes the slot")
     func recycleInRemoteOffer() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let eventsA = EventLog(a)
         try await a.addTransceiver(.audio)
         try await a.addTransceiver(.video)
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
         let oldVideo = try #require(a.transceivers.first { $0.kind == .video })
         oldVideo.stop()
         try await renegotiate(a, b)
@@ -115,18 +125,20 @@ struct MLineRecyclingTests {
         #expect(a.transceivers.count == 2)
         #expect(eventsA.tracks.contains { $0 === taken })
         let log = try decodedFrames(taken)
-        #expect(await feed([pattern.capturer], until: [log], count: 8), "decoded \(log.all.count) frames")
+        #expect(feed([pattern.capturer], until: [log], count: 8, on: sim), "decoded \(log.all.count) frames")
+        #expect(inCaptureOrder(log), "\(log.all.map(\.number))")
         await a.close()
         await b.close()
     }
 
     @Test("the answerer's addTrack before the offer: the offer's new m-line takes that transceiver; video both ways")
     func answererTrackMatched() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let eventsB = EventLog(b)
         try await a.addTransceiver(.audio)
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
 
         let atB = PatternTrack("b"), atA = PatternTrack("a")
         let senderB = try await b.addTrack(atB.track, codecs: [.vp8])
@@ -153,9 +165,10 @@ struct MLineRecyclingTests {
         let theirs = try #require(a.transceivers.first { $0.sender === senderA })
         #expect(theirs.currentDirection == .sendrecv)
         let logA = try decodedFrames(theirs), logB = try decodedFrames(ours)
-        #expect(await feed([atA.capturer, atB.capturer], until: [logA, logB], count: 8),
+        #expect(feed([atA.capturer, atB.capturer], until: [logA, logB], count: 8, on: sim),
                 "decoded at a: \(logA.all.count), at b: \(logB.all.count)")
-        #expect(await eventually(timeout: .milliseconds(300)) { eventsB.negotiationNeeded > 0 } == false,
+        #expect(inCaptureOrder(logA) && inCaptureOrder(logB), "\(logA.all.map(\.number)), \(logB.all.map(\.number))")
+        #expect(sim.run(within: .milliseconds(300)) { eventsB.negotiationNeeded > 0 } == false,
                 "nothing left to negotiate for b once its track went out in the answer")
         await a.close()
         await b.close()
@@ -163,10 +176,11 @@ struct MLineRecyclingTests {
 
     @Test("a transceiver from addTransceiver is not matched to a remote offer's m-line")
     func addTransceiverNotMatched() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let mine = try await b.addTransceiver(.video)
         try await a.addTransceiver(.video)
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         #expect(mine.mid == nil && mine.currentDirection == nil)
         #expect(b.transceivers.count == 2)
         let made = try #require(b.transceivers.first { $0 !== mine })
@@ -181,10 +195,11 @@ struct MLineRecyclingTests {
 
     @Test("a re-offer that moves a live m-line's mid, or repeats a mid, is refused with the reason")
     func badRecycling() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         try await a.addTransceiver(.audio)
         try await a.addTransceiver(.video)
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         try await a.setLocalDescription()
         let offer = try #require(a.localDescription).sdp
         let moved = offer.replacingOccurrences(of: "a=mid:1", with: "a=mid:7")

@@ -1,61 +1,30 @@
 import Foundation
-import HTTP
 import PeerConnection
 import Relay
 import RTP
-import Synchronization
+import Locks
+import SessionSupport
 import Testing
 
 /// What a player sees of the relay's forwarding beyond the media itself: a NACK answered on its
 /// RTX stream (it offered rtx, the relay's answer takes it) once per round trip however often it
 /// repeats, and sender reports that carry the publisher's NTP ↔ RTP mapping.
-/// WHIP (`endpoint` "whip") or WHEP ("whep") against the embedded relay for app `live`:
-/// offer, POST, the answer applied. Returns the answer.
-@discardableResult
-func relayExchange(_ relay: RelayServer, _ pc: PeerConnection, endpoint: String, stream: String, http: HTTPClient) async throws -> String {
-    try await pc.setLocalDescription(try await pc.createOffer())
-    await pc.waitForGatheringComplete()
-    let offer = try #require(pc.localDescription).sdp
-    let response = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/\(endpoint)/?app=live&stream=\(stream)",
-                                       headers: [("Content-Type", "application/sdp")], body: Array(offer.utf8))
-    #expect(response.status == 201, "\(endpoint): \(response.status) \(response.text)")
-    try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: response.text))
-    return response.text
-}
-
-@Suite(.serialized) struct RelayRetransmissionTests {
-    let http = HTTPClient(timeout: .seconds(10))
-
-    func exchange(_ relay: RelayServer, _ pc: PeerConnection, endpoint: String) async throws -> String {
-        let answer = try await relayExchange(relay, pc, endpoint: endpoint, stream: "nack", http: http)
-        try await pc.waitConnected(timeout: .seconds(10))
-        return answer
-    }
-
-    /// Polls `condition` (the relay and the peers run on their own loops) for at most `limit`.
-    func eventually(_ limit: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now.advanced(by: limit)
-        while !condition() {
-            if ContinuousClock.now > end { return false }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return true
-    }
-
+@Suite struct RelayRetransmissionTests {
     @Test func nackIsAnsweredOnRTXOncePerRoundTripAndSenderReportsAreTranslated() async throws {
-        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: { _ in })
-        let publisher = try loopbackPeer { $0.mediaPipeline = false }
+        let sim = Simulation()
+        let relay = try sim.relay()
+        let publisher = try sim.peer { $0.mediaPipeline = false }
         let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        _ = try await exchange(relay, publisher, endpoint: "whip")
+        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "nack")
         let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
 
-        let player = try loopbackPeer { $0.mediaPipeline = false }
+        let player = try sim.peer { $0.mediaPipeline = false }
         let video = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-        let received = Mutex<[RTPPacket]>([])
-        let reports = Mutex<[SenderReport]>([])
+        let received = Locked<[RTPPacket]>([])
+        let reports = Locked<[SenderReport]>([])
         video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
         video.receiver.onRTCP = { p in if case .senderReport(let sr) = p { reports.withLock { $0.append(sr) } } }
-        let answer = try await exchange(relay, player, endpoint: "whep")
+        let answer = try await sim.exchange(relay, player, endpoint: "whep", stream: "nack")
         #expect(answer.contains("rtx/90000") && answer.contains("a=ssrc-group:FID"), "the relay's answer takes the player's rtx")
 
         // 30 packets (payloads numbered), then the publisher's SR for its timestamp 90_000.
@@ -64,33 +33,33 @@ func relayExchange(_ relay: RelayServer, _ pc: PeerConnection, endpoint: String,
             sending.sender.send(payloadType: pt, payload: [0x41, UInt8(i)] + Array(repeating: 7, count: 100),
                                 timestamp: start + UInt32(i / 3) * 3000, marker: i % 3 == 2)
         }
-        #expect(try await eventually { received.withLock { $0.count } >= 30 }, "player got \(received.withLock { $0.count }) of 30")
+        #expect(sim.run { received.value.count >= 30 }, "player got \(received.value.count) of 30")
         let ntp: UInt64 = 0xE000_1000_0000_0000
         publisher.sendRTCP([.senderReport(SenderReport(ssrc: sending.sender.ssrc, ntpTimestamp: ntp, rtpTimestamp: start,
                                                        packetCount: 30, octetCount: 3060))])
-        let originals = received.withLock { $0 }
+        let originals = received.value
         let ssrc = try #require(originals.first?.ssrc)
         let lost = [originals[5].sequenceNumber, originals[6].sequenceNumber]
 
         // The same NACK three times in a row (a player repeating itself, or a hostile one).
         let nack = RTCPPacket.nack(GenericNACK(senderSSRC: video.sender.ssrc, mediaSSRC: ssrc, lostSequenceNumbers: lost + lost))
         for _ in 0..<3 { player.sendRTCP([nack]) }
-        #expect(try await eventually { received.withLock { $0.count } >= 32 })
-        try await Task.sleep(for: .milliseconds(50))   // nothing more may come: the repeats are suppressed
-        let resent = received.withLock { Array($0.dropFirst(30)) }
+        #expect(sim.run { received.value.count >= 32 })
+        sim.advance(by: .milliseconds(50))   // nothing more may come: the repeats are suppressed
+        let resent = Array(received.value.dropFirst(30))
         #expect(resent.map(\.sequenceNumber) == lost, "resent \(resent.map(\.sequenceNumber)), asked for \(lost)")
         #expect(resent.map(\.payload) == [originals[5].payload, originals[6].payload])
         #expect(resent.allSatisfy { $0.ssrc == ssrc })
         let transport = await player.getStats().ofType("transport").first
         #expect(transport?.int("rtxPacketsReceived") == 2, "they came on the RTX stream")
-        let metrics = try await http.send(method: "GET", url: "\(relay.url)/metrics/").text
+        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics/").body, as: UTF8.self)
         #expect(metrics.contains("swiftrtc_retransmissions_sent_total 2"))
         #expect(metrics.contains("swiftrtc_retransmissions_suppressed_total 4"), "\(metrics)")
 
         // About once a second a sender report in the player's timestamps (the first publisher's:
         // offset 0) on the publisher's NTP line: (rtp - 90000) / 90 kHz == ntp - ntp0.
-        #expect(try await eventually(.seconds(3)) { !reports.withLock { $0.isEmpty } }, "no sender report reached the player")
-        let sr = try #require(reports.withLock { $0.first })
+        #expect(sim.run(within: .seconds(3)) { !reports.value.isEmpty }, "no sender report reached the player")
+        let sr = try #require(reports.value.first)
         #expect(sr.ssrc == ssrc && sr.packetCount == 30)
         let dt = NTPTime.secondsSince1900(sr.ntpTimestamp) - NTPTime.secondsSince1900(ntp)
         #expect(dt >= 0 && dt < 2)

@@ -1,38 +1,45 @@
 import Capture
 import Media
 import PeerConnection
+import SessionSupport
 import Testing
 
 @Suite("REMB for peers without transport-cc")
 struct RembTests {
-    /// `a` sends 320x180 test-pattern video with `codec` to `b`, both connected.
-    func sending(_ codec: RtpCodecCapability) async throws -> (a: PeerConnection, b: PeerConnection, pattern: TestPatternCapturer) {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+    /// `a` sends test-pattern video with `codec` to `b`, both connected on `sim`; frames come
+    /// from `pattern` as the test captures them.
+    func sending(_ codec: RtpCodecCapability, on sim: Simulation) async throws
+        -> (a: PeerConnection, b: PeerConnection, pattern: TestPatternCapturer) {
+        let a = try sim.peer(), b = try sim.peer()
         let source = VideoSource()
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [codec])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
         try encodeEveryFrame(t.sender)
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
-        try await b.waitConnected(timeout: .seconds(10))
-        let pattern = TestPatternCapturer(delegate: source)
-        try pattern.start(width: 320, height: 180, fps: 30)
-        return (a, b, pattern)
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
+        return (a, b, TestPatternCapturer(delegate: source))
+    }
+
+    /// Captures 320x180 frames at 30 fps of virtual time: frame `i` goes at i × 33.3 ms.
+    func capture(_ pattern: TestPatternCapturer, frame i: Int, on sim: Simulation) {
+        pattern.captureFrame(at: Int64(i) * 33_333_333, width: 320, height: 180)
+        sim.advance(by: framePeriod)
     }
 
     /// A sender whose codec takes goog-remb but not transport-cc (aiortc's shape): the receiver
     /// estimates its video and sends REMB; the sender's estimator takes it as its bound.
     @Test("a goog-remb-only sender gets REMB from the receiver")
     func rembOnlyPeerGetsREMB() async throws {
+        let sim = Simulation()
         let vp8 = RtpCodecCapability(mimeType: "video/VP8", clockRate: 90000,
                                      rtcpFeedback: [.remb, .nack, .pli], preferredPayloadType: 96)
-        let (a, b, pattern) = try await sending(vp8)
-        defer { pattern.stop() }
+        let (a, b, pattern) = try await sending(vp8, on: sim)
         var sent = 0
         var estimate: Int?
-        let end = ContinuousClock.now.advanced(by: .seconds(5))
-        while ContinuousClock.now < end, sent == 0 || estimate == nil {
-            try await Task.sleep(for: .milliseconds(100))
+        // At most 5 s of video; stats looked at every 100 ms.
+        for i in 0..<150 where sent == 0 || estimate == nil {
+            capture(pattern, frame: i, on: sim)
+            guard i % 3 == 2 else { continue }
             sent = await b.getStats().ofType("transport").first?.int("rembSent") ?? 0
             estimate = await a.getStats().ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.first
         }
@@ -45,9 +52,9 @@ struct RembTests {
     /// With transport-cc on the codec (Chromium's shape) the receiver leaves it to the sender.
     @Test("a transport-cc sender gets no REMB")
     func transportCCPeerGetsNoREMB() async throws {
-        let (a, b, pattern) = try await sending(.vp8)
-        defer { pattern.stop() }
-        try await Task.sleep(for: .milliseconds(1500))
+        let sim = Simulation()
+        let (a, b, pattern) = try await sending(.vp8, on: sim)
+        for i in 0..<45 { capture(pattern, frame: i, on: sim) }   // 1.5 s
         let stats = try #require(await b.getStats().ofType("transport").first)
         #expect(stats.int("rembSent") == 0)
         #expect(stats.int("transportFeedbackSent") ?? 0 > 10)

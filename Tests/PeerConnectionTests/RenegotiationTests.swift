@@ -2,8 +2,10 @@ import Capture
 import Foundation
 import Media
 import PeerConnection
+import SessionSupport
 import Synchronization
 import Testing
+import Transport
 
 /// Every event a peer emits (as its delegate, so it can sit beside readers of `events`).
 final class EventLog: PeerConnectionDelegate {
@@ -23,6 +25,7 @@ final class EventLog: PeerConnectionDelegate {
     var all: [PeerConnectionEvent] { items.withLock { $0 } }
     var negotiationNeeded: Int { all.filter { if case .negotiationNeeded = $0 { return true }; return false }.count }
     var tracks: [RtpTransceiver] { all.compactMap { if case .track(let t) = $0 { return t }; return nil } }
+    var channels: [DataChannel] { all.compactMap { if case .dataChannel(let c) = $0 { return c }; return nil } }
     func clear() { items.withLock { $0.removeAll() } }
 }
 
@@ -34,16 +37,46 @@ func renegotiate(_ offerer: PeerConnection, _ answerer: PeerConnection) async th
     try await offerer.setRemoteDescription(try #require(answerer.localDescription))
 }
 
-/// Sends Opus silence on `sender` every 10 ms until cancelled (audio that needs no capturer).
-func sendSilence(_ sender: RtpSender, payloadType: UInt8) -> Task<Void, Never> {
-    Task {
-        var ts: UInt32 = 0
-        while !Task.isCancelled {
-            sender.send(payloadType: payloadType, payload: [0xF8, 0xFF, 0xFE], timestamp: ts)
-            ts &+= 960
-            try? await Task.sleep(for: .milliseconds(10))
+/// Opus silence on a sender every 10 ms of a simulated loop's time (audio that needs no
+/// capturer): a loop timer, until `stop()` or until it is released.
+final class SilenceSender: @unchecked Sendable {
+    // @unchecked: `timer` and `timestamp` are touched only by the loop's work.
+    private let sender: RtpSender
+    private let payloadType: UInt8
+    private let loop: EventLoop
+    private var timer: Int?
+    private var timestamp: UInt32 = 0
+
+    init(_ sender: RtpSender, payloadType: UInt8, on loop: EventLoop) {
+        self.sender = sender
+        self.payloadType = payloadType
+        self.loop = loop
+        loop.perform { tick() }
+    }
+
+    private func tick() {
+        sender.send(payloadType: payloadType, payload: [0xF8, 0xFF, 0xFE], timestamp: timestamp)
+        timestamp &+= 960
+        timer = loop.schedule(at: loop.now + .milliseconds(10)) { [weak self] in self?.tick() }
+    }
+
+    func stop() {
+        loop.perform {
+            if let timer { loop.cancelTimer(timer) }
+            timer = nil
         }
     }
+}
+
+/// A data channel's messages and state changes, taken as its delegate (on the loop).
+private final class ChannelLog: DataChannelDelegate {
+    private let texts = Mutex<[String]>([])
+    init(_ channel: DataChannel) { channel.delegate = self }
+    func dataChannelDidChangeState(_ channel: DataChannel) {}
+    func dataChannel(_ channel: DataChannel, didReceiveMessage message: DataChannelMessage) {
+        texts.withLock { $0.append(message.text ?? "<binary>") }
+    }
+    var received: [String] { texts.withLock { $0 } }
 }
 
 func mLines(_ pc: PeerConnection) -> [String] {
@@ -54,26 +87,26 @@ func mLines(_ pc: PeerConnection) -> [String] {
 struct RenegotiationTests {
     @Test("audio first, then video added: frames flow on the new track, audio continues, same transport")
     func addVideo() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let eventsA = EventLog(a), eventsB = EventLog(b)
         let audio = try await a.addTransceiver(.audio)
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
-        try await b.waitConnected(timeout: .seconds(10))
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
         let address = try advertisedAddress(a)
-        let silence = sendSilence(audio.sender, payloadType: try #require(audio.negotiatedCodecs.first).payloadType)
-        defer { silence.cancel() }
+        let silence = SilenceSender(audio.sender, payloadType: try #require(audio.negotiatedCodecs.first).payloadType, on: sim.loop)
+        defer { silence.stop() }
         let remoteAudio = try #require(b.transceivers.first?.receiver)
-        #expect(await eventually { remoteAudio.stats.packets > 10 })
+        #expect(sim.run(within: .seconds(1)) { remoteAudio.stats.packets > 10 })
         #expect(eventsA.negotiationNeeded == 1, "the first transceiver asked for the first negotiation")
         eventsA.clear()
-        try await Task.sleep(for: .milliseconds(100))
+        sim.advance(by: .milliseconds(100))
         #expect(eventsA.negotiationNeeded == 0, "nothing to negotiate once stable")
 
         let source = VideoSource()
         let sender = try await a.addTrack(VideoTrack(id: "v", source: source), codecs: [.vp8])
         try encodeEveryFrame(sender)
-        #expect(await eventually { eventsA.negotiationNeeded == 1 })
+        #expect(sim.run(within: .seconds(1)) { eventsA.negotiationNeeded == 1 })
         try await renegotiate(a, b)
         #expect(a.signalingState == .stable && b.signalingState == .stable)
         #expect(mLines(a).filter { $0.hasPrefix("a=mid") } == ["a=mid:0", "a=mid:1"])
@@ -84,11 +117,12 @@ struct RenegotiationTests {
         let before = remoteAudio.stats.packets
         let capturer = TestPatternCapturer(delegate: source)
         for i in 0..<15 {
-            capturer.captureFrame(at: Int64(i) * 33_333_333, width: 320, height: 180)
-            try await Task.sleep(for: .milliseconds(40))
+            capturer.captureFrame(at: Int64(i) * 40_000_000, width: 320, height: 180)
+            sim.advance(by: .milliseconds(40))
         }
-        await log.wait(for: 10)
-        #expect(log.all.count >= 10, "decoded \(log.all.count) frames on the added track")
+        #expect(sim.run(within: .seconds(1)) { log.all.count >= 15 })
+        #expect(log.all.count == 15, "decoded \(log.all.count) of 15 frames on the added track")
+        #expect(log.all.compactMap(\.number) == Array(0..<15))
         #expect(remoteAudio.stats.packets > before + 20, "audio kept flowing")
         #expect(a.dtlsState == .connected && b.connectionState == .connected)
         #expect(eventsA.negotiationNeeded == 1)
@@ -98,24 +132,25 @@ struct RenegotiationTests {
 
     @Test("removeTrack: the peer's transceiver stops receiving; stop(): the m-line is rejected on both sides")
     func removeTrackAndStop() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer { $0.remoteTransceiverDirection = .sendrecv }
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer { $0.remoteTransceiverDirection = .sendrecv }
         let eventsA = EventLog(a)
         let sender = try await a.addTrack(AudioTrack(id: "a", source: AudioSource()))
         try await a.addTransceiver(.video)
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         let atB = b.transceivers
         #expect(atB.map(\.currentDirection) == [.sendrecv, .sendrecv])
         eventsA.clear()
         try await a.removeTrack(sender)
         #expect(a.transceivers[0].direction == .recvonly)
-        #expect(await eventually { eventsA.negotiationNeeded == 1 })
+        #expect(sim.run(within: .seconds(1)) { eventsA.negotiationNeeded == 1 })
         try await renegotiate(a, b)
         #expect(a.transceivers[0].currentDirection == .recvonly)
         #expect(atB[0].currentDirection == .sendonly)
         #expect(atB[1].currentDirection == .sendrecv)
 
         a.transceivers[1].stop()
-        #expect(await eventually { eventsA.negotiationNeeded == 2 })
+        #expect(sim.run(within: .seconds(1)) { eventsA.negotiationNeeded == 2 })
         try await renegotiate(a, b)
         #expect(atB[1].currentDirection == .inactive && atB[1].isStopped)
         #expect(mLines(b).contains { $0.hasPrefix("m=video 0 ") })
@@ -126,27 +161,28 @@ struct RenegotiationTests {
 
     @Test("the first data channel, created after connecting, adds the application m-line; messages flow")
     func lateDataChannel() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
-        let eventsA = EventLog(a)
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
+        let eventsA = EventLog(a), eventsB = EventLog(b)
         try await a.addTransceiver(.audio)
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
         eventsA.clear()
         let channel = try await a.createDataChannel("late")
-        #expect(await eventually { eventsA.negotiationNeeded == 1 })
-        let remote = Task { await remoteChannel(b, label: "late") }
+        #expect(sim.run(within: .seconds(1)) { eventsA.negotiationNeeded == 1 })
         try await renegotiate(a, b)
-        let t0 = ContinuousClock.now
-        let atB = try #require(await remote.value)
-        _ = await first(channel.events) { $0 == .open }
+        let t0 = sim.loop.now
+        #expect(sim.run(within: .seconds(5)) { channel.readyState == .open && eventsB.channels.contains { $0.label == "late" } })
         // No waiting for a timer or an SCTP retransmission: the answer starts the association.
-        #expect(ContinuousClock.now - t0 < .seconds(1))
-        let got = Task { await collect(atB, 3) }
+        #expect(sim.loop.now - t0 < .seconds(1), "open after \(sim.loop.now - t0) of virtual time")
+        let atB = try #require(eventsB.channels.first { $0.label == "late" })
+        let atBLog = ChannelLog(atB), atALog = ChannelLog(channel)
         for text in ["one", "two", "three"] { try channel.send(text) }
-        #expect(await got.value.count == 3)
-        let back = Task { await collect(channel, 1) }
+        #expect(sim.run(within: .seconds(1)) { atBLog.received.count >= 3 })
+        #expect(atBLog.received == ["one", "two", "three"])
         try atB.send("back")
-        #expect(await back.value.count == 1)
+        #expect(sim.run(within: .seconds(1)) { atALog.received.count >= 1 })
+        #expect(atALog.received == ["back"])
         #expect(mLines(a).filter { $0.hasPrefix("m=") }.map { $0.split(separator: " ")[0] } == ["m=audio", "m=application"])
         await a.close()
         await b.close()
@@ -155,14 +191,15 @@ struct RenegotiationTests {
     @Test("glare: both offer; the polite side rolls back (explicitly or implicitly), answers, then gets its turn")
     func glare() async throws {
         for implicit in [false, true] {
-            let a = try loopbackPeer(), b = try loopbackPeer()
+            let sim = Simulation()
+            let a = try sim.peer(), b = try sim.peer()
             let eventsB = EventLog(b)
             try await a.addTransceiver(.audio)
-            try await negotiate(a, b)
-            try await a.waitConnected(timeout: .seconds(10))
+            try await sim.negotiate(a, b)
+            try sim.connect(a, b)
             try await a.addTransceiver(.video)
             try await b.addTransceiver(.video)
-            #expect(await eventually { eventsB.negotiationNeeded == 1 })
+            #expect(sim.run(within: .seconds(1)) { eventsB.negotiationNeeded == 1 })
             try await a.setLocalDescription()
             try await b.setLocalDescription()
             #expect(a.signalingState == .haveLocalOffer && b.signalingState == .haveLocalOffer)
@@ -177,7 +214,7 @@ struct RenegotiationTests {
             try await a.setRemoteDescription(try #require(b.localDescription))
             #expect(a.signalingState == .stable && b.signalingState == .stable)
             // b's video is still to negotiate: negotiationneeded again once stable, and b offers.
-            #expect(await eventually { eventsB.negotiationNeeded == asked + 1 })
+            #expect(sim.run(within: .seconds(1)) { eventsB.negotiationNeeded == asked + 1 })
             try await renegotiate(b, a)
             let mids = mLines(a).filter { $0.hasPrefix("a=mid") }
             #expect(mids == ["a=mid:0", "a=mid:1", "a=mid:2"])
@@ -191,9 +228,10 @@ struct RenegotiationTests {
 
     @Test("setRemoteDescription(rollback) drops the remote offer and the transceivers it made")
     func remoteRollback() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         try await a.addTransceiver(.audio)
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         try await a.addTransceiver(.video)
         try await a.setLocalDescription()
         try await b.setRemoteDescription(try #require(a.localDescription))

@@ -3,8 +3,8 @@ import ICE
 import PeerConnection
 import RTP
 import STUN
-import Synchronization
 import Testing
+import TestSupport
 import Transport
 
 /// A PeerConnection on loopback only, with its own event loop.
@@ -29,16 +29,15 @@ func negotiate(_ offerer: PeerConnection, _ answerer: PeerConnection,
 
 /// Collects what a receiver gets, for assertions from the test task.
 final class PacketLog: Sendable {
-    private let packets = Mutex<[RTPPacket]>([])
+    private let packets = Monitor<[RTPPacket]>([])
     func append(_ p: RTPPacket) { packets.withLock { $0.append(p) } }
-    var all: [RTPPacket] { packets.withLock { $0 } }
+    var all: [RTPPacket] { packets.value }
 
-    /// Polls (on real time, bounded) until `count` packets arrived; the transport is real sockets.
+    /// For the tests still on real sockets: until `count` packets arrived (each arrival wakes
+    /// the wait; a timer only bounds a broken run), then what arrived. Tests on a `Simulation`
+    /// run the loop until `all` holds enough and read it.
     func wait(for count: Int, timeout: Duration = .seconds(5)) async -> [RTPPacket] {
-        let end = ContinuousClock.now.advanced(by: timeout)
-        while all.count < count && ContinuousClock.now < end {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        _ = await packets.wait(until: { $0.count >= count }, timeout: timeout)
         return all
     }
 }

@@ -2,28 +2,39 @@ import Foundation
 import Glibc
 import ICE
 import PeerConnection
+import SessionSupport
 import STUN
 import Synchronization
 import Testing
 import Transport
 
+/// TURN over UDP runs on a `Simulation`: the peers and `MiniTURNServer` on its virtual network,
+/// every allocation, permission, channel and release in virtual time. TURN over TCP and TLS stays
+/// on real sockets: its client connects a `TCPStream` and polls its descriptor, which a simulated
+/// loop does not do (it has no file descriptors to poll), and what those tests check is the
+/// socket and handshake path itself.
 @Suite(.serialized) struct TURNRelayTests {
-    func relayPeer(_ server: MiniTURNServer, password: String = "p",
+    func relayPeer(_ sim: Simulation, _ server: MiniTURNServer, password: String = "p", endpoint: Holder<VirtualEndpoint>? = nil,
                    _ configure: (inout PeerConnection.Configuration) -> Void = { _ in }) throws -> PeerConnection {
-        try loopbackPeer {
-            $0.iceServers = [IceServer(urls: ["turn:\(server.address)?transport=udp"], username: "u", credential: password)]
-            $0.iceTransportPolicy = .relay
-            configure(&$0)
-        }
+        var attach: (@Sendable (VirtualEndpoint) -> Void)?
+        if let endpoint { attach = { io in endpoint.value = io } }
+        return try sim.peer({ config in
+            config.iceServers = [IceServer(urls: ["turn:\(server.address)?transport=udp"], username: "u", credential: password)]
+            config.iceTransportPolicy = .relay
+            configure(&config)
+        }, endpoint: attach)
     }
 
     @Test("relay-only peers connect through a TURN server, RTP both ways as ChannelData, allocations released on close")
     func relayOnlyPeersConnectThroughTURN() async throws {
-        let server = try MiniTURNServer()
+        let sim = Simulation()
+        let server = try MiniTURNServer(sim)
         defer { server.stop() }
-        let a = try relayPeer(server), b = try relayPeer(server) { $0.remoteTransceiverDirection = .sendrecv }
+        let socketsA = Holder<VirtualEndpoint>(), socketsB = Holder<VirtualEndpoint>()
+        let a = try relayPeer(sim, server, endpoint: socketsA)
+        let b = try relayPeer(sim, server, endpoint: socketsB) { $0.remoteTransceiverDirection = .sendrecv }
         let videoA = try await a.addTransceiver(.video, codecs: [.h264])
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         // Only relay candidates were offered and answered.
         for pc in [a, b] {
             let sdp = try #require(pc.localDescription).sdp
@@ -31,8 +42,7 @@ import Transport
                 .compactMap { try? Candidate(parsing: String($0)).type }
             #expect(types == [.relay], "\(sdp)")
         }
-        try await a.waitConnected(timeout: .seconds(10))
-        try await b.waitConnected(timeout: .seconds(10))
+        try sim.connect(a, b)
         #expect(await a.selectedLocalCandidateType() == "relay")
         #expect(await b.selectedLocalCandidateType() == "relay")
 
@@ -42,9 +52,11 @@ import Transport
         videoA.receiver.onRTP = { atA.append($0) }
         let payloads = (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 800) }
         for (i, p) in payloads.enumerated() { videoA.sender.send(payloadType: 102, payload: p, timestamp: UInt32(i * 3000)) }
-        #expect(await atB.wait(for: 20).map(\.payload) == payloads)
+        #expect(sim.run { atB.all.count >= 20 })
+        #expect(atB.all.map(\.payload) == payloads)
         videoB.sender.send(payloadType: 102, payload: [1, 2, 3], timestamp: 1)
-        #expect(await atA.wait(for: 1).first?.payload == [1, 2, 3])
+        #expect(sim.run { !atA.all.isEmpty })
+        #expect(atA.all.first?.payload == [1, 2, 3])
 
         let stats = await a.transportStatistics()
         #expect((stats["turnChannelDataSent"] ?? 0) > 20)
@@ -52,39 +64,43 @@ import Transport
         let relayed = server.counters.withLock { $0 }
         #expect(relayed.allocations == 2 && relayed.channelDataFromClients > 20)
 
-        await a.close()
-        await b.close()
-        let end = ContinuousClock.now + .seconds(2)
-        while server.counters.withLock({ $0.released }) < 2, ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // Each close releases its allocation and closes the sockets once the server answered,
+        // not when the 1 s it waits for that runs out.
+        let closing = [await sim.beginClose(a), await sim.beginClose(b)]
+        let closedAt = sim.loop.now
+        let a0 = try #require(socketsA.value), b0 = try #require(socketsB.value)
+        #expect(sim.run(within: .seconds(2)) { server.counters.withLock { $0.released } == 2 && a0.isClosed && b0.isClosed })
+        #expect(sim.loop.now - closedAt < .seconds(1), "sockets closed after \(sim.loop.now - closedAt)")
+        for task in closing { await task.value }
         #expect(server.counters.withLock { $0.released } == 2)
     }
 
     @Test("a release that meets a stale nonce is retried before the sockets close")
     func releaseRetriesAStaleNonce() async throws {
-        let server = try MiniTURNServer(staleNonceOnRelease: true)
+        let sim = Simulation()
+        let server = try MiniTURNServer(sim, staleNonceOnRelease: true)
         defer { server.stop() }
-        let a = try relayPeer(server)
+        let sockets = Holder<VirtualEndpoint>()
+        let a = try relayPeer(sim, server, endpoint: sockets)
         _ = try await a.addTransceiver(.audio)
         try await a.setLocalDescription(try await a.createOffer())
-        await a.waitForGatheringComplete(timeout: .seconds(2))
+        #expect(sim.run(within: .seconds(2)) { a.iceGatheringState == .complete })
         try #require(server.counters.withLock { $0.allocations } == 1)
-        await a.close()
-        let end = ContinuousClock.now + .seconds(2)
-        while server.counters.withLock({ $0.released }) < 1, ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let closing = await sim.beginClose(a)
+        let io = try #require(sockets.value)
+        #expect(sim.run(within: .seconds(2)) { server.counters.withLock { $0.released } == 1 && io.isClosed })
+        await closing.value
         #expect(server.counters.withLock { $0 }.staleNonces == 1)
         #expect(server.counters.withLock { $0 }.released == 1)
     }
 
     @Test("relay policy without a TURN server fails and says why")
     func relayPolicyWithoutTURNFails() async throws {
-        let a = try loopbackPeer { $0.iceTransportPolicy = .relay }
+        let sim = Simulation()
+        let a = try sim.peer { $0.iceTransportPolicy = .relay }
         _ = try await a.addTransceiver(.audio)
         try await a.setLocalDescription(try await a.createOffer())
-        await a.waitForGatheringComplete(timeout: .seconds(2))
+        #expect(sim.run(within: .seconds(2)) { a.iceGatheringState == .complete })
         #expect(a.connectionState == .failed)
         await #expect(throws: PeerConnectionError(.transport, "connection failed: iceTransportPolicy relay, but no usable turn: server: there is nothing to gather")) {
             try await a.waitConnected(timeout: .seconds(2))
@@ -94,14 +110,40 @@ import Transport
 
     @Test("a wrong TURN password fails the relay-only connection at once with the server's 401")
     func wrongPasswordFailsClearly() async throws {
-        let server = try MiniTURNServer()
+        let sim = Simulation()
+        let server = try MiniTURNServer(sim)
         defer { server.stop() }
-        let a = try relayPeer(server, password: "wrong")
-        await expectFailsAtOnce(a, "connection failed: TURN server \(server.address) rejected the credentials for user u (401 Unauthorized)")
+        let a = try relayPeer(sim, server, password: "wrong")
+        await expectFailsAtOnce(sim, a, "connection failed: TURN server \(server.address) rejected the credentials for user u (401 Unauthorized)")
         await a.close()
     }
 
-    /// Offers, gathers, and expects the connection to fail within 2 s with `message`.
+    /// Offers, gathers, and expects the connection to fail within 2 s of virtual time with `message`.
+    func expectFailsAtOnce(_ sim: Simulation, _ a: PeerConnection, _ message: String,
+                           sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            _ = try await a.addTransceiver(.audio)
+            try await a.setLocalDescription(try await a.createOffer())
+        } catch {
+            Issue.record("cannot offer: \(error)", sourceLocation: sourceLocation)
+        }
+        let started = sim.loop.now
+        let ended = sim.run(within: .seconds(5)) {
+            a.iceGatheringState == .complete && [.connected, .failed, .closed].contains(a.connectionState)
+        }
+        #expect(ended, "gathering \(a.iceGatheringState), \(a.connectionState)", sourceLocation: sourceLocation)
+        #expect(sim.loop.now - started < .seconds(2), sourceLocation: sourceLocation)
+        do {
+            try await a.waitConnected(timeout: .seconds(5))   // the state is final: it returns at once
+            Issue.record("connected, but expected: \(message)", sourceLocation: sourceLocation)
+        } catch {
+            #expect("\(error)" == message, sourceLocation: sourceLocation)
+        }
+        #expect(a.connectionState == .failed, sourceLocation: sourceLocation)
+    }
+
+    /// On real sockets and the wall clock: offers, gathers, and expects the connection to fail
+    /// within 2 s with `message` (the waits end on the connection's events).
     func expectFailsAtOnce(_ a: PeerConnection, _ message: String, sourceLocation: SourceLocation = #_sourceLocation) async {
         do {
             _ = try await a.addTransceiver(.audio)

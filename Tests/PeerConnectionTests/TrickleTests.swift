@@ -1,5 +1,5 @@
-import Foundation
 import PeerConnection
+import SessionSupport
 import Synchronization
 import Testing
 
@@ -18,25 +18,18 @@ func withoutCandidates(_ sdp: String) -> String {
         .joined(separator: "\r\n")
 }
 
-/// Polls (bounded) until `condition` holds.
-func eventually(timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
-    let end = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < end {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}
-
+/// Peers on a simulated loop and a virtual network: gathering, checks and timers run in
+/// virtual time as the test moves it.
 @Suite("Trickle ICE")
 struct TrickleTests {
     @Test("candidates trickled both ways, early ones queued, empty candidate ends them")
     func trickleBothWays() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let fromA = CandidateLog(a), fromB = CandidateLog(b)
         try await a.addTransceiver(.audio)
         try await a.setLocalDescription(try await a.createOffer())
-        await a.waitForGatheringComplete()
+        #expect(sim.run { a.iceGatheringState == .complete })
         let offer = try #require(a.localDescription)
         #expect(!fromA.all.isEmpty)
         #expect(fromA.all.allSatisfy { $0.sdpMid == "0" && $0.sdpMLineIndex == 0 })
@@ -45,28 +38,29 @@ struct TrickleTests {
         try await b.addIceCandidate(IceCandidate(candidate: "", sdpMid: "0", sdpMLineIndex: 0))
         try await b.setRemoteDescription(SessionDescription(type: .offer, sdp: withoutCandidates(offer.sdp)))
         try await b.setLocalDescription(try await b.createAnswer())
-        await b.waitForGatheringComplete()
+        #expect(sim.run { b.iceGatheringState == .complete })
         let answer = try #require(b.localDescription)
         try await a.setRemoteDescription(SessionDescription(type: .answer, sdp: withoutCandidates(answer.sdp)))
         for c in fromB.all { try await a.addIceCandidate(c) }
         try await a.addIceCandidate(IceCandidate(candidate: "", sdpMid: "0"))
-        try await a.waitConnected(timeout: .seconds(10))
-        try await b.waitConnected(timeout: .seconds(10))
+        try sim.connect(a, b)
         // Connected with end-of-candidates from the other side: completed (RFC 8445 §8.1.2).
-        #expect(await eventually { a.iceConnectionState == .completed && b.iceConnectionState == .completed })
+        #expect(sim.run(within: .seconds(5)) { a.iceConnectionState == .completed && b.iceConnectionState == .completed },
+                "ICE \(a.iceConnectionState), \(b.iceConnectionState)")
         await a.close()
         await b.close()
     }
 
     @Test("a=end-of-candidates in the SDP is honoured; without it the agent stays connected")
     func endOfCandidatesInSDP() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         try await a.addTransceiver(.audio)
         // The answer keeps its candidates but loses a=end-of-candidates.
-        try await negotiate(a, b) { $0.replacingOccurrences(of: "a=end-of-candidates\r\n", with: "") }
-        try await a.waitConnected(timeout: .seconds(10))
-        #expect(await eventually { b.iceConnectionState == .completed })
-        try await Task.sleep(for: .milliseconds(300))
+        try await sim.negotiate(a, b) { $0.replacingOccurrences(of: "a=end-of-candidates\r\n", with: "") }
+        try sim.connect(a)
+        #expect(sim.run(within: .seconds(5)) { b.iceConnectionState == .completed }, "b: ICE \(b.iceConnectionState)")
+        sim.advance(by: .milliseconds(300))
         #expect(a.iceConnectionState == .connected)
         await a.close()
         await b.close()
@@ -74,9 +68,10 @@ struct TrickleTests {
 
     @Test("a candidate for an unknown mid or index is an error that says so")
     func unknownMid() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         try await a.addTransceiver(.audio)
-        try await negotiate(a, b)
+        try await sim.negotiate(a, b)
         let line = "candidate:1 1 udp 2130706431 127.0.0.1 9 typ host"
         do {
             try await b.addIceCandidate(IceCandidate(candidate: line, sdpMid: "7"))
@@ -97,12 +92,13 @@ struct TrickleTests {
 
     @Test("candidates name the bundle's first m-line, even when it is the application one")
     func applicationFirst() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let fromB = CandidateLog(b)
         try await a.addTransceiver(.audio)
         _ = try await a.createDataChannel("x")
         try await a.setLocalDescription(try await a.createOffer())
-        await a.waitForGatheringComplete()
+        #expect(sim.run { a.iceGatheringState == .complete })
         // Put the application m-line (mid 1) first, as Chromium orders an offer whose channel came first.
         let sdp = try #require(a.localDescription).sdp
         let parts = sdp.components(separatedBy: "\r\nm=")
@@ -111,7 +107,7 @@ struct TrickleTests {
         let reordered = [trimmed[0], trimmed[2], trimmed[1]].joined(separator: "\r\nm=") + "\r\n"
         try await b.setRemoteDescription(SessionDescription(type: .offer, sdp: reordered))
         try await b.setLocalDescription(try await b.createAnswer())
-        await b.waitForGatheringComplete()
+        #expect(sim.run { b.iceGatheringState == .complete })
         #expect(!fromB.all.isEmpty)
         #expect(fromB.all.allSatisfy { $0.sdpMid == "1" && $0.sdpMLineIndex == 0 }, "\(fromB.all)")
         await a.close()

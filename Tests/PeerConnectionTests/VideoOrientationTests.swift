@@ -5,11 +5,13 @@ import Media
 import PeerConnection
 import RTP
 import Relay
+import SessionSupport
 import Synchronization
 import Testing
 
 /// Decoded frames: size, rotation, and the mean luma of the four corner blocks (upright view
-/// top-left, top-right, bottom-left, bottom-right) of the picture as decoded.
+/// top-left, top-right, bottom-left, bottom-right) of the picture as decoded. Called as loop
+/// work on a `Simulation`: run the loop, then read `all`.
 final class OrientationLog: VideoRenderer, Sendable {
     struct Entry: Sendable {
         var width: Int, height: Int, rotation: VideoRotation
@@ -30,11 +32,6 @@ final class OrientationLog: VideoRenderer, Sendable {
     }
 
     var all: [Entry] { frames.withLock { $0 } }
-
-    func wait(for count: Int, timeout: Duration = .seconds(10)) async {
-        let end = ContinuousClock.now.advanced(by: timeout)
-        while all.count < count && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(10)) }
-    }
 }
 
 /// A 640x360 sensor-orientation picture, dark grey with a bright 80x80 block in its bottom-left
@@ -48,16 +45,12 @@ func sensorFrame(timestampNs: Int64, rotation: VideoRotation) -> VideoFrame {
     return VideoFrame(buffer: buffer, rotation: rotation, timestampNs: timestampNs)
 }
 
-/// Feeds frames one at a time, each after the previous one was encoded (a debug build encodes
-/// slowly and the sender drops frames while busy, by design).
-func sendFrames(_ frames: [VideoFrame], into source: VideoSource, from pc: PeerConnection, alreadyEncoded: Int = 0) async throws {
-    for (i, frame) in frames.enumerated() {
+/// Feeds frames into a `Simulation` peer's source one frame period of virtual time apart: each
+/// is encoded inline as it arrives, its packets move while the clock does.
+func deliverFrames(_ frames: [VideoFrame], into source: VideoSource, on sim: Simulation) {
+    for frame in frames {
         source.deliverCapturedFrame(frame)
-        let end = ContinuousClock.now.advanced(by: .seconds(5))
-        while ContinuousClock.now < end,
-              (await pc.getStats().ofType("outbound-rtp").first?.int("framesEncoded") ?? 0) <= alreadyEncoded + i {
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        sim.advance(by: framePeriod)
     }
 }
 
@@ -80,7 +73,8 @@ struct VideoOrientationTests {
 
     @Test("offers carry the orientation extmap in video m-lines only, next to mid")
     func offerListsExtension() async throws {
-        let a = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer()
         _ = try await a.addTransceiver(.audio, TransceiverInit(direction: .sendrecv))
         _ = try await a.addTransceiver(.video, TransceiverInit(direction: .sendrecv))
         let offer = try await a.createOffer().sdp
@@ -97,11 +91,12 @@ struct VideoOrientationTests {
     @Test("answers take the offer's id; without it in the offer it is not answered or used")
     func answerUsesOfferedID() async throws {
         for offeredID in [7, nil] as [Int?] {
-            let a = try loopbackPeer(), b = try loopbackPeer()
+            let sim = Simulation()
+            let a = try sim.peer(), b = try sim.peer()
             _ = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly))
             let ours = try await a.createOffer()
             try await a.setLocalDescription(ours)
-            await a.waitForGatheringComplete()
+            #expect(sim.run { a.iceGatheringState == .complete })
             var offer = try #require(a.localDescription).sdp
             offer = offeredID.map { offer.replacingOccurrences(of: "a=extmap:13 urn:3gpp", with: "a=extmap:\($0) urn:3gpp") }
                 ?? withoutVideoOrientation(offer)
@@ -131,14 +126,14 @@ struct VideoOrientationTests {
     @Test("negotiated: frames go as captured, the receiver gets their rotation (last packet only)",
           arguments: ["H264", "VP8"])
     func negotiatedCarriesRotation(codec: String) async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let source = VideoSource()
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [codec == "H264" ? .h264 : .vp8])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
         try encodeEveryFrame(t.sender)
-        try await negotiate(a, b)
-        try await a.waitConnected(timeout: .seconds(10))
-        try await b.waitConnected(timeout: .seconds(10))
+        try await sim.negotiate(a, b)
+        try sim.connect(a, b)
         let receiver = try #require(b.transceivers.first)
         let cvoID = try #require(receiver.negotiatedHeaderExtensions.first { $0.uri == RTPExtensionURI.videoOrientation }?.id)
         let packets = PacketLog()
@@ -147,10 +142,10 @@ struct VideoOrientationTests {
         try #require(receiver.receiver.videoTrack).addRenderer(log)
 
         let capturer = TestPatternCapturer()
-        try await sendFrames(patternFrames(capturer, count: 10, from: 0, rotation: .r90), into: source, from: a)
-        await log.wait(for: 10)
-        try await sendFrames(patternFrames(capturer, count: 10, from: 10, rotation: .r180), into: source, from: a, alreadyEncoded: 10)
-        await log.wait(for: 20)
+        deliverFrames(patternFrames(capturer, count: 10, from: 0, rotation: .r90), into: source, on: sim)
+        #expect(sim.run(within: .seconds(2)) { log.all.count >= 10 })
+        deliverFrames(patternFrames(capturer, count: 10, from: 10, rotation: .r180), into: source, on: sim)
+        #expect(sim.run(within: .seconds(2)) { log.all.count >= 20 })
 
         let frames = log.all
         #expect(frames.count == 20, "decoded \(frames.count) of 20")
@@ -169,20 +164,20 @@ struct VideoOrientationTests {
 
     @Test("not negotiated: the sender turns the pixels, the receiver gets an upright 360x640 picture")
     func notNegotiatedRotatesPixels() async throws {
-        let a = try loopbackPeer(), b = try loopbackPeer()
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
         let source = VideoSource()
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
-        try await negotiate(a, b, editAnswer: withoutVideoOrientation)
+        try await sim.negotiate(a, b, editAnswer: withoutVideoOrientation)
         #expect(t.negotiatedHeaderExtensions.allSatisfy { $0.uri != RTPExtensionURI.videoOrientation })
-        try await a.waitConnected(timeout: .seconds(10))
-        try await b.waitConnected(timeout: .seconds(10))
+        try sim.connect(a, b)
         let log = OrientationLog()
         try #require(b.transceivers.first?.receiver.videoTrack).addRenderer(log)
 
         let frames = (0..<8).map { sensorFrame(timestampNs: Int64($0) * 33_333_333, rotation: .r90) }
-        try await sendFrames(frames, into: source, from: a)
-        await log.wait(for: 8)
+        deliverFrames(frames, into: source, on: sim)
+        #expect(sim.run(within: .seconds(2)) { log.all.count >= 8 })
         let got = log.all
         #expect(got.count == 8, "decoded \(got.count) of 8")
         #expect(got.allSatisfy { $0.width == 360 && $0.height == 640 && $0.rotation == .r0 })
@@ -200,40 +195,40 @@ struct VideoOrientationTests {
     @Test("relay: a publisher's rotation reaches a player through the embedded RelayServer (dropped for a player without it)",
           arguments: [true, false])
     func relayForwardsRotation(playerNegotiates: Bool) async throws {
-        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: { _ in })
-        let http = HTTPClient(timeout: .seconds(10))
+        let sim = Simulation()
+        let relay = try sim.relay()
+        /// WHIP/WHEP in process with the offer as `edit` leaves it; connected.
         func exchange(_ pc: PeerConnection, endpoint: String, edit: (String) -> String = { $0 }) async throws {
             try await pc.setLocalDescription(try await pc.createOffer())
-            await pc.waitForGatheringComplete()
+            #expect(sim.run { pc.iceGatheringState == .complete })
             let offer = edit(try #require(pc.localDescription).sdp)
-            let response = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/\(endpoint)/?app=live&stream=cvo",
-                                               headers: [("Content-Type", "application/sdp")], body: Array(offer.utf8))
-            #expect(response.status == 201, "\(endpoint): \(response.status) \(response.text)")
-            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: response.text))
+            let response = await sim.request(relay, "POST", "/rtc/v1/\(endpoint)/?app=live&stream=cvo", body: Array(offer.utf8),
+                                             headers: ["Content-Type": "application/sdp"])
+            let answer = String(decoding: response.body, as: UTF8.self)
+            #expect(response.status == 201, "\(endpoint): \(response.status) \(answer)")
+            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
+            try sim.connect(pc)
         }
 
-        let publisher = try loopbackPeer()
+        let publisher = try sim.peer()
         let source = VideoSource()
         let t = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
         try await exchange(publisher, endpoint: "whip")
-        try await publisher.waitConnected(timeout: .seconds(10))
         #expect(t.negotiatedHeaderExtensions.contains { $0.uri == RTPExtensionURI.videoOrientation }, "the relay accepts it")
 
-        let player = try loopbackPeer()
+        let player = try sim.peer()
         _ = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly))
         try await exchange(player, endpoint: "whep", edit: playerNegotiates ? { $0 } : withoutVideoOrientation)
-        try await player.waitConnected(timeout: .seconds(10))
         let log = OrientationLog()
         try #require(player.transceivers.first?.receiver.videoTrack).addRenderer(log)
 
-        // The relay asks for a keyframe when the player connects; send until the player decodes.
+        // The relay asks for a keyframe when the player connects; send until the player decodes
+        // (20 s of frames at most).
         let capturer = TestPatternCapturer()
         var sent = 0
-        let end = ContinuousClock.now.advanced(by: .seconds(20))
-        while log.all.count < 5 && ContinuousClock.now < end {
-            try await sendFrames(patternFrames(capturer, count: 1, from: sent, rotation: .r90), into: source, from: publisher,
-                                 alreadyEncoded: sent)
+        while log.all.count < 5 && sent < 600 {
+            deliverFrames(patternFrames(capturer, count: 1, from: sent, rotation: .r90), into: source, on: sim)
             sent += 1
         }
         let frames = log.all

@@ -1,24 +1,70 @@
 import Capture
+import Dispatch
 import Foundation
 import HTTP
 import Media
 import PeerConnection
 import Relay
+import SessionSupport
 import STUN
 import Streaming
-import Synchronization
 import Testing
+import TestSupport
 import Transport
+
+/// Test-pattern frames into `source`, 320x180 at ~30 fps on a wall-clock timer, until cancelled.
+final class RealTimePatternFeed: @unchecked Sendable {
+    // @unchecked: a dispatch source may be cancelled from any thread.
+    private let timer: any DispatchSourceTimer
+
+    init(_ source: VideoSource) {
+        let capturer = TestPatternCapturer(delegate: source)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "pattern-feed"))
+        nonisolated(unsafe) var i: Int64 = 0   // touched only by the timer's serial queue
+        timer.setEventHandler {
+            capturer.captureFrame(at: i * 33_333_333, width: 320, height: 180)
+            i += 1
+        }
+        timer.schedule(deadline: .now(), repeating: .milliseconds(33))
+        timer.resume()
+        self.timer = timer
+    }
+
+    func cancel() { timer.cancel() }
+}
+
+extension ArrivalLog {
+    /// Checks `condition` (one only an async call reads, such as statistics) again each time a
+    /// frame arrives, for at most `frames` frames (150: about 5 s of video): frames are this
+    /// test's clock.
+    func recheck(frames: Int = 150, _ condition: () async -> Bool) async -> Bool {
+        for _ in 0..<frames {
+            if await condition() { return true }
+            guard await wait(forCount: count + 1) else { break }
+        }
+        return await condition()
+    }
+}
 
 /// Our WHIP/WHEP client against the embedded relay, trickle and ICE restart by PATCH
 /// (RFC 9725 §4.3): the publisher POSTs without waiting for its TURN allocation and trickles the
 /// relay candidate and end-of-candidates; publisher, player, publisher again restart ICE mid-stream and
 /// the player's video goes on (no freeze over 1 s, no connection state change).
+///
+/// On real sockets and the wall clock: `StreamingSession` makes its own PeerConnection (the
+/// shared threaded loop, real UDP sockets), speaks WHIP over `HTTPClient` (TCP), and batches
+/// trickle PATCHes with a wall-clock timer; it has no seam for a simulated loop, a PacketIO
+/// factory or an in-process HTTP transport. The test waits for events (relay log lines, decoded
+/// frames), never for time.
 @Suite(.serialized) struct WHIPTrickleTests {
     final class Lines: Sendable {
-        private let lines = Mutex<[String]>([])
+        private let lines = Monitor<[String]>([])
         func add(_ line: String) { lines.withLock { $0.append(line) } }
-        var all: [String] { lines.withLock { $0 } }
+        var all: [String] { lines.value }
+        /// Waits until the lines meet `condition`, at most `timeout`.
+        func wait(timeout: Duration = .seconds(5), until condition: @escaping @Sendable ([String]) -> Bool) async -> Bool {
+            await lines.wait(until: condition, timeout: timeout)
+        }
     }
 
     func options(_ configure: (inout StreamingSession.Options) -> Void = { _ in }) -> StreamingSession.Options {
@@ -45,12 +91,11 @@ import Transport
         if let sender = publisher.peerConnection.transceivers.first?.sender { try encodeEveryFrame(sender) }
         // The POST did not wait for the allocation: its relay candidate and the end of
         // candidates came by PATCH, the first with the candidate (one batch), then the end.
-        #expect(await eventually { publisher.trickledCandidates == 1 && relayLog.all.contains { $0.hasSuffix("end of candidates") } },
-                "trickled \(publisher.trickledCandidates); relay said \(relayLog.all)")
+        #expect(await relayLog.wait { $0.contains { $0.hasSuffix("end of candidates") } }, "relay said \(relayLog.all)")
         let trickled = relayLog.all.filter { $0.contains("trickled") }
         #expect(trickled.count <= 2 && trickled.first?.contains("trickled 1 candidate(s)") == true, "\(trickled)")
 
-        let feeding = feedPattern(source)
+        let feeding = RealTimePatternFeed(source)
         defer { feeding.cancel() }
         let player = try StreamingSession(role: .play, url: "\(relay.url)/rtc/v1/whep/?app=live&stream=t", options: options {
             $0.onSignalingProblem = problems.add
@@ -58,28 +103,31 @@ import Transport
         let tracks = try await player.play(audio: false)
         let log = ArrivalLog()
         try #require(tracks.video).addRenderer(log)
-        #expect(await eventually(timeout: .seconds(10)) { log.all.count >= 10 }, "frames before the restarts: \(log.all.count)")
+        #expect(await log.wait(forCount: 10), "frames before the restarts: \(log.count)")
+        // The answer to the PATCH that carried the candidate has been read by now (the relay
+        // logged the end of candidates, the player connected and decoded since).
+        #expect(await log.recheck { publisher.trickledCandidates == 1 }, "trickled \(publisher.trickledCandidates)")
         let events = EventLog(player.peerConnection), publisherEvents = EventLog(publisher.peerConnection)
 
         let start = ContinuousClock.now
         let before = (iceUfrag(publisher.peerConnection), iceUfrag(player.peerConnection))
         try await publisher.restartIce()
         #expect(iceUfrag(publisher.peerConnection) != before.0)
-        #expect(await eventually { await restartedPairSelected(publisher.peerConnection) })
-        let framesAfterFirst = log.all.count
-        #expect(await eventually { log.all.count >= framesAfterFirst + 15 }, "frames after the publisher's restart")
+        #expect(await log.recheck { await restartedPairSelected(publisher.peerConnection) })
+        let framesAfterFirst = log.count
+        #expect(await log.wait(forCount: framesAfterFirst + 15), "frames after the publisher's restart")
         try await player.restartIce()
         #expect(iceUfrag(player.peerConnection) != before.1)
-        #expect(await eventually { await restartedPairSelected(player.peerConnection) })
-        let framesAfterSecond = log.all.count
-        #expect(await eventually { log.all.count >= framesAfterSecond + 15 }, "frames after the player's restart")
+        #expect(await log.recheck { await restartedPairSelected(player.peerConnection) })
+        let framesAfterSecond = log.count
+        #expect(await log.wait(forCount: framesAfterSecond + 15), "frames after the player's restart")
         // A second restart of the same session starts from the first one's descriptions.
         let second = iceUfrag(publisher.peerConnection)
         try await publisher.restartIce()
         #expect(iceUfrag(publisher.peerConnection) != second)
-        let framesAfterThird = log.all.count
-        #expect(await eventually { log.all.count >= framesAfterThird + 15 }, "frames after the publisher's second restart")
-        #expect(await eventually { await restartedPairSelected(publisher.peerConnection) })
+        let framesAfterThird = log.count
+        #expect(await log.wait(forCount: framesAfterThird + 15), "frames after the publisher's second restart")
+        #expect(await log.recheck { await restartedPairSelected(publisher.peerConnection) })
         let end = ContinuousClock.now
         let gap = log.longestGap(from: start, to: end)
         print("WHIP/WHEP ICE restarts by PATCH: longest frame gap \(gap) over \(end - start)")
@@ -114,7 +162,7 @@ import Transport
             $0.onSignalingProblem = problems.add
         })
         try await publisher.publish(video: VideoTrack(id: "v", source: VideoSource()), audio: nil)
-        #expect(await eventually { patches.all.count == 1 }, "one PATCH tried: \(patches.all)")
+        #expect(await patches.wait { $0.count == 1 }, "one PATCH tried: \(patches.all)")
         #expect(publisher.peerConnection.connectionState == .connected && publisher.trickledCandidates == 0)
         #expect(problems.all.isEmpty, "a 405 is not a problem to report: \(problems.all)")
         await #expect {

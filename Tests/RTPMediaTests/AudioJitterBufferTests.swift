@@ -1,4 +1,5 @@
 import RTP
+import SeededRandom
 import Testing
 @testable import RTPMedia
 
@@ -44,7 +45,7 @@ import Testing
     }
 
     @Test func reorderingAndLossGiveOrderedSlotsWithGaps() {
-        var rng = SeededRandom(seed: 8)
+        var rng = SplitMix64(seed: 8)
         var jb = AudioJitterBuffer()
         var lost: Set<Int> = []
         var arrivals: [(ContinuousClock.Instant, RTPPacket)] = []

@@ -1,4 +1,5 @@
 import Media
+import SeededRandom
 import Testing
 @testable import RTPMedia
 
@@ -8,7 +9,7 @@ import Testing
     }
 
     @Test func smallKeyframeGoesInOneSTAPA() throws {
-        var rng = SeededRandom(seed: 1)
+        var rng = SplitMix64(seed: 1)
         let sps = makeNAL(type: 7, size: 10, rng: &rng), pps = makeNAL(type: 8, size: 4, rng: &rng)
         let idr = makeNAL(type: 5, size: 200, rng: &rng)
         let frame = annexB([sps, pps, idr])
@@ -26,7 +27,7 @@ import Testing
     }
 
     @Test func largeFrameFragmentsEvenlyWithFUA() throws {
-        var rng = SeededRandom(seed: 2)
+        var rng = SplitMix64(seed: 2)
         let sps = makeNAL(type: 7, size: 12, rng: &rng), pps = makeNAL(type: 8, size: 4, rng: &rng)
         let idr = makeNAL(type: 5, size: 5000, rng: &rng)
         let frame = annexB([sps, pps, idr])
@@ -55,7 +56,7 @@ import Testing
 
     @Test(arguments: [3, 4, 17, 100, 1152])
     func roundTripsAtEverySizeBoundary(maxPayload: Int) throws {
-        var rng = SeededRandom(seed: UInt64(maxPayload))
+        var rng = SplitMix64(seed: UInt64(maxPayload))
         let sizes = [1, 2, 3, maxPayload - 3, maxPayload - 2, maxPayload - 1, maxPayload, maxPayload + 1,
                      2 * maxPayload - 3, 2 * maxPayload, 3 * maxPayload + 7].filter { $0 >= 1 }
         var packetizer = H264Packetizer()
@@ -74,7 +75,7 @@ import Testing
     }
 
     @Test func threeByteStartCodesComeBackAsFourByte() throws {
-        var rng = SeededRandom(seed: 3)
+        var rng = SplitMix64(seed: 3)
         let a = makeNAL(type: 1, size: 50, rng: &rng), b = makeNAL(type: 1, size: 60, rng: &rng)
         var packetizer = H264Packetizer()
         let payloads = packetizer.packetize(annexB: [0, 0, 1] + a + [0, 0, 1] + b + [0, 0])
@@ -83,7 +84,7 @@ import Testing
     }
 
     @Test func spsAndPPSAreInsertedBeforeIDRs() throws {
-        var rng = SeededRandom(seed: 4)
+        var rng = SplitMix64(seed: 4)
         let sps = makeNAL(type: 7, size: 12, rng: &rng), pps = makeNAL(type: 8, size: 4, rng: &rng)
         var packetizer = H264Packetizer()
         _ = packetizer.packetize(annexB: annexB([sps, pps, makeNAL(type: 5, size: 300, rng: &rng)]))
@@ -103,7 +104,7 @@ import Testing
     }
 
     @Test func depacketizerRestoresMissingParameterSets() throws {
-        var rng = SeededRandom(seed: 5)
+        var rng = SplitMix64(seed: 5)
         let sps = makeNAL(type: 7, size: 12, rng: &rng), pps = makeNAL(type: 8, size: 4, rng: &rng)
         let idr = makeNAL(type: 5, size: 100, rng: &rng)
         var depacketizer = H264Depacketizer()
@@ -149,7 +150,7 @@ import Testing
     }
 
     @Test func randomPayloadsNeverTrap() {
-        var rng = SeededRandom(seed: 99)
+        var rng = SplitMix64(seed: 99)
         var depacketizer = H264Depacketizer()
         var thrown = 0
         for _ in 0..<10_000 {

@@ -1,23 +1,10 @@
 import Media
 import RTP
 @testable import RTPMedia
-
-/// Deterministic generator (SplitMix64) so every run sees the same "random" data.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-}
+import SeededRandom
 
 /// A NAL unit: header byte (NRI 3) then non-zero filler, so no start code can appear inside.
-func makeNAL(type: UInt8, size: Int, rng: inout SeededRandom, nri: UInt8 = 3) -> [UInt8] {
+func makeNAL(type: UInt8, size: Int, rng: inout SplitMix64, nri: UInt8 = 3) -> [UInt8] {
     var nal: [UInt8] = [nri << 5 | type]
     for _ in 1..<max(size, 1) { nal.append(UInt8.random(in: 1...255, using: &rng)) }
     return nal
@@ -29,13 +16,13 @@ func annexB(_ nals: [[UInt8]]) -> [UInt8] {
 
 /// Synthetic H.264 encoder output: keyframes are SPS + PPS + IDR, others one slice.
 struct SyntheticH264 {
-    var rng: SeededRandom
+    var rng: SplitMix64
     let sps: [UInt8]
     let pps: [UInt8]
 
     init(seed: UInt64) {
-        rng = SeededRandom(seed: seed)
-        var r = SeededRandom(seed: seed ^ 0xABCD)
+        rng = SplitMix64(seed: seed)
+        var r = SplitMix64(seed: seed ^ 0xABCD)
         sps = makeNAL(type: 7, size: 12, rng: &r)
         pps = makeNAL(type: 8, size: 4, rng: &r)
     }
@@ -49,7 +36,7 @@ struct SyntheticH264 {
 }
 
 /// A VP8 frame as libvpx lays one out: a 3-byte frame tag (+ start code and size for keyframes).
-func makeVP8Frame(keyframe: Bool, size: Int, width: Int = 1280, height: Int = 720, rng: inout SeededRandom) -> [UInt8] {
+func makeVP8Frame(keyframe: Bool, size: Int, width: Int = 1280, height: Int = 720, rng: inout SplitMix64) -> [UInt8] {
     var f: [UInt8] = keyframe
         ? [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, UInt8(width & 0xFF), UInt8(width >> 8), UInt8(height & 0xFF), UInt8(height >> 8)]
         : [0x11, 0x02, 0x00]
@@ -65,7 +52,7 @@ struct SimulatedVideoSender {
     var sequencer: RTPSequencer
     var history = RTPHistory<[UInt8]>(capacity: 4096)
     var source: SyntheticH264
-    var rng: SeededRandom
+    var rng: SplitMix64
     var timestamp: UInt32
     var sent: [(timestamp: UInt32, data: [UInt8], key: Bool)] = []
 
@@ -74,7 +61,7 @@ struct SimulatedVideoSender {
         self.codec = codec
         sequencer = RTPSequencer(ssrc: ssrc, payloadType: 96, initialSequenceNumber: firstSequence)
         source = SyntheticH264(seed: seed)
-        rng = SeededRandom(seed: seed &+ 1)
+        rng = SplitMix64(seed: seed &+ 1)
         timestamp = firstTimestamp
     }
 
@@ -103,7 +90,7 @@ struct SimulatedLink<Item> {
     var delay: Duration
     var jitter: Duration = .zero
     var loss: Double
-    var rng: SeededRandom
+    var rng: SplitMix64
     var inFlight: [(at: ContinuousClock.Instant, order: Int, item: Item)] = []
     var counter = 0
 
@@ -111,7 +98,7 @@ struct SimulatedLink<Item> {
         self.delay = delay
         self.jitter = jitter
         self.loss = loss
-        self.rng = SeededRandom(seed: seed)
+        self.rng = SplitMix64(seed: seed)
     }
 
     mutating func send(_ item: Item, now: ContinuousClock.Instant) {

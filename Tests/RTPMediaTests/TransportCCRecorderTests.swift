@@ -1,4 +1,5 @@
 import RTP
+import SeededRandom
 import Testing
 @testable import RTPMedia
 
@@ -45,7 +46,7 @@ import Testing
     }
 
     @Test func roundTripReconstructsArrivalTimesAndLosses() throws {
-        var rng = SeededRandom(seed: 3)
+        var rng = SplitMix64(seed: 3)
         var rec = TransportCCRecorder(senderSSRC: 1, mediaSSRC: 2)
         var now = t0
         var sent: [UInt16: Int64?] = [:]   // seq → arrival µs, nil = lost
@@ -141,7 +142,7 @@ import Testing
     /// Thousands of statuses, most with 2-byte (negative) deltas: split into feedbacks that each
     /// fit the size limit and together cover every number once.
     @Test func manyStatusesSplitBySize() throws {
-        var rng = SeededRandom(seed: 9)
+        var rng = SplitMix64(seed: 9)
         var rec = TransportCCRecorder()
         var order = Array(UInt16(0)..<3000).filter { $0 % 5 != 3 || $0 == 2999 }
         order.shuffle(using: &rng)
@@ -206,7 +207,7 @@ import Testing
         var config = TransportCCRecorder.Configuration()
         config.maxTrackedPackets = 1024
         var rec = TransportCCRecorder(configuration: config)
-        var rng = SeededRandom(seed: 77)
+        var rng = SplitMix64(seed: 77)
         var now = t0
         var feedbacks = 0
         for i in 0..<50_000 {

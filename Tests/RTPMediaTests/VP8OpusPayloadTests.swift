@@ -1,4 +1,5 @@
 import Media
+import SeededRandom
 import Testing
 @testable import RTPMedia
 
@@ -27,7 +28,7 @@ import Testing
     }
 
     @Test func frameRoundTripsAndKeyframeIsDetected() throws {
-        var rng = SeededRandom(seed: 11)
+        var rng = SplitMix64(seed: 11)
         let key = makeVP8Frame(keyframe: true, size: 7000, width: 640, height: 360, rng: &rng)
         var packetizer = VP8Packetizer(initialPictureID: 42)
         let payloads = packetizer.packetize(EncodedFrame(codec: .vp8, data: key, isKeyframe: true, rtpTimestamp: 0))

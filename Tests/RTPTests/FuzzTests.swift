@@ -1,5 +1,7 @@
+import SeededRandom
 import Testing
 @testable import RTP
+import TestSupport
 
 /// Every prefix and thousands of random mutations of valid packets must parse or throw with an
 /// offset inside the input; whatever parses must round-trip (checked by the fuzz entry points).

@@ -1,5 +1,6 @@
 import Testing
 @testable import RTP
+import TestSupport
 
 @Suite struct RTCPFeedbackTests {
     @Test func nackVector() throws {

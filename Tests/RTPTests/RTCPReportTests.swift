@@ -1,5 +1,6 @@
 import Testing
 @testable import RTP
+import TestSupport
 
 @Suite struct RTCPReportTests {
     // SR with one report block, then SDES with CNAME "abcd", built by hand from RFC 3550 §6.4.1 / §6.5.

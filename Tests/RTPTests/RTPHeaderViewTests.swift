@@ -1,5 +1,6 @@
 import Testing
 @testable import RTP
+import TestSupport
 
 @Suite struct RTPHeaderViewTests {
     @Test func viewMatchesPacket() throws {

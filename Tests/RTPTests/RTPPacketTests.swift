@@ -1,5 +1,6 @@
 import Testing
 @testable import RTP
+import TestSupport
 
 @Suite struct RTPPacketTests {
     // V=2 X=1 CC=0 | M=1 PT=96 | seq 0x1234 | ts | ssrc | BEDE len 1 | id 1 len 1 0xAB, 2 pad | payload

@@ -1,5 +1,6 @@
 import Testing
 @testable import RTP
+import TestSupport
 
 @Suite struct TransportCCTests {
     // base 100, 10 statuses, reference time 0x000102, feedback count 5.

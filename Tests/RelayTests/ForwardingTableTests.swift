@@ -4,6 +4,7 @@ import PeerConnection
 import RTP
 import STUN
 import Testing
+import TestSupport
 @testable import Relay
 @testable import Transport
 
@@ -11,8 +12,18 @@ import Testing
 /// snapshot writes, protects and addresses a packet exactly as the slow path
 /// (`RtpSender.forward(_:…into:)`) does, and the table follows players joining and leaving
 /// and any change `ForwardingEpoch` announces.
+///
+/// On real sockets: the fast path exists only on a shared socket with a kernel send batch (a
+/// `UDPMux`'s `batchSocket`; a `VirtualMux` has none, so its records carry no snapshot). What
+/// the test waits for are the relay's own events, from its log, never time.
 @Suite(.serialized) struct ForwardingTableTests {
     let http = HTTPClient(timeout: .seconds(20))
+    /// The relay's log lines as it writes them (on its loop thread, as things happen).
+    let log = Monitor<[String]>([])
+
+    func relay() async throws -> RelayServer {
+        try await RelayServer(httpPort: 0, udpPort: 0, log: { [log] line in log.withLock { $0.append(line) } })
+    }
 
     func connect(_ relay: RelayServer, _ endpoint: String, stream: String, direction: TransceiverDirection) async throws -> (PeerConnection, String) {
         var config = PeerConnection.Configuration()
@@ -30,30 +41,33 @@ import Testing
         return (pc, try #require(created.headers["Location"]))
     }
 
-    /// (records, with a snapshot, rebuilds) of the stream's video table, once it has `count` fast records.
-    func table(_ relay: RelayServer, _ key: String, count: Int) async throws -> (records: Int, fast: Int, rebuilds: Int) {
-        var last = (records: -1, fast: -1, rebuilds: -1)
-        for _ in 0..<200 {
-            last = try await relay.loop.submit { [state = relay.state] in
-                guard let stream = state.value.streams[key] else { return (-1, -1, -1) }
-                let table = stream.forwardingTable(.video)
-                return (table.count, table.filter { $0.target != nil }.count, stream.tableRebuilds)
-            }
-            if last.records == count && last.fast == count { return last }
-            try await Task.sleep(for: .milliseconds(20))
+    /// Waits until the relay has said that `count` players of `key` connected (its side of the
+    /// session is up: keys and path in place, so a record gets its snapshot).
+    func playersConnected(_ count: Int, _ key: String) async -> Bool {
+        await log.wait(until: { lines in
+            lines.filter { $0.hasPrefix("serve: player ") && $0.hasSuffix(" connected (\(key))") }.count >= count
+        }, timeout: .seconds(10))
+    }
+
+    /// (records, with a snapshot, rebuilds) of the stream's video table as it is now.
+    func table(_ relay: RelayServer, _ key: String) async throws -> (records: Int, fast: Int, rebuilds: Int) {
+        try await relay.loop.submit { [state = relay.state] in
+            guard let stream = state.value.streams[key] else { return (-1, -1, -1) }
+            let table = stream.forwardingTable(.video)
+            return (table.count, table.filter { $0.target != nil }.count, stream.tableRebuilds)
         }
-        return last
     }
 
     @Test func snapshotSendsTheSlowPathsBytesAndFollowsPlayers() async throws {
-        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: { _ in })
+        let relay = try await relay()
         var pcs: [PeerConnection] = []
         do {
             let (publisher, _) = try await connect(relay, "whip", stream: "ft", direction: .sendonly)
             pcs.append(publisher)
             let (first, _) = try await connect(relay, "whep", stream: "ft", direction: .recvonly)
             pcs.append(first)
-            let one = try await table(relay, "live/ft", count: 1)
+            #expect(await playersConnected(1, "live/ft"), "\(log.value)")
+            let one = try await table(relay, "live/ft")
             #expect(one.records == 1 && one.fast == 1)
 
             // The same packet through the record and through the sender: identical datagrams.
@@ -83,10 +97,11 @@ import Testing
             // A second player joins: the table has both; one leaves: it is gone at once.
             let (second, resource) = try await connect(relay, "whep", stream: "ft", direction: .recvonly)
             pcs.append(second)
-            let two = try await table(relay, "live/ft", count: 2)
+            #expect(await playersConnected(2, "live/ft"), "\(log.value)")
+            let two = try await table(relay, "live/ft")
             #expect(two.records == 2 && two.fast == 2 && two.rebuilds > one.rebuilds)
             #expect(try await http.send(method: "DELETE", url: relay.url + resource).status == 200)
-            let back = try await table(relay, "live/ft", count: 1)
+            let back = try await table(relay, "live/ft")
             #expect(back.records == 1 && back.fast == 1)
 
             // Anything announced on the epoch (a path, keys, ids) makes the table again; counts

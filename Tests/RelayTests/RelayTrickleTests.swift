@@ -2,17 +2,17 @@ import Foundation
 import HTTP
 import PeerConnection
 import SDP
-import STUN
+import SessionSupport
 import Synchronization
 import Testing
-import Transport
+import TestSupport
 @testable import Relay
 
 /// The relay's PATCH on WHIP/WHEP session resources (RFC 9725 §4.3): trickle candidates into
 /// the session's connection (204), an ICE restart answered with the server's fragment (200),
 /// and what it refuses: unknown resource 404, wrong type 415, stale entity-tag 412, malformed 400.
+/// The relay and its peers run in process on a simulated loop (`Simulation`).
 @Suite(.serialized) struct RelayTrickleTests {
-    let http = HTTPClient(timeout: .seconds(20))
     static let sdpfrag = "application/trickle-ice-sdpfrag"
 
     final class Log: Sendable {
@@ -30,39 +30,39 @@ import Transport
     }
 
     /// A live publisher (video, H.264) whose WHIP POST is answered; connected when asked.
-    func publish(_ relay: RelayServer, stream: String, connect: Bool) async throws -> Published {
-        var config = PeerConnection.Configuration()
-        config.interfaceAddresses = [SocketAddress(host: "127.0.0.1", port: 0)].compactMap { $0 }
-        let pc = try PeerConnection(configuration: config, loop: EventLoop(name: "test-whip"))
+    func publish(_ sim: Simulation, _ relay: RelayServer, stream: String, connect: Bool) async throws -> Published {
+        let pc = try sim.peer()
         _ = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         try await pc.setLocalDescription(try await pc.createOffer())
-        await pc.waitForGatheringComplete()
+        #expect(sim.run { pc.iceGatheringState == .complete })
         let offer = try #require(pc.localDescription).sdp
-        let created = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/whip/?app=live&stream=\(stream)",
-                                          headers: ["Content-Type": "application/sdp"], body: Array(offer.utf8))
-        #expect(created.status == 201, "\(created.status) \(created.text)")
-        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: created.text))
-        if connect { try await pc.waitConnected(timeout: .seconds(10)) }
+        let created = await sim.request(relay, "POST", "/rtc/v1/whip/?app=live&stream=\(stream)",
+                                        body: Array(offer.utf8), headers: ["Content-Type": "application/sdp"])
+        #expect(created.status == 201, "\(created.status) \(created.bodyString)")
+        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: created.bodyString))
+        if connect { try sim.connect(pc) }
         return Published(pc: pc, resource: try #require(created.headers["Location"]), etag: try #require(created.headers["ETag"]),
-                         offer: try SDP.SessionDescription(parsing: offer), answer: try SDP.SessionDescription(parsing: created.text))
+                         offer: try SDP.SessionDescription(parsing: offer), answer: try SDP.SessionDescription(parsing: created.bodyString))
     }
 
-    func patch(_ relay: RelayServer, _ resource: String, _ body: String, type: String? = sdpfrag, ifMatch: String? = nil) async throws -> HTTPClientResponse {
+    func patch(_ sim: Simulation, _ relay: RelayServer, _ resource: String, _ body: String, type: String? = sdpfrag,
+               ifMatch: String? = nil) async -> HTTPResponse {
         var headers: HTTPHeaders = [:]
         if let type { headers.add("Content-Type", type) }
         if let ifMatch { headers.add("If-Match", ifMatch) }
-        return try await http.send(method: "PATCH", url: relay.url + resource, headers: headers, body: Array(body.utf8))
+        return await sim.request(relay, "PATCH", resource, body: Array(body.utf8), headers: headers)
     }
 
     func ufrag(_ sdp: SDP.SessionDescription) -> String { sdp.media.first?.iceUfrag ?? sdp.iceUfrag ?? "" }
     func pwd(_ sdp: SDP.SessionDescription) -> String { sdp.media.first?.icePwd ?? sdp.icePwd ?? "" }
 
     @Test func createdSessionAdvertisesPatchAndItsEntityTag() async throws {
-        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: { _ in })
-        let p = try await publish(relay, stream: "etag", connect: false)
+        let sim = Simulation()
+        let relay = try sim.relay()
+        let p = try await publish(sim, relay, stream: "etag", connect: false)
         #expect(p.etag == "\"\(ufrag(p.answer))\"", "the ETag names the server's ICE session")
-        let again = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/whip/?app=live&stream=etag2",
-                                        headers: ["Content-Type": "application/sdp"], body: Array(p.offer.serialize().utf8))
+        let again = await sim.request(relay, "POST", "/rtc/v1/whip/?app=live&stream=etag2",
+                                      body: Array(p.offer.serialize().utf8), headers: ["Content-Type": "application/sdp"])
         #expect(again.headers["Accept-Patch"] == Self.sdpfrag)
         await p.pc.close()
         await relay.stop()
@@ -70,23 +70,24 @@ import Transport
 
     @Test func trickleIsAddedAndBadFragmentsAreRefusedWithReasons() async throws {
         let log = Log()
-        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: log.add)
-        let p = try await publish(relay, stream: "trickle", connect: false)
+        let sim = Simulation()
+        let relay = try sim.relay(log: log.add)
+        let p = try await publish(sim, relay, stream: "trickle", connect: false)
         let creds = "a=ice-ufrag:\(ufrag(p.offer))\r\na=ice-pwd:\(pwd(p.offer))\r\n"
         let mline = "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:0\r\n"
         let candidate = "a=candidate:7 1 udp 2122260223 127.0.0.1 40000 typ host\r\n"
 
         // What the server refuses, and why.
-        let unknown = try await patch(relay, "/rtc/v1/whip/?action=delete&token=0123456789abcdef0123456789abcdef", creds)
+        let unknown = await patch(sim, relay, "/rtc/v1/whip/?action=delete&token=0123456789abcdef0123456789abcdef", creds)
         #expect(unknown.status == 404)
-        let wrongType = try await patch(relay, p.resource, creds + mline + candidate, type: "application/sdp")
+        let wrongType = await patch(sim, relay, p.resource, creds + mline + candidate, type: "application/sdp")
         #expect(wrongType.status == 415 && wrongType.headers["Accept-Patch"] == Self.sdpfrag, "\(wrongType.status)")
-        #expect(wrongType.text.hasPrefix("Content-Type must be application/trickle-ice-sdpfrag"))
-        let noType = try await patch(relay, p.resource, creds, type: nil)
+        #expect(wrongType.bodyString.hasPrefix("Content-Type must be application/trickle-ice-sdpfrag"))
+        let noType = await patch(sim, relay, p.resource, creds, type: nil)
         #expect(noType.status == 415)
-        let stale = try await patch(relay, p.resource, creds + mline + candidate, ifMatch: "\"not-this-one\"")
-        #expect(stale.status == 412, "\(stale.status) \(stale.text)")
-        let weak = try await patch(relay, p.resource, creds + mline + candidate, ifMatch: "W/\(p.etag)")
+        let stale = await patch(sim, relay, p.resource, creds + mline + candidate, ifMatch: "\"not-this-one\"")
+        #expect(stale.status == 412, "\(stale.status) \(stale.bodyString)")
+        let weak = await patch(sim, relay, p.resource, creds + mline + candidate, ifMatch: "W/\(p.etag)")
         #expect(weak.status == 412, "a weak tag never matches strongly")
         let cases: [(String, String)] = [
             ("v=0\r\n" + creds, "malformed trickle-ice-sdpfrag: SDP line 1: v= lines do not belong"),
@@ -98,20 +99,20 @@ import Transport
             (creds + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:7\r\n" + candidate, "no m-line with mid \"7\""),
         ]
         for (body, reason) in cases {
-            let r = try await patch(relay, p.resource, body, ifMatch: p.etag)
-            #expect(r.status == 400 && r.text.contains(reason), "\(body.debugDescription): \(r.status) \(r.text)")
+            let r = await patch(sim, relay, p.resource, body, ifMatch: p.etag)
+            #expect(r.status == 400 && r.bodyString.contains(reason), "\(body.debugDescription): \(r.status) \(r.bodyString)")
         }
-        let binary = try await http.send(method: "PATCH", url: relay.url + p.resource, headers: ["Content-Type": Self.sdpfrag],
-                                         body: [0x61, 0x3d, 0xff, 0xfe])
-        #expect(binary.status == 400 && binary.text.contains("not UTF-8"))
+        let binary = await sim.request(relay, "PATCH", p.resource, body: [0x61, 0x3d, 0xff, 0xfe],
+                                       headers: ["Content-Type": Self.sdpfrag])
+        #expect(binary.status == 400 && binary.bodyString.contains("not UTF-8"))
         #expect(!log.all.contains { $0.contains("trickled") }, "nothing was added by a refused PATCH")
 
         // Trickle: candidates (mid'd and session-level) and end-of-candidates → 204, same ETag.
-        let ok = try await patch(relay, p.resource, creds + mline + candidate + "a=end-of-candidates\r\n", ifMatch: p.etag)
-        #expect(ok.status == 204 && ok.headers["ETag"] == p.etag, "\(ok.status) \(ok.text)")
-        let sessionLevel = try await patch(relay, p.resource, creds + "a=candidate:8 1 udp 2122260223 127.0.0.1 40001 typ host\r\n", ifMatch: "*")
+        let ok = await patch(sim, relay, p.resource, creds + mline + candidate + "a=end-of-candidates\r\n", ifMatch: p.etag)
+        #expect(ok.status == 204 && ok.headers["ETag"] == p.etag, "\(ok.status) \(ok.bodyString)")
+        let sessionLevel = await patch(sim, relay, p.resource, creds + "a=candidate:8 1 udp 2122260223 127.0.0.1 40001 typ host\r\n", ifMatch: "*")
         #expect(sessionLevel.status == 204)
-        let bare = try await patch(relay, p.resource, mline + "a=candidate:9 1 udp 2122260223 127.0.0.1 40002 typ host\r\n")
+        let bare = await patch(sim, relay, p.resource, mline + "a=candidate:9 1 udp 2122260223 127.0.0.1 40002 typ host\r\n")
         #expect(bare.status == 204, "no credentials, no If-Match: the current ICE session's")
         let id = await relay.clients().first?["id"] as? String ?? "?"
         #expect(log.all.filter { $0.contains("trickled") } == [
@@ -128,33 +129,29 @@ import Transport
     /// with the new credentials select a pair again, and DTLS never restarts.
     @Test func iceRestartByPatchKeepsTheSessionConnected() async throws {
         let log = Log()
-        let relay = try await RelayServer(httpPort: 0, udpPort: 0, log: log.add)
-        let p = try await publish(relay, stream: "restart", connect: true)
-        let watch = Task {
-            var states: [PeerConnectionState] = []
-            for await e in p.pc.events { if case .connectionStateChanged(let s) = e { states.append(s) } }
-            return states
-        }
+        let sim = Simulation()
+        let relay = try sim.relay(log: log.add)
+        let p = try await publish(sim, relay, stream: "restart", connect: true)
 
-        let badRestart = try await patch(relay, p.resource, "a=ice-ufrag:newU\r\na=ice-pwd:newPasswordNewPassword00\r\na=candidate:1 1 udp\r\n",
+        let badRestart = await patch(sim, relay, p.resource, "a=ice-ufrag:newU\r\na=ice-pwd:newPasswordNewPassword00\r\na=candidate:1 1 udp\r\n",
                                          ifMatch: "*")
-        #expect(badRestart.status == 400 && badRestart.text.hasPrefix("ICE restart refused: candidate 1: "), "\(badRestart.text)")
+        #expect(badRestart.status == 400 && badRestart.bodyString.hasPrefix("ICE restart refused: candidate 1: "), "\(badRestart.bodyString)")
         p.pc.restartIce()
         let offer = try await p.pc.createOffer()
         let offerSDP = try SDP.SessionDescription(parsing: offer.sdp)
         let fragment = try #require(TrickleICEFragment(iceOf: offerSDP))
         #expect(ufrag(offerSDP) != ufrag(p.offer))
-        let r = try await patch(relay, p.resource, fragment.serialize(), ifMatch: "*")
-        #expect(r.status == 200, "\(r.status) \(r.text)")
+        let r = await patch(sim, relay, p.resource, fragment.serialize(), ifMatch: "*")
+        #expect(r.status == 200, "\(r.status) \(r.bodyString)")
         #expect(r.headers["Content-Type"] == Self.sdpfrag)
-        let theirs = try TrickleICEFragment(parsing: r.text)
+        let theirs = try TrickleICEFragment(parsing: r.bodyString)
         let newCreds = try #require(try theirs.iceCredentials())
         #expect(newCreds.ufrag != ufrag(p.answer) && newCreds.pwd != pwd(p.answer), "the server restarts with new credentials")
         #expect(theirs.hasAttribute("ice-lite"))
         #expect(theirs.candidateGroups.first?.candidates.count == 1 && theirs.candidateGroups.first?.endOfCandidates == true)
         #expect(r.headers["ETag"] == "\"\(newCreds.ufrag)\"")
         // The old entity-tag names an ICE session that is gone.
-        let stale = try await patch(relay, p.resource, TrickleICEFragment(iceOf: offerSDP, candidates: [], endOfCandidates: true)!.serialize(),
+        let stale = await patch(sim, relay, p.resource, TrickleICEFragment(iceOf: offerSDP, candidates: [], endOfCandidates: true)!.serialize(),
                                     ifMatch: p.etag)
         #expect(stale.status == 412)
 
@@ -163,37 +160,25 @@ import Transport
         try await p.pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer.serialize()))
         // The client's checks with the new ufrag reach the session (the mux learnt it) and
         // select a pair proven after the restart.
-        #expect(await eventually { await restartedPairSelected(p.pc) })
+        #expect(await sim.run(within: .seconds(5), untilAsync: { await restartedPairSelected(p.pc) }))
         #expect(p.pc.connectionState == .connected)
         #expect(log.all.contains { $0.contains("restarted ICE (ufrag \(newCreds.ufrag))") })
         let state = relay.state
         let found: RelaySession? = try await relay.loop.submit { state.value.sessions.values.first }
         let session = try #require(found)
-        #expect(await eventually { await restartedPairSelected(session.pc) }, "the relay's side selected a pair again")
+        #expect(await sim.run(within: .seconds(5), untilAsync: { await restartedPairSelected(session.pc) }),
+                "the relay's side selected a pair again")
         #expect(session.pc.connectionState == .connected && session.connected)
-        watch.cancel()
-        // (The stream holds the events since the pc was made: connecting, connected, then none.)
-        let states = await watch.value
-        #expect(states == [.connecting, .connected], "the connection state never changed across the restart: \(states)")
         await p.pc.close()
+        // The stream holds the events since the pc was made and ends with its close: connecting,
+        // connected, then none until closed.
+        let states = await withDeadline(.seconds(10)) { () -> [PeerConnectionState]? in
+            var states: [PeerConnectionState] = []
+            for await e in p.pc.events { if case .connectionStateChanged(let s) = e { states.append(s) } }
+            return states
+        }
+        #expect(states == [.connecting, .connected, .closed], "the connection state never changed across the restart: \(states ?? [])")
         await relay.stop()
     }
 }
 
-/// Polls a condition on real time (bounded): the transport runs on real sockets.
-func eventually(timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
-    let end = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < end {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}
-
-/// A selected, nominated pair that checks after the restart proved.
-func restartedPairSelected(_ pc: PeerConnection) async -> Bool {
-    let report = await pc.getStats()
-    guard case .string(let id)? = report.ofType("transport").first?["selectedCandidatePairId"],
-          let pair = report.stats[id] else { return false }
-    return pair["nominated"] == .bool(true) && (pair.int("responsesReceived") ?? 0) + (pair.int("requestsReceived") ?? 0) > 0
-}

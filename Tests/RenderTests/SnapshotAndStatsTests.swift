@@ -1,12 +1,14 @@
 import Foundation
 import Media
 import Testing
+import TestSupport
 @testable import Render
 
 @Suite struct PNGSnapshotRendererTests {
     @Test func savesTheFirstFrameAsAValidPNG() throws {
-        let dir = try makeTempDir("snap")
-        let path = dir + "/first.png"
+        let dir = try TempDir("render-snap")
+        defer { dir.cleanup() }
+        let path = dir.path("first.png")
         let renderer = PNGSnapshotRenderer(path: path)
         renderer.render(VideoFrame(buffer: ColorBars.i420(width: 64, height: 16), timestampNs: 0))
         for i in 1..<5 { renderer.render(VideoFrame(buffer: ColorBars.bgra(width: 32, height: 32), timestampNs: Int64(i))) }
@@ -20,21 +22,23 @@ import Testing
     }
 
     @Test func everyNthFrameWithNumberedNames() throws {
-        let dir = try makeTempDir("snap-every")
-        let renderer = PNGSnapshotRenderer(path: dir + "/f-{n}.png", every: 3)
+        let dir = try TempDir("render-snap-every")
+        defer { dir.cleanup() }
+        let renderer = PNGSnapshotRenderer(path: dir.path("f-{n}.png"), every: 3)
         for i in 0..<7 {
             renderer.render(VideoFrame(buffer: patternI420(width: 16, height: 16, seed: i), timestampNs: Int64(i)))
             renderer.waitUntilIdle()   // one save at a time, so none is skipped
         }
         #expect(renderer.savedCount == 3)
-        let names = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
         #expect(names == ["f-000000.png", "f-000003.png", "f-000006.png"])
-        #expect(renderer.lastSavedPath == dir + "/f-000006.png")
+        #expect(renderer.lastSavedPath == dir.path("f-000006.png"))
     }
 
     @Test func snapshotRequestSavesTheNextFrame() throws {
-        let dir = try makeTempDir("snap-req")
-        let path = dir + "/req.png"
+        let dir = try TempDir("render-snap-req")
+        defer { dir.cleanup() }
+        let path = dir.path("req.png")
         let renderer = PNGSnapshotRenderer(path: path)
         renderer.render(VideoFrame(buffer: ColorBars.i420(width: 32, height: 8), timestampNs: 0))
         renderer.waitUntilIdle()

@@ -99,13 +99,6 @@ func close(_ a: (r: Int, g: Int, b: Int), _ e: (r: UInt8, g: UInt8, b: UInt8), w
     abs(a.r - Int(e.r)) <= tol && abs(a.g - Int(e.g)) <= tol && abs(a.b - Int(e.b)) <= tol
 }
 
-/// A fresh directory under the system temp dir.
-func makeTempDir(_ name: String) throws -> String {
-    let dir = NSTemporaryDirectory() + "render-tests-\(name)-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    return dir
-}
-
 func readFile(_ path: String) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
 }

@@ -92,17 +92,20 @@ final class XvfbServer {
     }
 
     /// SIGTERM (Xvfb removes its lock and socket), SIGKILL if it is still there after 5 s.
+    /// Its exit is seen as the end of its stdout (the pipe's write end closes with it).
     func stop() {
         guard running else { return }
         running = false
         defer { Glibc.close(stdoutPipe) }
         kill(pid, SIGTERM)
-        var status: Int32 = 0
-        for _ in 0..<500 {
-            if waitpid(pid, &status, WNOHANG) == pid { return }
-            usleep(10_000)
+        var hangUp = pollfd(fd: stdoutPipe, events: Int16(POLLIN), revents: 0)
+        var sink = [UInt8](repeating: 0, count: 256)
+        var exited = false
+        while !exited, poll(&hangUp, 1, 5000) == 1 {
+            exited = read(stdoutPipe, &sink, sink.count) <= 0
         }
-        kill(pid, SIGKILL)
+        if !exited { kill(pid, SIGKILL) }
+        var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import Testing
+import TestSupport
 @testable import Render
 
 /// A YUV4MPEG2 file read back: the header's tags and each frame's bytes.
@@ -39,8 +40,9 @@ struct Y4MFile {
 
 @Suite struct Y4MFileRendererTests {
     @Test func writesHeaderAndFramesEqualToInputPlanes() throws {
-        let dir = try makeTempDir("y4m")
-        let path = dir + "/out.y4m"
+        let dir = try TempDir("render-y4m")
+        defer { dir.cleanup() }
+        let path = dir.path("out.y4m")
         let renderer = Y4MFileRenderer(path: path)
         let inputs = (0..<5).map { patternI420(width: 64, height: 36, seed: $0) }
         for (i, buf) in inputs.enumerated() {
@@ -58,8 +60,9 @@ struct Y4MFile {
     }
 
     @Test func frameRateTagAndOddSizes() throws {
-        let dir = try makeTempDir("y4m-odd")
-        let path = dir + "/odd.y4m"
+        let dir = try TempDir("render-y4m-odd")
+        defer { dir.cleanup() }
+        let path = dir.path("odd.y4m")
         let renderer = Y4MFileRenderer(path: path, frameRate: (30000, 1001))
         let input = patternI420(width: 33, height: 17, seed: 3)
         renderer.render(VideoFrame(buffer: input, timestampNs: 0))
@@ -71,8 +74,9 @@ struct Y4MFile {
     }
 
     @Test func appliesRotation() throws {
-        let dir = try makeTempDir("y4m-rot")
-        let path = dir + "/rot.y4m"
+        let dir = try TempDir("render-y4m-rot")
+        defer { dir.cleanup() }
+        let path = dir.path("rot.y4m")
         let renderer = Y4MFileRenderer(path: path)
         let input = patternI420(width: 64, height: 32, seed: 1)
         renderer.render(VideoFrame(buffer: input, rotation: .r90, timestampNs: 0))
@@ -87,8 +91,9 @@ struct Y4MFile {
     }
 
     @Test func convertsNV12AndBGRA() throws {
-        let dir = try makeTempDir("y4m-fmt")
-        let path = dir + "/fmt.y4m"
+        let dir = try TempDir("render-y4m-fmt")
+        defer { dir.cleanup() }
+        let path = dir.path("fmt.y4m")
         let renderer = Y4MFileRenderer(path: path)
         renderer.render(VideoFrame(buffer: ColorBars.nv12(width: 64, height: 16), timestampNs: 0))
         renderer.render(VideoFrame(buffer: ColorBars.bgra(width: 64, height: 16), timestampNs: 1))
@@ -103,8 +108,9 @@ struct Y4MFile {
     }
 
     @Test func scalesFramesOfAnotherSizeAndCountsThem() throws {
-        let dir = try makeTempDir("y4m-scale")
-        let path = dir + "/scale.y4m"
+        let dir = try TempDir("render-y4m-scale")
+        defer { dir.cleanup() }
+        let path = dir.path("scale.y4m")
         let renderer = Y4MFileRenderer(path: path)
         renderer.render(VideoFrame(buffer: ColorBars.i420(width: 64, height: 32), timestampNs: 0))
         renderer.render(VideoFrame(buffer: ColorBars.i420(width: 128, height: 64), timestampNs: 1))
@@ -143,8 +149,9 @@ struct Y4MFile {
     }
 
     @Test func boundedQueueDropsAndCounts() throws {
-        let dir = try makeTempDir("y4m-queue")
-        let path = dir + "/q.y4m"
+        let dir = try TempDir("render-y4m-queue")
+        defer { dir.cleanup() }
+        let path = dir.path("q.y4m")
         let renderer = Y4MFileRenderer(path: path, maxQueuedFrames: 1)
         let buf = patternI420(width: 320, height: 240, seed: 0)
         for i in 0..<50 { renderer.render(VideoFrame(buffer: buf, timestampNs: Int64(i))) }

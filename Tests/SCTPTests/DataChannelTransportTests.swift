@@ -1,18 +1,6 @@
 import SCTP
+import SeededRandom
 import Testing
-
-/// Deterministic random bytes (the tests must repeat exactly).
-struct TestBytes {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}
 
 @Suite("Data channels over usrsctp, two associations on an in-memory pipe", .serialized)
 struct DataChannelTransportTests {
@@ -41,7 +29,7 @@ struct DataChannelTransportTests {
         let pipe = try Pipe()
         try pipe.connect()
         let id = try pipe.a.open(DataChannelParameters(label: "bulk"))
-        var random = TestBytes(state: 1)
+        var random = SplitMix64(seed: 1)
         let sizes = [0, 1, 2, 100, 1187, 1188, 1189, 4096, 16_383, 65_535, 65_536, 100_000, 200_000, 262_143, 262_144, 1 << 20, 0, 7]
         var sent: [DataChannelMessage] = []
         for (i, size) in sizes.enumerated() {
@@ -112,7 +100,7 @@ struct DataChannelTransportTests {
         let id = try pipe.a.open(DataChannelParameters(label: "reliable"))
         var counter = 0
         pipe.drop = { _, _ in counter += 1; return counter % 10 == 0 }
-        var random = TestBytes(state: 9)
+        var random = SplitMix64(seed: 9)
         let sent = (0..<40).map { i in DataChannelMessage(data: random.bytes(i * 997 % 20_000), isBinary: true) }
         for m in sent { try pipe.a.send(m, on: id) }
         #expect(pipe.run(for: .seconds(60)) { pipe.messages(at: pipe.eventsB, id: id).count == sent.count })
@@ -193,7 +181,7 @@ struct DataChannelTransportTests {
         let pipe = try Pipe()
         try pipe.connect()
         let id = try pipe.a.open(DataChannelParameters(label: "g"))
-        var random = TestBytes(state: 3)
+        var random = SplitMix64(seed: 3)
         for size in [0, 1, 11, 12, 13, 100, 1200] { pipe.b.handlePacket(random.bytes(size), now: pipe.now) }
         try pipe.a.send(DataChannelMessage(text: "still here"), on: id)
         #expect(pipe.run { pipe.messages(at: pipe.eventsB, id: id).last?.text == "still here" })

@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import SDP
 
@@ -161,7 +162,7 @@ struct TrickleICEFragmentTests {
     }
 
     @Test func mutatedFragmentsNeverTrap() {
-        var rng = SplitMix64(state: 9725)
+        var rng = SplitMix64(seed: 9725)
         for seed in [Self.rfc8840, Self.rfc9725Trickle, Self.rfc9725Restart] {
             let bytes = Array(seed.utf8)
             for _ in 0..<400 {

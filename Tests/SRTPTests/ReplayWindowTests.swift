@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import SRTP
 
@@ -106,9 +107,9 @@ import Testing
     @Test func bitmapMatchesModel() {
         var bits = ReplayBitmap(bits: 1024)
         var model = Set<Int>()
-        var rng = TestBytes(seed: 99)
+        var rng = SplitMix64(seed: 99)
         for step in 0..<3000 {
-            let r = rng.next(3)
+            let r = rng.bytes(3)
             let k = (Int(r[0]) << 8 | Int(r[1])) % 1024
             switch r[2] % 4 {
             case 0, 1:

@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import SRTP
 
@@ -5,11 +6,11 @@ import Testing
 @Suite struct InteropTests {
     /// RTP packets of a few shapes across two SSRCs, in `wrapSequence` order.
     private func rtpStream() -> [[UInt8]] {
-        var r = TestBytes(seed: 42)
+        var r = SplitMix64(seed: 42)
         var packets: [[UInt8]] = []
         for (i, seq) in wrapSequence.enumerated() {
             let ssrc: UInt32 = i % 3 == 0 ? 0x1234_5678 : 0xCAFE_BABE
-            let payload = r.next(i % 7 == 0 ? 0 : 1 + (i * 37) % 1200)
+            let payload = r.bytes(i % 7 == 0 ? 0 : 1 + (i * 37) % 1200)
             switch i % 4 {
             case 0: packets.append(rtpPacket(seq: seq, ssrc: ssrc, payload: payload))
             case 1: packets.append(rtpPacket(seq: seq, ssrc: ssrc, csrcs: [1, 2, 3], payload: payload))
@@ -21,8 +22,8 @@ import Testing
     }
 
     private func rtcpStream() -> [[UInt8]] {
-        var r = TestBytes(seed: 99)
-        return (0..<40).map { i in rtcpPacket(ssrc: i % 2 == 0 ? 0x1234_5678 : 0x0BAD_F00D, extra: r.next((i * 4) % 64)) }
+        var r = SplitMix64(seed: 99)
+        return (0..<40).map { i in rtcpPacket(ssrc: i % 2 == 0 ? 0x1234_5678 : 0x0BAD_F00D, extra: r.bytes((i * 4) % 64)) }
     }
 
     @Test(arguments: allProfiles)
@@ -75,11 +76,11 @@ import Testing
 
     @Test(arguments: allProfiles)
     func keyingMaterialSidesMatch(profile: SRTPProfile) throws {
-        var r = TestBytes(seed: 5)
-        let material = r.next(2 * (profile.keyLength + profile.saltLength))
+        var r = SplitMix64(seed: 5)
+        let material = r.bytes(2 * (profile.keyLength + profile.saltLength))
         let client = try SRTPSession(profile: profile, keyingMaterial: material, isClient: true)
         let server = try SRTPSession(profile: profile, keyingMaterial: material, isClient: false, backend: .libsrtp)
-        let packet = rtpPacket(seq: 1, ssrc: 77, payload: r.next(100))
+        let packet = rtpPacket(seq: 1, ssrc: 77, payload: r.bytes(100))
         #expect(try server.unprotectRTP(try client.protectRTP(packet)) == packet)
         #expect(try client.unprotectRTP(try server.protectRTP(packet)) == packet)
         #expect(throws: SRTPError.self) {

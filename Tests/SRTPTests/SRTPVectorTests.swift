@@ -1,5 +1,6 @@
 import Testing
 @testable import SRTP
+import TestSupport
 
 @Suite struct RFCVectorTests {
     @Test func aesCounterModeKeystreamRFC3711B2() throws {

@@ -1,32 +1,5 @@
 @testable import SRTP
-
-func hex(_ s: String) -> [UInt8] {
-    let digits = Array(s.filter { $0.isHexDigit }.utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(digits.count / 2)
-    var i = 0
-    while i + 1 < digits.count {
-        out.append(UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) ?? 0)
-        i += 2
-    }
-    return out
-}
-
-func toHex(_ bytes: [UInt8]) -> String {
-    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-}
-
-/// Deterministic bytes (xorshift) so tests need no randomness.
-struct TestBytes {
-    var state: UInt64
-    init(seed: UInt64) { state = seed | 1 }
-    mutating func next(_ n: Int) -> [UInt8] {
-        (0..<n).map { _ in
-            state ^= state << 13; state ^= state >> 7; state ^= state << 17
-            return UInt8(truncatingIfNeeded: state)
-        }
-    }
-}
+import SeededRandom
 
 /// An RTP packet: version 2, optional CSRCs and a one-byte-header extension.
 func rtpPacket(seq: UInt16, ssrc: UInt32, timestamp: UInt32 = 0x01020304, payloadType: UInt8 = 96,
@@ -57,9 +30,9 @@ let allProfiles: [SRTPProfile] = [.aes128CmHmacSha1_80, .aeadAes128Gcm]
 struct KeyPair {
     let aKey: [UInt8], aSalt: [UInt8], bKey: [UInt8], bSalt: [UInt8]
     init(_ profile: SRTPProfile, seed: UInt64 = 7) {
-        var r = TestBytes(seed: seed)
-        aKey = r.next(profile.keyLength); aSalt = r.next(profile.saltLength)
-        bKey = r.next(profile.keyLength); bSalt = r.next(profile.saltLength)
+        var r = SplitMix64(seed: seed)
+        aKey = r.bytes(profile.keyLength); aSalt = r.bytes(profile.saltLength)
+        bKey = r.bytes(profile.keyLength); bSalt = r.bytes(profile.saltLength)
     }
 
     /// Side A protects with its keys and unprotects B's packets; side B the mirror.

@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import STUN
 
@@ -171,7 +172,7 @@ import Testing
     }
 
     @Test func garbageNeverTraps() {
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(seed: 42)
         for i in 0..<3000 {
             let length = Int(rng.next() % 120)
             var bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
@@ -199,14 +200,3 @@ import Testing
     }
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

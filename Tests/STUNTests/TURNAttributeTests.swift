@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import STUN
 
 @Suite struct TURNAttributeTests {
@@ -29,7 +30,7 @@ import Testing
     @Test func longTermKeyIsMD5OfUserRealmPassword() {
         let key = LongTermCredentials.key(username: "u", realm: "test", password: "p")
         #expect(key.count == 16)
-        #expect(key.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() == "5c8157fd8ef5f6b56629b7399d83ce25")
+        #expect(toHex(key) == "5c8157fd8ef5f6b56629b7399d83ce25")
     }
 
     @Test func bindingIsToldApartFromTURNMethods() {

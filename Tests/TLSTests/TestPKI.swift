@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import Testing
+import TestSupport
 @testable import TLS
 
 /// A throwaway test CA and a server certificate it signed for DNS:turn.test and IP:127.0.0.1
@@ -43,12 +44,10 @@ S94bEGA/NTLi8wCrCSU+24AldruyXCsZBmDaaJ+T+06k6iFdqaSgbJQU
 
     /// The three PEM files in a fresh directory.
     static func files() throws -> (ca: String, certificate: String, key: String) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tlstests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try TempDir("tlstests")
         func write(_ name: String, _ text: String) throws -> String {
-            let url = dir.appendingPathComponent(name)
-            try (text + "\n").write(to: url, atomically: true, encoding: .utf8)
-            return url.path
+            try (text + "\n").write(toFile: dir.path(name), atomically: true, encoding: .utf8)
+            return dir.path(name)
         }
         return (try write("ca.pem", ca), try write("server.pem", serverCertificate), try write("server.key", serverKey))
     }

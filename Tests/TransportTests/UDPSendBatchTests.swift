@@ -12,12 +12,15 @@ import Testing
         return (socket, socket.localAddress)
     }
 
+    /// The next `n` datagrams, each waited for until the socket is readable (5 s at most).
     func drain(_ socket: UDPSocket, expecting n: Int) -> [[UInt8]] {
         var out: [[UInt8]] = []
         var buffer = [UInt8](repeating: 0, count: 2048)
-        for _ in 0..<(n * 50) where out.count < n {
+        while out.count < n {
+            var ready = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 5000) == 1 else { break }
             let r = buffer.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, 2048, Int32(MSG_DONTWAIT)) }
-            if r > 0 { out.append(Array(buffer[0..<r])) } else { usleep(2000) }
+            if r > 0 { out.append(Array(buffer[0..<r])) }
         }
         return out
     }

@@ -1,0 +1,62 @@
+import Testing
+import STUN
+@testable import ICE
+
+/// The lite side follows its peer to a new address once the old one went quiet (NAT
+/// rebinding), and a full agent finds a path that came back within one probe interval.
+@Suite struct RebindingTests {
+    private static let pwd = "aaaaaaaaaaaaaaaaaaaaaaaa"
+
+    private static func check(_ id: UInt8) -> [UInt8] {
+        STUNMessage(messageClass: .request, transactionID: [UInt8](repeating: id, count: 12),
+                    attributes: [.username("aaaa:bbbb"), .iceControlling(9), .priority(1)])
+            .encode(integrityKey: Array(pwd.utf8), fingerprint: true)
+    }
+
+    private func lite() -> (ICEAgent, SocketAddress) {
+        let agent = ICEAgent(role: .controlled, local: ICECredentials(ufrag: "aaaa", pwd: Self.pwd),
+                             configuration: ICEConfiguration(lite: true))
+        let base = addr("10.0.0.1", 1000)
+        agent.addLocalBase(base, now: .now)
+        return (agent, base)
+    }
+
+    @Test("a check from a new port moves the lite side's path once the old port has been quiet for a second")
+    func liteFollowsARebinding() {
+        let (agent, base) = lite()
+        let t0 = ContinuousClock.now
+        let old = addr("192.0.2.7", 50000), new = addr("192.0.2.7", 50123)
+        #expect(agent.handleSTUN(Self.check(1), from: old, local: base, now: t0))
+        #expect(agent.selectedPair?.remote == old)
+        // Media keeps arriving from the old port: a check from elsewhere (a backup path, a
+        // replay) does not move the path.
+        agent.noteReceived(from: old, now: t0 + .milliseconds(900))
+        #expect(agent.handleSTUN(Self.check(2), from: new, local: base, now: t0 + .milliseconds(1500)))
+        #expect(agent.selectedPair?.remote == old)
+        // The old port goes quiet; the next check from the new one takes the path.
+        #expect(agent.handleSTUN(Self.check(3), from: new, local: base, now: t0 + .milliseconds(1950)))
+        #expect(agent.selectedPair?.remote == new)
+        #expect(agent.stats.rebinds == 1)
+        var changes: [SocketAddress] = []
+        while let event = agent.pollEvent() { if case .selectedPairChanged(_, let remote) = event { changes.append(remote) } }
+        #expect(changes == [old, new])
+        // And media from the new address counts as the peer's.
+        agent.noteReceived(from: new, now: t0 + .seconds(2))
+        #expect(agent.state == .connected || agent.state == .completed)
+    }
+
+    @Test("a full agent probes a silent path every half second and is connected again within one probe of its return")
+    func outageIsFoundWithinAProbe() throws {
+        let network = SimulatedNetwork()
+        let p = AgentPair(network: network)
+        #expect(network.run(for: .seconds(2)) { p.bothConnected })
+        network.filter = { _, _ in false }   // both directions cut
+        #expect(network.run(for: .seconds(10)) { p.a.state == .disconnected })
+        network.run(for: .seconds(10))
+        let back = network.elapsed
+        network.filter = { _, _ in true }
+        #expect(network.run(for: .seconds(2)) { p.a.state == .completed || p.a.state == .connected })
+        let recovered = try #require(network.states(of: p.a).last.map { _ in network.elapsed })
+        #expect(recovered - back <= .milliseconds(600), "connected again \(recovered - back) after the path returned")
+    }
+}
