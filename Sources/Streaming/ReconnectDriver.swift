@@ -7,6 +7,9 @@ protocol Reconnectable: AnyObject, Sendable {
     var watchedConnection: PeerConnection? { get }
     /// Stops following the current connection at once (it is about to be replaced). Loop thread.
     func retireConnection()
+    /// Checks whether the connection wants an ICE restart it has not announced. Loop thread,
+    /// every `ReconnectDriver.restartLookTicks` watches.
+    func lookForRestart()
     /// Restarts ICE over the session's signaling (not `force`d: only if the connection wants it).
     func restartIce(force: Bool) async -> ExchangeOutcome
     /// Replaces the connection with a new one and runs its signaling.
@@ -35,6 +38,9 @@ final class ReconnectDriver: @unchecked Sendable {
     private var onSettled: [@Sendable (ReconnectEvent?) -> Void] = []
 
     static let watchInterval = Duration.milliseconds(100)
+    /// Watches between `lookForRestart` calls (each makes an offer).
+    static let restartLookTicks = 5
+    private var ticks = 0
 
     init(loop: EventLoop, policy: ReconnectPolicy, connectTimeout: Duration?, canRestartIce: Bool, seed: UInt64?,
          activity: SignalingActivity) {
@@ -101,6 +107,8 @@ final class ReconnectDriver: @unchecked Sendable {
             let state = pc.connectionState
             feed { $0.connection(state, now: loop.now) }
         }
+        ticks += 1
+        if ticks % Self.restartLookTicks == 0 { session?.lookForRestart() }
         watchTimer = loop.schedule(at: loop.now.advanced(by: Self.watchInterval)) { [weak self] in self?.watch() }
     }
 
@@ -121,6 +129,8 @@ final class ReconnectDriver: @unchecked Sendable {
             session.report(event)
         case .restartIce(let force):
             exchange { await session.restartIce(force: force) }
+        case .retireConnection:
+            session.retireConnection()
         case .reconnect(let attempt):
             session.retireConnection()
             exchange { await session.reconnect(attempt: attempt) }

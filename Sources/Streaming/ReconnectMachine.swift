@@ -57,6 +57,10 @@ struct ReconnectMachine {
         case restartIce(force: Bool)
         /// Replace the connection with a new one and run its signaling.
         case reconnect(attempt: Int)
+        /// Stop following the current connection now: it is to be replaced whatever its state
+        /// (the server dropped its session, or it wants a restart only a new session can make),
+        /// so its `connected` must not pass for the replacement's.
+        case retireConnection
         case report(ReconnectEvent)
     }
 
@@ -123,8 +127,8 @@ struct ReconnectMachine {
         switch phase {
         case .stopped, .waiting: return []
         case .connecting: return stop(why)
-        case .attempting(let attempt, _): return reconnect(attempt: attempt + 1, why: why, now: now)
-        default: return reconnect(attempt: 1, why: why, now: now)
+        case .attempting(let attempt, _): return replace(attempt: attempt + 1, why: why, now: now)
+        default: return replace(attempt: 1, why: why, now: now)
         }
     }
 
@@ -133,7 +137,7 @@ struct ReconnectMachine {
         switch phase {
         case .connected, .disconnected:
             guard policy.enabled else { return [] }
-            guard canRestartIce else { return reconnect(attempt: 1, why: "the connection asked for an ICE restart", now: now) }
+            guard canRestartIce else { return replace(attempt: 1, why: "the connection asked for an ICE restart", now: now) }
             phase = .restarting
             return [.restartIce(force: false), .report(.restartingIce)]
         case .restarting:
@@ -189,6 +193,12 @@ struct ReconnectMachine {
         if let max = policy.maxAttempts, attempt > max { return stop("\(why); gave up after \(max) attempts") }
         phase = .waiting(attempt: attempt, until: now + backoff.delay(attempt: attempt))
         return [.report(.reconnecting(attempt: attempt))]
+    }
+
+    /// `reconnect`, the current connection no longer followed.
+    private mutating func replace(attempt: Int, why: String, now: ContinuousClock.Instant) -> [Action] {
+        let actions = reconnect(attempt: attempt, why: why, now: now)
+        return isStopped ? actions : [.retireConnection] + actions
     }
 
     private mutating func stop(_ why: String) -> [Action] {

@@ -14,6 +14,8 @@ final class SessionLink: Sendable {
 
     private struct Flags {
         var negotiated = false
+        /// A `wantsIceRestart` check is under way.
+        var checkingRestart = false
         /// The send-side bandwidth estimate when trouble began (bits/s).
         var estimate: Int?
     }
@@ -30,6 +32,16 @@ final class SessionLink: Sendable {
     }
 
     var estimate: Int? { flags.withLock { $0.estimate } }
+
+    /// Whether a `wantsIceRestart` check may start (one at a time).
+    func beginRestartCheck() -> Bool {
+        flags.withLock { f in
+            defer { f.checkingRestart = true }
+            return !f.checkingRestart
+        }
+    }
+
+    func endRestartCheck() { flags.withLock { $0.checkingRestart = false } }
 
     /// Keeps the estimate as it is now, unless one was kept already: the first sign of trouble
     /// (an ICE restart, or the connection's end) comes before the estimate has collapsed.

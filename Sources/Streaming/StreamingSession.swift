@@ -234,11 +234,17 @@ public final class StreamingSession: Sendable {
 
     /// `negotiationneeded` on a connection that is up: only an ICE restart can be signalled to
     /// a streaming server, so the driver hears of it when the next offer would restart ICE.
+    /// W3C coalescing: one fired while the session could not answer it (before the answer was
+    /// applied, or asking for something else) is not fired again, and a restart asked for later
+    /// goes unannounced — so the driver's watch also looks for one (`lookForRestart`).
     private func requestRestartIfWanted(_ link: SessionLink) {
+        guard link.beginRestartCheck() else { return }
         let activity = environment.activity
         activity.begin()
         Task { [driver] in
-            if await link.wantsIceRestart() { driver.restartRequested() }
+            let wanted = await link.wantsIceRestart()
+            link.endRestartCheck()
+            if wanted { driver.restartRequested() }
             activity.end()
         }
     }
@@ -322,6 +328,11 @@ extension StreamingSession: Reconnectable {
 
     func retireConnection() { state.withLock { $0.watched = false } }
 
+    func lookForRestart() {
+        let link = state.withLock { $0.watched ? $0.link : nil }
+        if let link, link.negotiated { requestRestartIfWanted(link) }
+    }
+
     func report(_ event: ReconnectEvent) {
         let delegate = state.withLock { s in
             s.recovery = event == .reconnected ? nil : event
@@ -330,7 +341,12 @@ extension StreamingSession: Reconnectable {
         delegate?.streamingSession(self, didReport: event)
         eventBroadcast.yield(event)
         if case .failed = event {
-            Task { await shutDown() }
+            let activity = environment.activity
+            activity.begin()   // a simulation waits for the connection's close
+            Task {
+                await shutDown()
+                activity.end()
+            }
         }
     }
 
@@ -351,14 +367,16 @@ extension StreamingSession: Reconnectable {
 
     /// WHIP/WHEP: the old session is DELETEd first (a publisher's would hold the stream's name).
     /// SRS's API has no DELETE: the new session is made first (the server hands the name to a
-    /// publisher that comes back), and if the server refuses it, the old connection stays.
+    /// publisher that comes back), and if the server refuses it, the old connection stays —
+    /// except a publisher whose connection is up (it asked for an ICE restart, which SRS cannot
+    /// signal): a live publisher keeps its name, so it closes first (close_notify ends it there).
     func reconnect(attempt: Int) async -> ExchangeOutcome {
         let (old, closed) = state.withLock { ($0.link, $0.closed) }
         guard !closed else { return .retry("the session is closed") }
         await old.sampleEstimate()
         // Half the last good estimate: the path is new, but it carried that much a moment ago.
         let start = old.estimate.map { max($0 / 2, 100_000) }
-        let deletesFirst = old.ice != nil
+        let deletesFirst = old.ice != nil || (role == .publish && old.pc.connectionState == .connected)
         if deletesFirst { await end(old) }
         let link: SessionLink
         do {

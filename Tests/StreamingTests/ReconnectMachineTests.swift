@@ -85,7 +85,7 @@ import Testing
         _ = m.connection(.disconnected, now: t0)
         #expect(m.timeout(now: t0 + .seconds(3)) == [.report(.reconnecting(attempt: 1))])
         var asked = connected(canRestartIce: false)
-        #expect(asked.restartRequested(now: t0) == [.report(.reconnecting(attempt: 1))])
+        #expect(asked.restartRequested(now: t0) == [.retireConnection, .report(.reconnecting(attempt: 1))])
         var whip = connected()
         #expect(whip.restartRequested(now: t0) == [.restartIce(force: false), .report(.restartingIce)])
     }
@@ -93,7 +93,7 @@ import Testing
     @Test("the server drops the session (404): a new connection; a refusal for good (401/403) stops; attempts can be limited")
     func goneFatalLimited() {
         var m = connected()
-        #expect(m.sessionGone("404", now: t0) == [.report(.reconnecting(attempt: 1))])
+        #expect(m.sessionGone("404", now: t0) == [.retireConnection, .report(.reconnecting(attempt: 1))])
         _ = m.timeout(now: m.deadline ?? t0)
         #expect(m.exchangeFinished(.fatal("401"), now: t0 + .seconds(1)) == [.report(.failed("401"))])
         #expect(m.isStopped && m.deadline == nil && m.connection(.failed, now: t0 + .seconds(2)).isEmpty)
