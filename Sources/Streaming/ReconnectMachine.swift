@@ -114,9 +114,14 @@ struct ReconnectMachine {
             return reconnect(attempt: 1, why: "the connection failed", now: now)
         case (.failed, .attempting(let attempt, _)):
             return reconnect(attempt: attempt + 1, why: "the connection failed", now: now)
-        case (.closed, _):
-            // Not ours (close() stops the machine first): the server ended the session.
+        case (.closed, .connecting):
             return stop("the server closed the session")
+        case (.closed, .attempting(let attempt, _)):
+            return replace(attempt: attempt + 1, why: "the server closed the session", now: now)
+        case (.closed, .connected), (.closed, .disconnected), (.closed, .restarting):
+            // Not ours (close() stops the machine first): the server ended the session (it
+            // restarted, or dropped us) — a new one, as when it no longer knows the session.
+            return replace(attempt: 1, why: "the server closed the session", now: now)
         default:
             return []
         }

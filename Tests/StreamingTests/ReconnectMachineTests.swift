@@ -110,14 +110,16 @@ import Testing
         #expect(limited.isStopped)
     }
 
-    @Test("reconnect off: no restart, the first failure stops the session; the server closing it stops it either way")
+    @Test("reconnect off: no restart, the first failure stops the session, as does the server closing it; on, that reconnects")
     func off() {
         var m = connected(.off)
         _ = m.connection(.disconnected, now: t0)
         #expect(m.deadline == nil && m.restartRequested(now: t0).isEmpty)
         #expect(m.connection(.failed, now: t0 + .seconds(30)) == [.report(.failed("the connection failed"))])
+        var closedOff = connected(.off)
+        #expect(closedOff.connection(.closed, now: t0) == [.report(.failed("the server closed the session"))])
         var closed = connected()
-        #expect(closed.connection(.closed, now: t0) == [.report(.failed("the server closed the session"))])
+        #expect(closed.connection(.closed, now: t0) == [.retireConnection, .report(.reconnecting(attempt: 1))])
     }
 
     @Test("the first connection: failing or not connecting within its timeout stops the session")
