@@ -111,9 +111,9 @@ final class WHIPIceChannel: Sendable {
         }
         guard go else { return }
         // The batch is timed on the connection's loop, whose clock a simulation moves.
-        let loop = pc.loop
-        loop.execute { [weak self, batchInterval] in
-            loop.schedule(at: loop.now.advanced(by: batchInterval)) { [weak self] in
+        let (loop, interval) = (pc.loop, batchInterval)
+        loop.execute {
+            loop.schedule(at: loop.now.advanced(by: interval)) { [weak self] in
                 guard let self else { return }
                 state.withLock { $0.flushScheduled = false }
                 activity.begin()
@@ -122,7 +122,6 @@ final class WHIPIceChannel: Sendable {
                     self.activity.end()
                 }
             }
-            _ = self
         }
     }
 
