@@ -56,8 +56,10 @@ extension Simulation {
         await run(activity, within: duration) { false }
     }
 
-    /// Waits, yielding, until no signaling work is in flight (it runs on other threads).
+    /// Waits, yielding, until no signaling work is in flight (it runs on other threads). Yields
+    /// once even when idle: a long run would otherwise never suspend and hold one of the few
+    /// threads of the concurrency pool, starving other suites' tasks (HTTP handlers) for seconds.
     public func settle(_ activity: SignalingActivity) async {
-        while !activity.isIdle { await Task.yield() }
+        repeat { await Task.yield() } while !activity.isIdle
     }
 }
