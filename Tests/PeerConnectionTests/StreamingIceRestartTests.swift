@@ -7,9 +7,8 @@ import Testing
 extension StreamingReconnectTests {
     @Test("restartIce() on the publisher's connection: WHIP carries it by PATCH — the same connection, new credentials, video on")
     func restartCarriedByPatch() async throws {
-        let rig = try Rig()
-        let streams = try await streaming(rig, .whip)
-        let (publisher, feed, log, events) = (streams.publisher, streams.feed, streams.log, streams.events)
+        let streams = try await streaming(try Rig(), .whip)
+        let (rig, publisher, feed, log, events) = (streams.rig, streams.publisher, streams.feed, streams.log, streams.events)
         let pc = publisher.peerConnection
         let ufrag = iceUfrag(pc)
         pc.restartIce()
@@ -24,9 +23,8 @@ extension StreamingReconnectTests {
 
     @Test("restartIce() on the publisher's connection over SRS's API (no restart there): a new session on the same stream, video on")
     func restartCarriedByNewSession() async throws {
-        let rig = try Rig()
-        let streams = try await streaming(rig, .srs)
-        let (publisher, feed, log, events) = (streams.publisher, streams.feed, streams.log, streams.events)
+        let streams = try await streaming(try Rig(), .srs)
+        let (rig, publisher, feed, log, events) = (streams.rig, streams.publisher, streams.feed, streams.log, streams.events)
         let first = publisher.peerConnection
         let track = first.transceivers.first?.sender.videoTrack
         first.restartIce()

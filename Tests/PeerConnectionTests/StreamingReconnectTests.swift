@@ -52,6 +52,14 @@ import Testing
         /// Publisher sessions the relay has set up for live/s (a reconnection makes one more).
         var publishes: Int { relayLog.withLock { $0 }.filter { $0.contains("serve: publisher") && $0.contains(" for live/s") }.count }
 
+        /// Ends the publisher's session at the relay (`DELETE /api/v1/clients/ID`); whether it did.
+        func kickPublisher() async throws -> Bool {
+            let listing = await sim.request(relay, "GET", "/api/v1/clients/")
+            let clients = (try JSONSerialization.jsonObject(with: Data(listing.body)) as? [String: Any])?["clients"] as? [[String: Any]]
+            let id = try #require(clients?.first { $0["publish"] as? Bool == true }?["id"] as? String)
+            return await sim.request(relay, "DELETE", "/api/v1/clients/\(id)/").status == 200
+        }
+
         func stop(_ sessions: StreamingSession...) async {
             for session in sessions { await session.close() }
             await relay.stop()
@@ -152,22 +160,32 @@ import Testing
 extension StreamingReconnectTests {
     @Test("the server drops the publisher's session (its close lost): the restart's PATCH gets 404, a new session carries the stream")
     func sessionGone() async throws {
-        let rig = try Rig()
-        let streams = try await streaming(rig, .whip)
-        let (publisher, feed, log, events) = (streams.publisher, streams.feed, streams.log, streams.events)
+        let streams = try await streaming(try Rig(), .whip)
+        let (rig, publisher, feed, log, events) = (streams.rig, streams.publisher, streams.feed, streams.log, streams.events)
         let first = publisher.peerConnection
         // Kicked while the path is down for a moment, so the relay's close_notify never arrives.
         rig.sim.loop.perform { rig.publisherHost.blackHole(for: .seconds(1)) }
-        let listing = await rig.sim.request(rig.relay, "GET", "/api/v1/clients/")
-        let clients = (try JSONSerialization.jsonObject(with: Data(listing.body)) as? [String: Any])?["clients"] as? [[String: Any]]
-        let id = try #require(clients?.first { $0["publish"] as? Bool == true }?["id"] as? String)
-        #expect(await rig.sim.request(rig.relay, "DELETE", "/api/v1/clients/\(id)/").status == 200)
+        #expect(try await rig.kickPublisher())
         let kicked = rig.sim.loop.now
         let before = log.count
         #expect(await feed.run(rig.activity, within: .seconds(15)) { log.count >= before + 10 })
         print("session gone: video back \(rig.sim.loop.now - kicked) after the kick; events \(events.all)")
         #expect(events.all.prefix(3) == [.restartingIce, .reconnecting(attempt: 1), .reconnected], "\(events.all)")
         #expect(publisher.peerConnection !== first && publisher.peerConnection.connectionState == .connected)
+        #expect(rig.publishes == 2)
+        await streams.stop()
+    }
+
+    @Test("the server ends the publisher's session (its close_notify arrives: a kick, a restart): a new session after the backoff")
+    func serverClosed() async throws {
+        let streams = try await streaming(try Rig(), .whip)
+        let (rig, publisher, feed, log, events) = (streams.rig, streams.publisher, streams.feed, streams.log, streams.events)
+        let first = publisher.peerConnection
+        #expect(try await rig.kickPublisher())
+        let before = log.count
+        #expect(await feed.run(rig.activity, within: .seconds(5)) { log.count >= before + 10 && publisher.peerConnection !== first })
+        #expect(events.all == [.reconnecting(attempt: 1), .reconnected], "\(events.all)")
+        #expect(first.connectionState == .closed && publisher.peerConnection.connectionState == .connected)
         #expect(rig.publishes == 2)
         await streams.stop()
     }
