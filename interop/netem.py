@@ -476,11 +476,13 @@ class Change:
     t: float
     direction: str
     changes: dict
-    flow: int | None = None
+    flow: int | tuple[int, ...] | None = None   # a tuple: several flows (events only)
     event: tuple[str, float] | None = None   # ("outage", seconds) or ("rebind", gap seconds)
+    newcomers: bool = False                  # an outage also black-holes flows that appear during it
 
     def describe(self) -> str:
-        target = self.direction + (f"@{self.flow}" if self.flow is not None else "")
+        flow = "+".join(map(str, self.flow)) if isinstance(self.flow, tuple) else self.flow
+        target = self.direction + (f"@{flow}" if flow is not None else "")
         return f"{self.t:g}:{target}:{describe_event(self.event) if self.event else describe_changes(self.changes)}"
 
 
@@ -859,6 +861,7 @@ class NetEm:
         self._schedule_log: list[dict] = []
         self._extra = {"flows_refused": 0, "stray_packets": 0, "upstream_unreachable": 0, "loops": 0}
         self._outage_until = {UP: 0.0, DOWN: 0.0}  # monotonic: every flow's black hole (outage without @N)
+        self._newcomer_outages: list[tuple[float, tuple, dict]] = []   # (until, directions, record)
         self._events: list[dict] = []               # outages of every flow (not of one flow)
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -970,13 +973,17 @@ class NetEm:
                 return self._flow_list[flow].links[direction].imp
             return self._template[direction]
 
-    def outage(self, flow: int | None, seconds: float, direction: str = "both", at: float | None = None) -> dict:
-        """A black hole for `seconds` (math.inf: until the emulator closes) of flow `flow` (None: every
-        flow, also those that appear meanwhile) in `direction` (up, down, both), starting now or at
-        emulator time `at`. Packets queued or delayed in the emulator when it starts are lost too.
-        Returns the event's record (filled in as it happens: start, end, and per direction the
-        first packet forwarded after the end, all in emulator seconds), also listed in stats()."""
-        return self._event(flow, ("outage", parse_time("outage", seconds)), direction, at)
+    def outage(self, flow: int | Iterable[int] | None, seconds: float, direction: str = "both",
+               at: float | None = None, newcomers: bool = False) -> dict:
+        """A black hole for `seconds` (math.inf: until the emulator closes) of flow `flow` (a list:
+        those flows; None: every flow, also those that appear meanwhile) in `direction` (up, down,
+        both), starting now or at emulator time `at`. Packets queued or delayed in the emulator when
+        it starts are lost too. `newcomers`: flows that appear during the outage are cut off until
+        its end as well (a cut-off client that opens new sockets, e.g. to reconnect, stays cut off).
+        Returns the event's record (filled in as it happens: start, end, per direction the first
+        packet of these flows forwarded after the end, all in emulator seconds, and the newcomers),
+        also listed in stats()."""
+        return self._event(flow, ("outage", parse_time("outage", seconds)), direction, at, newcomers)
 
     def rebind(self, flow: int | None, gap: float = 0.0, at: float | None = None) -> dict:
         """NAT rebinding of flow `flow` (None: every flow): its upstream socket is replaced by a new one,
@@ -988,9 +995,11 @@ class NetEm:
             raise SpecError(f"rebind gap {gap!r}: must be >= 0 and finite")
         return self._event(flow, ("rebind", gap), "both", at)
 
-    def _event(self, flow: int | None, event: tuple[str, float], direction: str, at: float | None) -> dict:
+    def _event(self, flow, event: tuple[str, float], direction: str, at: float | None, newcomers: bool = False) -> dict:
         d = _change(0, direction, "clean").direction   # validates the direction
-        c = Change(0.0 if at is None else float(at), d, {}, flow, event)
+        if flow is not None and not isinstance(flow, int):
+            flow = tuple(sorted(set(int(f) for f in flow)))
+        c = Change(0.0 if at is None else float(at), d, {}, flow, event, newcomers)
         record: dict = {}
         with self._lock:
             if self._thread is None:
@@ -1168,6 +1177,15 @@ class NetEm:
         self._flows[addr] = flow
         self._flow_list.append(flow)
         self._watch(s, flow)
+        if self._newcomer_outages:
+            self._newcomer_outages = [o for o in self._newcomer_outages if o[0] > now]
+            for until, dirs, record in self._newcomer_outages:
+                for d in dirs:
+                    flow.outage_until[d] = max(flow.outage_until[d], until)
+                record["newcomers"].append(flow.index)
+                flow.events.append(record)
+                if not math.isinf(until):
+                    flow.watching.append(record)
         return flow
 
     def _send(self, link: _Link, flow: _Flow, data: bytes, t_in: float, t_sched: float) -> None:
@@ -1239,13 +1257,15 @@ class NetEm:
         dirs = DIRECTIONS if c.direction == "both" else (c.direction,)
         entry = {"t": c.t, "applied_at": round(at, 6), "direction": c.direction, "flow": c.flow,
                  "changes": describe_event(c.event), "manual": manual}
-        if c.flow is not None and c.flow >= len(self._flow_list):
-            entry["note"] = f"flow {c.flow} not seen yet; not applied"
+        indices = [] if c.flow is None else [c.flow] if isinstance(c.flow, int) else list(c.flow)
+        if any(i >= len(self._flow_list) for i in indices):
+            entry["note"] = f"flow {max(indices)} not seen yet; not applied"
             record.update(entry)
             self._schedule_log.append(entry)
             return
-        flows = [self._flow_list[c.flow]] if c.flow is not None else list(self._flow_list)
-        record.update(event=kind, flow=c.flow, direction=c.direction, start=self._rel(now))
+        flows = [self._flow_list[i] for i in indices] if c.flow is not None else list(self._flow_list)
+        record.update(event=kind, flow=c.flow if not isinstance(c.flow, tuple) else list(c.flow),
+                      direction=c.direction, start=self._rel(now))
         if kind == "outage":
             end = now + seconds
             record.update(seconds=None if math.isinf(seconds) else seconds,
@@ -1255,12 +1275,15 @@ class NetEm:
                 for d in dirs:
                     self._outage_until[d] = max(self._outage_until[d], end)
                 self._events.append(record)
+            elif c.newcomers:
+                record["newcomers"] = []
+                self._newcomer_outages.append((end, dirs, record))
             for f in flows:
                 for d in dirs:
                     f.outage_until[d] = max(f.outage_until[d], end)
                 if c.flow is not None:
                     f.events.append(record)
-                if not math.isinf(seconds):
+                if not math.isinf(seconds) and record not in f.watching:
                     f.watching.append(record)
         else:  # rebind
             record.update(gap=seconds, rebinds=[])

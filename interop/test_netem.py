@@ -681,3 +681,39 @@ def test_netem_event_specs():
                          "1:both@0:outage=3": "needs a time unit", "1:both@0:rebind=inf": "finite"}.items():
         with pytest.raises(SpecError, match=words):
             parse_schedule(sched)
+
+
+@pytest.mark.timeout(30)
+def test_netem_outage_of_several_flows_cuts_newcomers(server):
+    """outage([0, 1], newcomers=True): both flows and a client that appears during the outage (a cut-off
+    client reconnecting from a new socket) are black-holed until the end; another flow is not."""
+    echo = Recorder(server, reply=True)
+    with emulator(server) as net:
+        a, b, other = udp(), udp(), udp()
+        pings = [Pinger(s, net.listen_addr) for s in (a, b, other)]
+        while len(net.flows) < 3:
+            time.sleep(0.01)
+        rec = net.outage([0, 1], 0.4, newcomers=True)
+        time.sleep(0.1)
+        late = udp()
+        pings.append(Pinger(late, net.listen_addr))
+        time.sleep(max(0.0, rec["end"] + 0.2 - net.now()))
+        for p in pings:
+            p.close()
+        stats = net.stats()
+        t0 = net.t0
+    echo.close()
+    for s in (a, b, other, late):
+        s.close()
+    by_flow = {f["index"]: f for f in stats["flows"]}
+    assert rec["flow"] == [0, 1] and rec["newcomers"] == [3], rec
+    for i, p in enumerate(pings):
+        during = [rx - t0 for _s, _tx, rx in p.echoes if rec["start"] + 0.02 <= rx - t0 < rec["end"] - 0.02]
+        after = [rx - t0 for _s, _tx, rx in p.echoes if rx - t0 >= rec["end"]]
+        if i == 2:
+            assert len(during) >= 10, "the flow not cut off must keep passing"
+        else:
+            assert not during, f"flow {i} passed during the outage"
+        assert after and after[0] - rec["end"] <= 0.1, f"flow {i} after the outage: {after[:1]}"
+    assert by_flow[3]["events"][0]["event"] == "outage" and by_flow[3]["up"]["dropped_outage"] >= 5, by_flow[3]
+    assert all(rec["first_forwarded_after"][d] >= rec["end"] for d in ("up", "down")), rec
