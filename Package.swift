@@ -92,7 +92,7 @@ let package = Package(
         .target(name: "PeerConnection", dependencies: ["Locks", "SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket", "Locks"]),
-        .target(name: "Streaming", dependencies: ["Locks", "PeerConnection", "Signaling", "Media", "HTTP", "SDP"]),
+        .target(name: "Streaming", dependencies: ["Locks", "PeerConnection", "Signaling", "Media", "HTTP", "SDP", "Transport", "SeededRandom"]),
         .target(name: "Relay", dependencies: ["Locks", "CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
                                                  "AudioDevice", "AudioProcessing"]),
@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["SeededRandom"], path: "Tests/TestSupport"),
         // Sessions (peers and a relay) on a simulated loop and a virtual network, for the
         // session layer's tests.
-        .target(name: "SessionSupport", dependencies: ["PeerConnection", "Relay", "Transport", "STUN", "HTTP"],
+        .target(name: "SessionSupport", dependencies: ["PeerConnection", "Relay", "Transport", "STUN", "HTTP", "Signaling", "Streaming"],
                 path: "Tests/SessionSupport"),
         // gettimeofday with an offset tests advance: OpenSSL's DTLS timer reads it (see the file).
         .target(name: "CWallClock", path: "Tests/CWallClock"),
@@ -124,6 +124,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Signaling", "SeededRandom", "TestSupport", "Locks"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "HTTP", "WebSocket", "TestSupport"]),
+        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "PeerConnection", "SeededRandom"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "SeededRandom", "Locks"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Locks"]),
         .testTarget(name: "AudioCodecsTests", dependencies: ["AudioCodecs", "Media", "SeededRandom"]),

@@ -60,12 +60,16 @@ public struct SRSClient: Sendable {
     public var timeout: Duration
     /// Accept any certificate on an https API URL (explicit `--insecure` only).
     public var insecure: Bool
+    /// Carries the request instead of the network (nil: HTTPClient).
+    public var exchange: SignalingExchange?
 
-    public init(url: String, apiOverride: String? = nil, timeout: Duration = .seconds(10), insecure: Bool = false) throws(SignalingError) {
+    public init(url: String, apiOverride: String? = nil, timeout: Duration = .seconds(10), insecure: Bool = false,
+                exchange: SignalingExchange? = nil) throws(SignalingError) {
         streamURL = try StreamURL(parsing: url)
         self.apiOverride = apiOverride
         self.timeout = timeout
         self.insecure = insecure
+        self.exchange = exchange
     }
 
     public struct Answer: Sendable {
@@ -81,10 +85,11 @@ public struct SRSClient: Sendable {
                                    "streamurl": streamURL.original, "sdp": offer]
         if let clientIP { body["clientip"] = clientIP }
         let json = try JSONSerialization.data(withJSONObject: body)
-        let response = try await SignalingHTTP(timeout: timeout, insecure: insecure).send(method: "POST", url: api, headers: ["Content-Type": "application/json"],
-                                                                      body: Array(json))
+        let response = try await SignalingHTTP(timeout: timeout, insecure: insecure, exchange: exchange)
+            .send(method: "POST", url: api, headers: ["Content-Type": "application/json"], body: Array(json))
         guard response.status == 200 else {
-            throw SignalingError("\(api) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
+            throw SignalingError("\(api) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))",
+                                 status: response.status)
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
             throw SignalingError("\(api) answered with something that is not JSON: \(String(decoding: response.body.prefix(120), as: UTF8.self))")
@@ -92,7 +97,8 @@ public struct SRSClient: Sendable {
         let code = (object["code"] as? Int) ?? (object["code"] as? NSNumber)?.intValue ?? -1
         guard code == 0 else {
             let text = (object["error"] as? String) ?? (object["msg"] as? String) ?? (object["data"] as? String) ?? ""
-            throw SignalingError("SRS refused \(action.rawValue) of \(streamURL.original): code \(code)" + (text.isEmpty ? "" : " (\(text))"))
+            throw SignalingError("SRS refused \(action.rawValue) of \(streamURL.original): code \(code)" + (text.isEmpty ? "" : " (\(text))"),
+                                 status: code)
         }
         guard let sdp = object["sdp"] as? String, sdp.hasPrefix("v=0") else {
             throw SignalingError("\(api): reply has code 0 but no SDP answer")

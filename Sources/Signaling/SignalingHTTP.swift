@@ -7,14 +7,16 @@ import HTTP
 struct SignalingHTTP: Sendable {
     var timeout: Duration
     var insecure: Bool = false
-
-    typealias Response = HTTPClientResponse
+    /// Carries the request instead of the network when set.
+    var exchange: SignalingExchange? = nil
 
     @inline(never)   // works around a swift-frontend 6.3.1 crash (coro-split) in release builds
-    func send(method: String, url: String, headers: HTTPHeaders = [], body: [UInt8] = []) async throws -> Response {
+    func send(method: String, url: String, headers: HTTPHeaders = [], body: [UInt8] = []) async throws -> SignalingResponse {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
             throw SignalingError("\(url): only http:// and https:// URLs are supported")
         }
-        return try await HTTPClient(timeout: timeout, insecure: insecure).send(method: method, url: url, headers: headers, body: body)
+        if let exchange { return try await exchange(SignalingRequest(method: method, url: url, headers: headers, body: body)) }
+        let r = try await HTTPClient(timeout: timeout, insecure: insecure).send(method: method, url: url, headers: headers, body: body)
+        return SignalingResponse(status: r.status, reason: r.reason, headers: r.headers, body: r.body, finalURL: r.finalURL)
     }
 }

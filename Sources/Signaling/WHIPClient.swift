@@ -8,13 +8,19 @@ public struct WHIPClient: Sendable {
     public var timeout: Duration
     /// Accept any certificate on https (explicit `--insecure` only).
     public var insecure: Bool
+    /// Carries the requests instead of the network (nil: HTTPClient).
+    public var exchange: SignalingExchange?
 
-    public init(endpoint: String, token: String? = nil, timeout: Duration = .seconds(10), insecure: Bool = false) {
+    public init(endpoint: String, token: String? = nil, timeout: Duration = .seconds(10), insecure: Bool = false,
+                exchange: SignalingExchange? = nil) {
         self.endpoint = endpoint
         self.token = token
         self.timeout = timeout
         self.insecure = insecure
+        self.exchange = exchange
     }
+
+    private var http: SignalingHTTP { SignalingHTTP(timeout: timeout, insecure: insecure, exchange: exchange) }
 
     /// What the server answered.
     public struct Session: Sendable {
@@ -39,7 +45,7 @@ public struct WHIPClient: Sendable {
 
     /// POSTs the offer; follows 307/308 redirects; a 503 with Retry-After is retried once.
     public func publish(offer: String) async throws -> Session {
-        let client = SignalingHTTP(timeout: timeout, insecure: insecure)
+        let client = http
         var headers: HTTPHeaders = ["Content-Type": "application/sdp"]
         if let token { headers.add("Authorization", "Bearer \(token)") }
         var response = try await client.send(method: "POST", url: endpoint, headers: headers, body: Array(offer.utf8))
@@ -49,7 +55,8 @@ public struct WHIPClient: Sendable {
         }
         guard response.status == 201 || response.status == 200 else {
             let text = String(decoding: response.body.prefix(300), as: UTF8.self).trimmingTrailingNewlines
-            throw SignalingError("\(endpoint) answered \(response.status) \(response.reason)" + (text.isEmpty ? "" : ": \(text)"))
+            throw SignalingError("\(endpoint) answered \(response.status) \(response.reason)" + (text.isEmpty ? "" : ": \(text)"),
+                                 status: response.status)
         }
         guard (response.headers["Content-Type"] ?? "application/sdp").lowercased().hasPrefix("application/sdp") else {
             throw SignalingError("\(endpoint) answered with Content-Type \(response.headers["Content-Type"] ?? "?"), expected application/sdp")
@@ -70,15 +77,14 @@ public struct WHIPClient: Sendable {
     /// PATCHes an `application/trickle-ice-sdpfrag` body to the session resource (RFC 9725
     /// §4.3: trickle candidates, or an ICE restart with `If-Match: "*"`). Returns the response
     /// whatever its status: 405/501/422 tell the caller the server does not take it.
-    public func patch(_ session: Session, fragment: String, ifMatch: String?) async throws -> HTTPClientResponse {
+    public func patch(_ session: Session, fragment: String, ifMatch: String?) async throws -> SignalingResponse {
         guard let resource = session.resource else {
             throw SignalingError("\(endpoint) gave no session resource (Location) to PATCH")
         }
         var headers: HTTPHeaders = ["Content-Type": "application/trickle-ice-sdpfrag"]
         if let ifMatch { headers.add("If-Match", ifMatch) }
         if let token { headers.add("Authorization", "Bearer \(token)") }
-        return try await SignalingHTTP(timeout: timeout, insecure: insecure).send(method: "PATCH", url: resource, headers: headers,
-                                                                                body: Array(fragment.utf8))
+        return try await http.send(method: "PATCH", url: resource, headers: headers, body: Array(fragment.utf8))
     }
 
     /// DELETEs the session resource.
@@ -86,9 +92,9 @@ public struct WHIPClient: Sendable {
         guard let resource = session.resource else { return }
         var headers: HTTPHeaders = [:]
         if let token { headers.add("Authorization", "Bearer \(token)") }
-        let response = try await SignalingHTTP(timeout: timeout, insecure: insecure).send(method: "DELETE", url: resource, headers: headers)
+        let response = try await http.send(method: "DELETE", url: resource, headers: headers)
         guard (200..<300).contains(response.status) else {
-            throw SignalingError("DELETE \(resource) answered \(response.status)")
+            throw SignalingError("DELETE \(resource) answered \(response.status)", status: response.status)
         }
     }
 
@@ -106,7 +112,12 @@ public struct WHIPClient: Sendable {
 
 public struct SignalingError: Error, CustomStringConvertible, Sendable {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// The HTTP status (or SRS `code`) the server refused with; nil when no server answered.
+    public var status: Int?
+    public init(_ description: String, status: Int? = nil) {
+        self.description = description
+        self.status = status
+    }
 }
 
 extension String {

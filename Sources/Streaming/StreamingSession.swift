@@ -1,13 +1,20 @@
 import Media
 import PeerConnection
+import SDP
 import Signaling
+import Locks
 
 /// Publish to or play from a streaming server, shaped like the reference app's
 /// `WebRTCClient(isPublish:)`: `webrtc://` URLs speak SRS's JSON API, `http(s)://` URLs speak
 /// WHIP (publish) or WHEP (play).
 ///
-/// The session reads its connection's `events` (for trickle ICE and `states`); the app may set
-/// `peerConnection.delegate` to follow the connection itself.
+/// The session survives the network (`Options.reconnect`): a disconnected path gets an ICE
+/// restart (WHIP/WHEP `PATCH`; SRS's API has none, so a new session on the same stream), a
+/// failed connection or a session the server dropped gets a new connection after a backoff,
+/// with the same tracks, capturer, encoders and renderers — only the PeerConnection and its
+/// signaling are new. `events` says when; `peerConnection` is the current connection (the app's
+/// delegate on it is carried over to the next one). The session reads each connection's `events`
+/// itself (trickle ICE, `states`).
 public final class StreamingSession: Sendable {
     public enum Role: String, Sendable { case publish, play }
 
@@ -20,6 +27,7 @@ public final class StreamingSession: Sendable {
         public var videoCodecs: [RtpCodecCapability] = [.h264, .vp8]
         public var iceServers: [IceServer] = []
         public var configuration = PeerConnection.Configuration()
+        /// Signaling requests, and the first connection, must be done within this.
         public var timeout: Duration = .seconds(15)
         /// Accept any certificate on https signaling (self-signed included). Off by default.
         public var insecure: Bool = false
@@ -29,6 +37,8 @@ public final class StreamingSession: Sendable {
         public var trickle = true
         /// Candidates arriving within this interval share one PATCH.
         public var trickleBatch: Duration = .milliseconds(30)
+        /// ICE restarts and reconnection with backoff; `.off` ends the session at the first failure.
+        public var reconnect = ReconnectPolicy()
         /// A trickle PATCH that failed (other than "not supported"), for the app to report.
         public var onSignalingProblem: @Sendable (String) -> Void = { _ in }
         public init() {}
@@ -37,13 +47,38 @@ public final class StreamingSession: Sendable {
     public let role: Role
     public let url: String
     public let options: Options
-    public let peerConnection: PeerConnection
-    private let whipSession = LockedValue<WHIPClient.Session?>(nil)
-    /// WHIP/WHEP trickle and ICE restart (nil for SRS's API).
-    private let ice: WHIPIceChannel?
-    private let stateStreams = StateStreams()
+    public let environment: SessionEnvironment
+    private let state: Locked<State>
+    private let driver: ReconnectDriver
+    private let stateBroadcast = Broadcast<PeerConnectionState>(initial: .new, replaysLast: true)
+    private let eventBroadcast = Broadcast<ReconnectEvent>(replaysLast: false)
 
-    public init(role: Role, url: String, options: Options = Options()) throws {
+    /// The same events as `events`, as calls on the connections' loop thread, each before it
+    /// goes on the streams. Held weakly.
+    public var delegate: (any StreamingSessionDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    private struct State {
+        weak var delegate: (any StreamingSessionDelegate)?
+        /// The connection now; `watched` is false once it is being replaced.
+        var link: SessionLink
+        var watched = true
+        var media: Media?
+        var remote: RemoteTracks?
+        /// The last event the session reported (the status line shows it until connected).
+        var recovery: ReconnectEvent?
+        var closed = false
+    }
+
+    /// What the session sends or receives, for every connection it makes.
+    private enum Media {
+        case publish(video: VideoTrack?, audio: AudioTrack?)
+        case play(video: Bool, audio: Bool)
+    }
+
+    public init(role: Role, url: String, options: Options = Options(), environment: SessionEnvironment = SessionEnvironment()) throws {
         guard url.hasPrefix("webrtc://") || url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw SignalingError("\(url): expected webrtc:// (SRS API) or http(s):// (WHIP/WHEP)")
         }
@@ -51,146 +86,353 @@ public final class StreamingSession: Sendable {
         self.role = role
         self.url = url
         self.options = options
-        var config = options.configuration
-        config.iceServers += options.iceServers
-        peerConnection = try PeerConnection(configuration: config)
-        ice = url.hasPrefix("webrtc://") ? nil
-            : WHIPIceChannel(client: WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure),
-                             pc: peerConnection, batchInterval: options.trickleBatch, onProblem: options.onSignalingProblem)
-        // The connection's events, in order, until it closes (or goes away with the session:
-        // the task holds the stream, not the connection).
-        let (events, ice, stateStreams) = (peerConnection.events, ice, stateStreams)
-        Task {
-            for await event in events {
-                ice?.handle(event)
-                if case .connectionStateChanged(let s) = event { stateStreams.yield(s) }
-            }
-            stateStreams.finish()
-        }
+        self.environment = environment
+        let driver = ReconnectDriver(loop: environment.loop, policy: options.reconnect, connectTimeout: options.timeout,
+                                     canRestartIce: !url.hasPrefix("webrtc://"), seed: environment.seed, activity: environment.activity)
+        self.driver = driver
+        // The first connection exists from the start, as it always has (apps set its delegate).
+        let link = try Self.makeLink(url: url, options: options, environment: environment, driver: driver,
+                                     startBitrate: nil, previous: nil)
+        state = Locked(State(link: link))
+        follow(link)
     }
 
-    /// Publishes the tracks (either may be nil); returns once media can flow.
-    public func publish(video: VideoTrack?, audio: AudioTrack?) async throws {
+    /// The current connection (a new one after each reconnection).
+    public var peerConnection: PeerConnection { state.withLock { $0.link.pc } }
+
+    /// Publishes the tracks (either may be nil); returns once media can flow, or with
+    /// `waitForConnection: false` once the server has answered (`states` and `events` tell the rest).
+    public func publish(video: VideoTrack?, audio: AudioTrack?, waitForConnection: Bool = true) async throws {
         precondition(role == .publish, "publish() on a play session")
-        if let audio {
-            let t = try await peerConnection.addTransceiver(.audio, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]))
-            t.sender.replaceTrack(audio)
-        }
-        if let video {
-            let t = try await peerConnection.addTransceiver(.video, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]),
-                                                            codecs: options.videoCodecs)
-            t.sender.replaceTrack(video)
-        }
-        try await negotiate()
+        state.withLock { $0.media = .publish(video: video, audio: audio) }
+        try await begin(waitForConnection: waitForConnection)
     }
 
-    /// Plays the stream; returns the remote tracks (decoded frames arrive on them).
-    public func play(video: Bool = true, audio: Bool = true) async throws -> (video: VideoTrack?, audio: AudioTrack?) {
+    /// Plays the stream; returns the remote tracks (decoded frames arrive on them, from every
+    /// connection the session makes).
+    public func play(video: Bool = true, audio: Bool = true, waitForConnection: Bool = true) async throws
+        -> (video: VideoTrack?, audio: AudioTrack?) {
         precondition(role == .play, "play() on a publish session")
-        var a: RtpTransceiver?, v: RtpTransceiver?
-        if audio { a = try await peerConnection.addTransceiver(.audio, TransceiverInit(direction: .recvonly)) }
-        if video { v = try await peerConnection.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: options.videoCodecs) }
-        try await negotiate()
-        return (v?.receiver.videoTrack, a?.receiver.audioTrack)
-    }
-
-    private func negotiate() async throws {
-        let trickle = ice != nil && options.trickle && WHIPIceChannel.trickles(to: url)
-        if trickle { ice?.attach() }
-        let offer = try await peerConnection.createOffer()
-        try await peerConnection.setLocalDescription(offer)
-        // Trickle: the host candidates are there at once; the rest follow by PATCH.
-        if !trickle { await peerConnection.waitForGatheringComplete(timeout: .seconds(3)) }
-        let sdp = (peerConnection.localDescription ?? offer).sdp
-        let answer: String
-        if url.hasPrefix("webrtc://") {
-            let srs = try SRSClient(url: url, apiOverride: options.api, timeout: options.timeout, insecure: options.insecure)
-            let clientIP = localAddress(routingTo: srs.streamURL.host)
-            answer = try await srs.exchange(role == .publish ? .publish : .play, offer: sdp, clientIP: clientIP).sdp
-        } else {
-            let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure)
-            ice?.offered(sdp)
-            let session = try await client.publish(offer: sdp)
-            whipSession.set(session)
-            if trickle { ice?.start(session) }
-            answer = session.answer
+        let remote = RemoteTracks(video: video, audio: audio)
+        state.withLock {
+            $0.media = .play(video: video, audio: audio)
+            $0.remote = remote
         }
-        try await peerConnection.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
-        try await peerConnection.waitConnected(timeout: options.timeout)
+        try await begin(waitForConnection: waitForConnection)
+        return (remote.video, remote.audio)
     }
 
-    /// ICE restart (WHIP/WHEP only, RFC 9725 §4.3.3): new ICE credentials by PATCH, the
-    /// server's back; DTLS and media go on over the new checks. Throws (the current ICE session
-    /// stays) when the server refuses or does not take PATCH.
+    private func begin(waitForConnection: Bool) async throws {
+        let link = state.withLock { $0.link }
+        do {
+            try await environment.activity.run { try await negotiate(link, previous: nil) }
+        } catch {
+            await shutDown()
+            throw error
+        }
+        driver.start(self)
+        guard waitForConnection else { return }
+        if let why = await driver.firstConnection() {
+            await shutDown()
+            throw PeerConnectionError(.transport, "\(role.rawValue) \(url): \(why)")
+        }
+    }
+
+    /// ICE restart now (the stdin `restart-ice`): WHIP/WHEP by PATCH (RFC 9725 §4.3.3), new ICE
+    /// credentials out, the server's back; DTLS and media go on over the new checks. Throws (the
+    /// current ICE session stays) when the server refuses or does not take PATCH.
     public func restartIce() async throws {
-        guard let ice else { throw SignalingError("ICE restart needs a WHIP/WHEP session (SRS's API has no way to signal one)") }
-        if ice.session == nil, let session = whipSession.get() { ice.start(session) }
+        guard let ice = state.withLock({ $0.link.ice }) else {
+            throw SignalingError("ICE restart needs a WHIP/WHEP session (SRS's API has no way to signal one)")
+        }
         try await ice.restartIce()
     }
 
-    /// Candidates sent by trickle PATCH so far (0 for SRS's API or without trickle).
-    public var trickledCandidates: Int { ice?.trickledCount ?? 0 }
+    /// Candidates sent by trickle PATCH on the current connection (0 for SRS's API or without trickle).
+    public var trickledCandidates: Int { state.withLock { $0.link.ice?.trickledCount } ?? 0 }
 
-    /// Connection states (the reference app colours its button by them): a new stream each
-    /// time, starting with the state the session last saw, then each change, until it closes.
-    public var states: AsyncStream<PeerConnectionState> { stateStreams.stream() }
+    /// Connection states (the reference app colours its button by them) of the session's
+    /// connections, one after another: a new stream each time, starting with the state the
+    /// session last saw, then each change, until the session closes or stops.
+    public var states: AsyncStream<PeerConnectionState> { stateBroadcast.stream() }
+
+    /// Recovery as it happens (`restartingIce`, `reconnecting(attempt:)`, `reconnected`,
+    /// `failed`): a new stream each time, until the session closes or stops.
+    public var events: AsyncStream<ReconnectEvent> { eventBroadcast.stream() }
+
+    /// One line for a status display: the connection's state, or what recovery is doing
+    /// ("reconnecting (attempt 2)").
+    public var status: String {
+        let (recovery, pc) = state.withLock { ($0.recovery, $0.link.pc) }
+        switch recovery {
+        case .restartingIce?: return "restarting ICE"
+        case .reconnecting(let attempt)?: return "reconnecting (attempt \(attempt))"
+        case .failed?: return "failed"
+        default: return pc.connectionState.rawValue
+        }
+    }
+
+    /// Whether the session has stopped for good: closed, or failed with nothing left to try.
+    public var isStopped: Bool {
+        state.withLock { s in
+            if s.closed { return true }
+            if case .failed? = s.recovery { return true }
+            return false
+        }
+    }
 
     public func stats() async -> StatsReport { await peerConnection.getStats() }
 
     /// Tears everything down: WHIP/WHEP DELETE, DTLS close_notify, sockets.
     public func close() async {
-        if let session = whipSession.get() {
-            try? await WHIPClient(endpoint: url, token: options.token, timeout: .seconds(3), insecure: options.insecure).stop(session)
-            whipSession.set(nil)
+        driver.close()
+        await shutDown()
+    }
+
+    // MARK: connections
+
+    /// A new connection for the session (`previous`: the one it replaces, whose delegate it takes).
+    private static func makeLink(url: String, options: Options, environment: SessionEnvironment, driver: ReconnectDriver,
+                                 startBitrate: Int?, previous: SessionLink?) throws -> SessionLink {
+        var config = options.configuration
+        config.iceServers += options.iceServers
+        if let startBitrate { config.startBitrate = startBitrate }
+        let pc = try environment.makePeerConnection(config)
+        if let delegate = previous?.pc.delegate { pc.delegate = delegate }
+        let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure,
+                                exchange: environment.exchange)
+        let ice = url.hasPrefix("webrtc://") ? nil
+            : WHIPIceChannel(client: client, pc: pc, batchInterval: options.trickleBatch, activity: environment.activity,
+                             onProblem: options.onSignalingProblem, onGone: { driver.sessionGone($0) })
+        return SessionLink(pc: pc, ice: ice)
+    }
+
+    /// Reads the connection's events, in order, until it closes (the task holds the stream,
+    /// not the session or the connection).
+    private func follow(_ link: SessionLink) {
+        let events = link.pc.events
+        Task { [weak self] in
+            for await event in events {
+                link.ice?.handle(event)
+                guard let self else { continue }
+                switch event {
+                case .connectionStateChanged(let s) where self.isCurrent(link):
+                    self.stateBroadcast.yield(s)
+                case .negotiationNeeded where self.isCurrent(link) && link.negotiated:
+                    self.requestRestartIfWanted(link)
+                default:
+                    break
+                }
+            }
+            guard let self, self.isCurrent(link), self.isStopped else { return }
+            self.stateBroadcast.finish()
+            self.eventBroadcast.finish()
         }
-        await peerConnection.close()
+    }
+
+    private func isCurrent(_ link: SessionLink) -> Bool { state.withLock { $0.link === link } }
+
+    /// `negotiationneeded` on a connection that is up: only an ICE restart can be signalled to
+    /// a streaming server, so the driver hears of it when the next offer would restart ICE.
+    /// W3C coalescing: one fired while the session could not answer it (before the answer was
+    /// applied, or asking for something else) is not fired again, and a restart asked for later
+    /// goes unannounced — so the driver's watch also looks for one (`lookForRestart`).
+    private func requestRestartIfWanted(_ link: SessionLink) {
+        guard link.beginRestartCheck() else { return }
+        let activity = environment.activity
+        activity.begin()
+        Task { [driver] in
+            let wanted = await link.wantsIceRestart()
+            link.endRestartCheck()
+            if wanted { driver.restartRequested() }
+            activity.end()
+        }
+    }
+
+    /// Offer, the server's answer, applied: the connection then connects by itself. `previous`:
+    /// the connection it replaces, whose sender settings it takes.
+    private func negotiate(_ link: SessionLink, previous: SessionLink?) async throws {
+        guard let media = state.withLock({ $0.media }) else { return }
+        let pc = link.pc
+        switch media {
+        case .publish(let video, let audio):
+            if let audio {
+                let t = try await pc.addTransceiver(.audio, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]))
+                t.sender.replaceTrack(audio)
+            }
+            if let video {
+                let t = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]),
+                                                    codecs: options.videoCodecs)
+                t.sender.replaceTrack(video)
+            }
+            previous?.copySendParameters(to: link)
+        case .play(let video, let audio):
+            if audio { _ = try await pc.addTransceiver(.audio, TransceiverInit(direction: .recvonly)) }
+            if video { _ = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: options.videoCodecs) }
+            state.withLock { $0.remote }?.follow(video: pc.transceivers.first { $0.kind == .video }?.receiver.videoTrack,
+                                                  audio: pc.transceivers.first { $0.kind == .audio }?.receiver.audioTrack)
+        }
+        let trickle = link.ice != nil && options.trickle && WHIPIceChannel.trickles(to: url)
+        if trickle { link.ice?.attach() }
+        let offer = try await pc.createOffer()
+        try await pc.setLocalDescription(offer)
+        // Trickle: the host candidates are there at once; the rest follow by PATCH.
+        if !trickle { await pc.waitForGatheringComplete(timeout: .seconds(3)) }
+        let sdp = (pc.localDescription ?? offer).sdp
+        let answer: String
+        if let ice = link.ice {
+            ice.offered(sdp)
+            let session = try await whipClient().publish(offer: sdp)
+            link.whipSession.set(session)
+            if trickle { ice.start(session) }
+            answer = session.answer
+        } else {
+            let srs = try SRSClient(url: url, apiOverride: options.api, timeout: options.timeout, insecure: options.insecure,
+                                    exchange: environment.exchange)
+            let clientIP = environment.exchange == nil ? localAddress(routingTo: srs.streamURL.host) : nil
+            answer = try await srs.exchange(role == .publish ? .publish : .play, offer: sdp, clientIP: clientIP).sdp
+        }
+        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
+        link.negotiated = true
+    }
+
+    private func whipClient(timeout: Duration? = nil) -> WHIPClient {
+        WHIPClient(endpoint: url, token: options.token, timeout: timeout ?? options.timeout, insecure: options.insecure,
+                   exchange: environment.exchange)
+    }
+
+    /// Ends a connection: its server session DELETEd (WHIP/WHEP; a short wait, the server may
+    /// be unreachable), DTLS close_notify, sockets.
+    private func end(_ link: SessionLink) async {
+        if let session = link.whipSession.get() {
+            link.whipSession.set(nil)
+            try? await whipClient(timeout: .seconds(3)).stop(session)
+        }
+        await link.pc.close()
+    }
+
+    /// Stops the session: its connection ends; `states` and `events` finish once the
+    /// connection's last state has gone out.
+    private func shutDown() async {
+        let link = state.withLock { s -> SessionLink in
+            s.closed = true
+            s.watched = false
+            return s.link
+        }
+        await end(link)
     }
 }
 
-import Locks
+extension StreamingSession: Reconnectable {
+    var watchedConnection: PeerConnection? { state.withLock { $0.watched ? $0.link.pc : nil } }
 
-final class LockedValue<T: Sendable>: Sendable {
-    private let m: Locked<T>
-    init(_ v: T) { m = Locked(v) }
-    func get() -> T { m.withLock { $0 } }
-    func set(_ v: T) { m.withLock { $0 = v } }
+    func retireConnection() { state.withLock { $0.watched = false } }
+
+    func lookForRestart() {
+        let link = state.withLock { $0.watched ? $0.link : nil }
+        if let link, link.negotiated { requestRestartIfWanted(link) }
+    }
+
+    func report(_ event: ReconnectEvent) {
+        let delegate = state.withLock { s in
+            s.recovery = event == .reconnected ? nil : event
+            return s.delegate
+        }
+        delegate?.streamingSession(self, didReport: event)
+        eventBroadcast.yield(event)
+        if case .failed = event {
+            let activity = environment.activity
+            activity.begin()   // a simulation waits for the connection's close
+            Task {
+                await shutDown()
+                activity.end()
+            }
+        }
+    }
+
+    func restartIce(force: Bool) async -> ExchangeOutcome {
+        let link = state.withLock { $0.link }
+        // SRS's API cannot restart ICE: the machine makes a new session on the same stream instead.
+        guard let ice = link.ice else { return .gone("SRS's API cannot restart ICE") }
+        await link.sampleEstimate()
+        do {
+            try await ice.restartIce(force: force)
+            return .done
+        } catch let error as SignalingError {
+            return Self.outcome(of: error)
+        } catch {
+            return .retry("ICE restart: \(error)")
+        }
+    }
+
+    /// WHIP/WHEP: the old session is DELETEd first (a publisher's would hold the stream's name).
+    /// SRS's API has no DELETE: the new session is made first (the server hands the name to a
+    /// publisher that comes back), and if the server refuses it, the old connection stays —
+    /// except a publisher whose connection is up (it asked for an ICE restart, which SRS cannot
+    /// signal): a live publisher keeps its name, so it closes first (close_notify ends it there).
+    func reconnect(attempt: Int) async -> ExchangeOutcome {
+        let (old, closed) = state.withLock { ($0.link, $0.closed) }
+        guard !closed else { return .retry("the session is closed") }
+        await old.sampleEstimate()
+        // Half the last good estimate: the path is new, but it carried that much a moment ago.
+        let start = old.estimate.map { max($0 / 2, 100_000) }
+        let deletesFirst = old.ice != nil || (role == .publish && old.pc.connectionState == .connected)
+        if deletesFirst { await end(old) }
+        let link: SessionLink
+        do {
+            link = try Self.makeLink(url: url, options: options, environment: environment, driver: driver,
+                                     startBitrate: start, previous: old)
+        } catch {
+            return .retry("\(error)")
+        }
+        let replaced = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            s.link = link
+            s.watched = true
+            return true
+        }
+        guard replaced else {
+            await link.pc.close()
+            return .retry("the session is closed")
+        }
+        follow(link)
+        let outcome: ExchangeOutcome
+        do {
+            try await negotiate(link, previous: old)
+            outcome = .done
+        } catch let error as SignalingError {
+            outcome = Self.outcome(of: error)
+        } catch {
+            outcome = .retry("\(error)")
+        }
+        guard !deletesFirst else { return outcome }
+        if outcome == .done {
+            await end(old)
+        } else {
+            let kept = state.withLock { s -> Bool in
+                guard !s.closed else { return false }
+                s.link = old
+                return true
+            }
+            await link.pc.close()
+            if !kept { await end(old) }
+        }
+        return outcome
+    }
+
+    /// What a server's refusal means for recovery.
+    static func outcome(of error: SignalingError) -> ExchangeOutcome {
+        switch error.status {
+        case nil: return .retry(error.description)                       // no answer: unreachable
+        case 401, 403: return .fatal(error.description)                   // credentials: no attempt can pass
+        case 404, 405, 422, 501: return .gone(error.description)          // no session, or no restart by PATCH
+        default: return .retry(error.description)                        // busy (409), overloaded, …
+        }
+    }
 }
 
-/// Every `states` stream of a session: the last state at once, then each change.
-private final class StateStreams: Sendable {
-    private struct Listeners {
-        var last = PeerConnectionState.new
-        var finished = false
-        var next = 0
-        var streams: [Int: AsyncStream<PeerConnectionState>.Continuation] = [:]
-    }
-    private let listeners = Locked(Listeners())
-
-    func stream() -> AsyncStream<PeerConnectionState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionState.self)
-        let id = listeners.withLock { l -> Int in
-            continuation.yield(l.last)
-            if l.finished { continuation.finish() } else { l.streams[l.next] = continuation }
-            l.next += 1
-            return l.next - 1
-        }
-        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.streams.removeValue(forKey: id) } }
-        return stream
-    }
-
-    func yield(_ state: PeerConnectionState) {
-        listeners.withLock { l in
-            l.last = state
-            for c in l.streams.values { c.yield(state) }
-        }
-    }
-
-    func finish() {
-        let streams = listeners.withLock { l in
-            l.finished = true
-            defer { l.streams.removeAll() }
-            return Array(l.streams.values)
-        }
-        for c in streams { c.finish() }   // outside the lock: onTermination takes it
-    }
+/// `StreamingSession`'s events as calls (Google's SDK style; the reference app's client has a
+/// delegate), on the connections' loop thread.
+public protocol StreamingSessionDelegate: AnyObject, Sendable {
+    func streamingSession(_ session: StreamingSession, didReport event: ReconnectEvent)
 }

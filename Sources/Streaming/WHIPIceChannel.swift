@@ -16,6 +16,9 @@ final class WHIPIceChannel: Sendable {
     let batchInterval: Duration
     /// A PATCH that failed for another reason (the CLI prints it).
     let onProblem: @Sendable (String) -> Void
+    /// A trickle PATCH answered 404: the server no longer has the session.
+    let onGone: @Sendable (String) -> Void
+    private let activity: SignalingActivity
 
     private struct State {
         var session: WHIPClient.Session?
@@ -30,6 +33,9 @@ final class WHIPIceChannel: Sendable {
         var endSent = false
         /// `handle` passes candidates on (trickle is on for this session).
         var attached = false
+        /// The ufrag of a restart the server refused: the connection still has it pending, and
+        /// asking again would only be refused again.
+        var refusedUfrag: String?
     }
     private let state = Locked(State())
     private let serial = SerialQueue()
@@ -39,12 +45,14 @@ final class WHIPIceChannel: Sendable {
 
     static func trickles(to endpoint: String) -> Bool { !noTrickle.withLock { $0.contains(endpoint) } }
 
-    init(client: WHIPClient, pc: PeerConnection, batchInterval: Duration = .milliseconds(30),
-         onProblem: @escaping @Sendable (String) -> Void = { _ in }) {
+    init(client: WHIPClient, pc: PeerConnection, batchInterval: Duration = .milliseconds(30), activity: SignalingActivity,
+         onProblem: @escaping @Sendable (String) -> Void = { _ in }, onGone: @escaping @Sendable (String) -> Void = { _ in }) {
         self.client = client
         self.pc = pc
         self.batchInterval = batchInterval
+        self.activity = activity
         self.onProblem = onProblem
+        self.onGone = onGone
     }
 
     /// Trickle is on: from now on `handle` queues candidates for PATCHes. Before
@@ -91,6 +99,7 @@ final class WHIPIceChannel: Sendable {
     }
 
     var session: WHIPClient.Session? { state.withLock { $0.session } }
+    var refusedUfrag: String? { state.withLock { $0.refusedUfrag } }
     var trickledCount: Int { state.withLock { $0.trickled } }
     var trickleEnabled: Bool { state.withLock { !$0.trickleOff } }
 
@@ -101,12 +110,18 @@ final class WHIPIceChannel: Sendable {
             return true
         }
         guard go else { return }
-        let interval = batchInterval
-        Task { [weak self] in
-            try? await Task.sleep(for: interval)
-            guard let self else { return }
-            state.withLock { $0.flushScheduled = false }
-            try? await serial.run { await self.flush() }
+        // The batch is timed on the connection's loop, whose clock a simulation moves.
+        let (loop, interval) = (pc.loop, batchInterval)
+        loop.execute {
+            loop.schedule(at: loop.now.advanced(by: interval)) { [weak self] in
+                guard let self else { return }
+                state.withLock { $0.flushScheduled = false }
+                activity.begin()
+                Task {
+                    try? await self.serial.run { await self.flush() }
+                    self.activity.end()
+                }
+            }
         }
     }
 
@@ -136,6 +151,8 @@ final class WHIPIceChannel: Sendable {
                 _ = Self.noTrickle.withLock { $0.insert(client.endpoint) }
             case 412:
                 break   // candidates of an ICE session the server has moved on from
+            case 404:
+                onGone("trickle PATCH \(session.resource ?? ""): 404, the server no longer has the session")
             default:
                 onProblem("trickle PATCH \(session.resource ?? "") answered \(response.status) \(response.reason): \(response.text.prefix(200))")
             }
@@ -145,25 +162,45 @@ final class WHIPIceChannel: Sendable {
     }
 
     /// An ICE restart by PATCH: new credentials (and our candidates) out, the server's back; DTLS
-    /// and media go on. Throws, leaving the current ICE session in place, when the server refuses.
-    func restartIce() async throws {
+    /// and media go on. Throws, leaving the current ICE session in place, when the server refuses
+    /// (the error's `status` says how). `force`: restart now (`restart-ice`, a disconnection);
+    /// otherwise only if the connection wants one (its next offer has new credentials: it called
+    /// `restartIce()` itself); returns whether a restart was made.
+    @discardableResult
+    func restartIce(force: Bool = true) async throws -> Bool {
         try await serial.run { [self] in
             guard let session, session.resource != nil else {
                 throw SignalingError("ICE restart: the WHIP/WHEP server gave no session resource to PATCH")
             }
-            pc.restartIce()
+            if force { pc.restartIce() }
             let offer = try await pc.createOffer()
             guard let parsed = try? SDP.SessionDescription(parsing: offer.sdp), let fragment = TrickleICEFragment(iceOf: parsed) else {
                 throw SignalingError("ICE restart: our offer has no ICE credentials")
             }
-            let response = try await client.patch(session, fragment: fragment.serialize(), ifMatch: "*")
+            // Not forced, nothing to do when the offer restarts nothing (a restart asked for has
+            // been made, ours in this queue) or only what the server refused.
+            let ufrag = (try? fragment.iceCredentials())??.ufrag
+            if !force, let current = pc.localDescription.flatMap({ try? SDP.SessionDescription(parsing: $0.sdp) }),
+               ufrag == current.media.first?.iceUfrag ?? current.iceUfrag || ufrag == refusedUfrag {
+                return false
+            }
+            let response: SignalingResponse
+            do {
+                response = try await client.patch(session, fragment: fragment.serialize(), ifMatch: "*")
+            } catch {
+                state.withLock { $0.refusedUfrag = ufrag }
+                throw error
+            }
+            if response.status != 200 { state.withLock { $0.refusedUfrag = ufrag } }
             switch response.status {
             case 200: break
             case 405, 501, 422:
-                throw SignalingError("ICE restart: \(client.endpoint) does not take ICE restarts by PATCH (\(response.status) \(response.reason))")
+                throw SignalingError("ICE restart: \(client.endpoint) does not take ICE restarts by PATCH (\(response.status) \(response.reason))",
+                                     status: response.status)
             default:
                 let text = response.text.prefix(300).split(whereSeparator: \.isNewline).joined(separator: " ")
-                throw SignalingError("ICE restart: PATCH \(session.resource ?? "") answered \(response.status) \(response.reason)" + (text.isEmpty ? "" : ": \(text)"))
+                throw SignalingError("ICE restart: PATCH \(session.resource ?? "") answered \(response.status) \(response.reason)" + (text.isEmpty ? "" : ": \(text)"),
+                                     status: response.status)
             }
             let type = response.headers["Content-Type"]?.split(separator: ";").first.map { String($0).lowercased() }
             guard type == TrickleICEFragment.contentType else {
@@ -184,6 +221,7 @@ final class WHIPIceChannel: Sendable {
                 // Candidates of the new generation go in the restart's PATCH, not again later.
                 s.offered.formUnion(parsed.media.flatMap(\.candidates))
             }
+            return true
         }
     }
 }

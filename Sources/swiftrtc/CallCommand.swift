@@ -7,7 +7,7 @@ enum CallCommand {
     static let usage = """
     usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--window]
                          [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
-                         [--duration SEC] [--stats-json PATH] [--insecure]
+                         [--duration SEC] [--stats-json PATH] [--insecure] [--reconnect on|off]
 
     A video call through a server: publishes our video and audio to URL_SELF and plays URL_PEER
     (webrtc:// for SRS's API, http(s):// for WHIP/WHEP). The peer does the same with the URLs
@@ -25,6 +25,7 @@ enum CallCommand {
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary
       --insecure       accept any https certificate (self-signed included); not verified, warned
+    \(ReconnectOptions.usage)
     \(IceOptions.usage)
     """
 
@@ -44,11 +45,13 @@ enum CallCommand {
         let selfURL = try a.positional("URL_SELF")
         let peerURL = try a.positional("URL_PEER")
         let insecure = a.flag("insecure")
+        let reconnect = try ReconnectOptions.parse(&a)
         let ice = try IceOptions.parse(&a, command: "swiftrtc call")
         try a.finish()
         if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc call") }
         var options = StreamingSession.Options()
         options.insecure = insecure
+        options.reconnect = reconnect
         ice.apply(to: &options.configuration)
         warnIfInsecure(options)
 
@@ -66,6 +69,7 @@ enum CallCommand {
         try await capture.start()
         try audio.start()
         say("call: publishing to \(selfURL)")
+        ReconnectOptions.announce(publisher, command: "call: publish")
 
         // The peer may not be publishing yet: retry playing until its stream exists.
         var player: StreamingSession?
@@ -87,6 +91,7 @@ enum CallCommand {
         }
         guard let player else { return 1 }
         say("call: playing \(peerURL)")
+        ReconnectOptions.announce(player, command: "call: play")
         let speaker: AudioPlayout?
         do {
             speaker = try AudioOptions.startSpeaker(speakerSpec, echo: audio.echo, command: "call")
@@ -108,12 +113,12 @@ enum CallCommand {
         let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            if player.peerConnection.connectionState == .failed || publisher.peerConnection.connectionState == .failed { break }
+            if player.isStopped || publisher.isStopped { break }
             try? await Task.sleep(for: .seconds(1))
             let report = await player.stats()
             let inbound = report.ofType("inbound-rtp").first { $0["kind"] == .string("video") }
             let rate = meter.update(time: now(), frames: inbound?.int("framesDecoded") ?? 0, bytes: inbound?.int("bytesReceived") ?? 0)
-            status.show("peer " + formatStatus(state: player.peerConnection.connectionState.rawValue, elapsed: now() - started,
+            status.show("peer " + formatStatus(state: player.status, elapsed: now() - started,
                                                fps: rate.fps, width: inbound?.int("frameWidth") ?? 0, height: inbound?.int("frameHeight") ?? 0,
                                                kbps: rate.kbps, rtt: nil, loss: nil))
         }

@@ -7,7 +7,7 @@ enum PlayCommand {
     static let usage = """
     usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
                              [--speaker ID|none] [--stats-json PATH] [--token T] [--api URL] [--insecure]
-                             [--no-trickle]
+                             [--no-trickle] [--reconnect on|off]
 
     Plays a stream: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API, http(s)://… speaks WHEP.
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
@@ -67,6 +67,7 @@ enum PlayCommand {
         if let speaker, let audio = tracks.audio { speaker.add(audio) }
         AudioOptions.startConsole(microphone: nil, speaker: speaker, command: "play")
         startIceConsole(session, url: url, command: "play")
+        ReconnectOptions.announce(session, command: "play")
 
         let status = StatusLine()
         let stopAt = duration.map { started + connectMs / 1000 + $0 }
@@ -74,11 +75,10 @@ enum PlayCommand {
         let waiter = Task { await waitForTermination(); _ = interrupted.fire() }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            let state = session.peerConnection.connectionState
-            if state == .failed || state == .closed { break }
+            if session.isStopped { break }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await session.stats()
-            status.show(playback.status(report, state: state.rawValue, elapsed: now() - started, stopAt: stopAt))
+            status.show(playback.status(report, state: session.status, elapsed: now() - started, stopAt: stopAt))
             try? await Task.sleep(for: .milliseconds(750))
         }
         waiter.cancel()

@@ -9,7 +9,7 @@ enum PublishCommand {
                                 [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
                                 [--audio-processing all|none|aec,agc,ns,hpf]
                                 [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
-                                [--insecure] [--no-trickle]
+                                [--insecure] [--no-trickle] [--reconnect on|off]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
     http(s)://… speaks WHIP. Shows a live status line; exit code 0 only on success.
@@ -110,6 +110,7 @@ enum PublishCommand {
         try audio.start()
         AudioOptions.startConsole(microphone: audio.microphone, speaker: nil, command: "publish")
         startIceConsole(session, url: url, command: "publish")
+        ReconnectOptions.announce(session, command: "publish")
         say("publish: connected in \(Int(connectMs)) ms")
 
         let status = StatusLine()
@@ -120,7 +121,7 @@ enum PublishCommand {
         var disabled = false
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
-            if session.peerConnection.connectionState == .failed || session.peerConnection.connectionState == .closed { break }
+            if session.isStopped { break }
             if let disableAfter, !disabled, now() - started - connectMs / 1000 >= disableAfter {
                 videoTrack.isEnabled = false
                 disabled = true
@@ -130,7 +131,7 @@ enum PublishCommand {
             let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
             let remote = report.ofType("remote-inbound-rtp").first
             let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: out?.int("bytesSent") ?? 0)
-            status.show(formatStatus(state: session.peerConnection.connectionState.rawValue, elapsed: now() - started,
+            status.show(formatStatus(state: session.status, elapsed: now() - started,
                                      fps: rate.fps, width: out?.int("frameWidth") ?? 0, height: out?.int("frameHeight") ?? 0,
                                      kbps: rate.kbps, rtt: remote?.double("roundTripTime"), loss: remote?.double("fractionLost"))
                         + senderExtras(report))

@@ -44,7 +44,8 @@ struct RateMeter {
 
     mutating func update(time: Double, frames: Int, bytes: Int) -> (fps: Double, kbps: Double) {
         defer { last = (time, frames, bytes) }
-        guard let last, time > last.time else { return (0, 0) }
+        // Counters that went back belong to a new connection (a reconnection): no rate yet.
+        guard let last, time > last.time, frames >= last.frames, bytes >= last.bytes else { return (0, 0) }
         let dt = time - last.time
         return (Double(frames - last.frames) / dt, Double(bytes - last.bytes) * 8 / dt / 1000)
     }
@@ -120,6 +121,7 @@ func parseSessionOptions(_ a: inout Arguments) throws(UsageError) -> StreamingSe
     options.api = try a.option("api")
     options.insecure = a.flag("insecure")
     options.trickle = !a.flag("no-trickle")
+    options.reconnect = try ReconnectOptions.parse(&a)
     let command = a.command
     options.onSignalingProblem = { printError("\(command): \($0)") }
     try IceOptions.parse(&a, command: a.command).apply(to: &options.configuration)
@@ -131,6 +133,7 @@ let whipUsage = """
   --no-trickle       WHIP/WHEP: gather every candidate before the POST instead of sending the
                      later ones by PATCH (trickle ICE, RFC 9725 §4.3; on by default)
   stdin restart-ice  WHIP/WHEP: restart ICE by PATCH (new credentials; DTLS and media go on)
+\(ReconnectOptions.usage)
 """
 
 /// stdin `restart-ice` (WHIP/WHEP sessions): an ICE restart by PATCH.

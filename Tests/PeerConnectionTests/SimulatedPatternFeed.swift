@@ -25,10 +25,15 @@ final class PatternFeed {
 
     /// One frame, then one interval of virtual time.
     func step() {
+        deliver()
+        sim.advance(by: interval)
+    }
+
+    /// The next numbered frame, now.
+    func deliver() {
         let ns = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
         source.deliverCapturedFrame(capturer.captureFrame(at: Int64(sent) * ns, width: width, height: height))
         sent += 1
-        sim.advance(by: interval)
     }
 
     func run(for duration: Duration) {
