@@ -7,9 +7,6 @@ protocol Reconnectable: AnyObject, Sendable {
     var watchedConnection: PeerConnection? { get }
     /// Stops following the current connection at once (it is about to be replaced). Loop thread.
     func retireConnection()
-    /// Checks whether the connection wants an ICE restart it has not announced. Loop thread,
-    /// every `ReconnectDriver.restartLookTicks` watches.
-    func lookForRestart()
     /// Restarts ICE over the session's signaling (not `force`d: only if the connection wants it).
     func restartIce(force: Bool) async -> ExchangeOutcome
     /// Replaces the connection with a new one and runs its signaling.
@@ -38,9 +35,6 @@ final class ReconnectDriver: @unchecked Sendable {
     private var onSettled: [@Sendable (ReconnectEvent?) -> Void] = []
 
     static let watchInterval = Duration.milliseconds(100)
-    /// Watches between `lookForRestart` calls (each makes an offer).
-    static let restartLookTicks = 5
-    private var ticks = 0
 
     init(loop: EventLoop, policy: ReconnectPolicy, connectTimeout: Duration?, canRestartIce: Bool, seed: UInt64?,
          activity: SignalingActivity) {
@@ -107,8 +101,6 @@ final class ReconnectDriver: @unchecked Sendable {
             let state = pc.connectionState
             feed { $0.connection(state, now: loop.now) }
         }
-        ticks += 1
-        if ticks % Self.restartLookTicks == 0 { session?.lookForRestart() }
         watchTimer = loop.schedule(at: loop.now.advanced(by: Self.watchInterval)) { [weak self] in self?.watch() }
     }
 

@@ -9,13 +9,15 @@ final class SessionLink: Sendable {
     let pc: PeerConnection
     /// WHIP/WHEP trickle and ICE restart (nil for SRS's API).
     let ice: WHIPIceChannel?
-    let whipSession = LockedValue<WHIPClient.Session?>(nil)
+    let whipSession = Locked<WHIPClient.Session?>(nil)
     private let flags = Locked(Flags())
 
     private struct Flags {
         var negotiated = false
         /// A `wantsIceRestart` check is under way.
         var checkingRestart = false
+        /// Asked for while one was under way: check again when it ends.
+        var recheckRestart = false
         /// The send-side bandwidth estimate when trouble began (bits/s).
         var estimate: Int?
     }
@@ -33,15 +35,30 @@ final class SessionLink: Sendable {
 
     var estimate: Int? { flags.withLock { $0.estimate } }
 
-    /// Whether a `wantsIceRestart` check may start (one at a time).
+    /// Whether a `wantsIceRestart` check may start (one at a time; one asked for meanwhile is
+    /// remembered, see `endRestartCheck`).
     func beginRestartCheck() -> Bool {
         flags.withLock { f in
-            defer { f.checkingRestart = true }
-            return !f.checkingRestart
+            guard !f.checkingRestart else {
+                f.recheckRestart = true
+                return false
+            }
+            f.checkingRestart = true
+            return true
         }
     }
 
-    func endRestartCheck() { flags.withLock { $0.checkingRestart = false } }
+    /// Ends a check; true: another was asked for while it ran, and it continues as that one.
+    func endRestartCheck() -> Bool {
+        flags.withLock { f in
+            guard f.recheckRestart else {
+                f.checkingRestart = false
+                return false
+            }
+            f.recheckRestart = false
+            return true
+        }
+    }
 
     /// Keeps the estimate as it is now, unless one was kept already: the first sign of trouble
     /// (an ICE restart, or the connection's end) comes before the estimate has collapsed.
@@ -73,11 +90,4 @@ final class SessionLink: Sendable {
         guard let parsed = try? SDP.SessionDescription(parsing: sdp) else { return nil }
         return parsed.media.first?.iceUfrag ?? parsed.iceUfrag
     }
-}
-
-final class LockedValue<T: Sendable>: Sendable {
-    private let m: Locked<T>
-    init(_ v: T) { m = Locked(v) }
-    func get() -> T { m.withLock { $0 } }
-    func set(_ v: T) { m.withLock { $0 = v } }
 }

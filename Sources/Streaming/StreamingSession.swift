@@ -234,17 +234,17 @@ public final class StreamingSession: Sendable {
 
     /// `negotiationneeded` on a connection that is up: only an ICE restart can be signalled to
     /// a streaming server, so the driver hears of it when the next offer would restart ICE.
-    /// W3C coalescing: one fired while the session could not answer it (before the answer was
-    /// applied, or asking for something else) is not fired again, and a restart asked for later
-    /// goes unannounced — so the driver's watch also looks for one (`lookForRestart`).
+    /// W3C coalescing: one fired before the answer was applied is not fired again, so the check
+    /// also runs once the answer is applied (`negotiate`), and one asked for while a check runs
+    /// makes that check run again.
     private func requestRestartIfWanted(_ link: SessionLink) {
         guard link.beginRestartCheck() else { return }
         let activity = environment.activity
         activity.begin()
         Task { [driver] in
-            let wanted = await link.wantsIceRestart()
-            link.endRestartCheck()
-            if wanted { driver.restartRequested() }
+            repeat {
+                if await link.wantsIceRestart() { driver.restartRequested() }
+            } while link.endRestartCheck()
             activity.end()
         }
     }
@@ -283,7 +283,7 @@ public final class StreamingSession: Sendable {
         if let ice = link.ice {
             ice.offered(sdp)
             let session = try await whipClient().publish(offer: sdp)
-            link.whipSession.set(session)
+            link.whipSession.withLock { $0 = session }
             if trickle { ice.start(session) }
             answer = session.answer
         } else {
@@ -294,6 +294,7 @@ public final class StreamingSession: Sendable {
         }
         try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
         link.negotiated = true
+        if isCurrent(link) { requestRestartIfWanted(link) }   // asked for before it could be signalled
     }
 
     private func whipClient(timeout: Duration? = nil) -> WHIPClient {
@@ -304,8 +305,7 @@ public final class StreamingSession: Sendable {
     /// Ends a connection: its server session DELETEd (WHIP/WHEP; a short wait, the server may
     /// be unreachable), DTLS close_notify, sockets.
     private func end(_ link: SessionLink) async {
-        if let session = link.whipSession.get() {
-            link.whipSession.set(nil)
+        if let session = link.whipSession.withLock({ s in defer { s = nil }; return s }) {
             try? await whipClient(timeout: .seconds(3)).stop(session)
         }
         await link.pc.close()
@@ -327,11 +327,6 @@ extension StreamingSession: Reconnectable {
     var watchedConnection: PeerConnection? { state.withLock { $0.watched ? $0.link.pc : nil } }
 
     func retireConnection() { state.withLock { $0.watched = false } }
-
-    func lookForRestart() {
-        let link = state.withLock { $0.watched ? $0.link : nil }
-        if let link, link.negotiated { requestRestartIfWanted(link) }
-    }
 
     func report(_ event: ReconnectEvent) {
         let delegate = state.withLock { s in
