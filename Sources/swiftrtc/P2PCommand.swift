@@ -8,7 +8,8 @@ enum P2PCommand {
                             [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
                             [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
                             [--ice-server URL]... [--ice-username U] [--ice-credential P] [--ice-ca-file PATH]
-                            [--ice-transport-policy all|relay] [--insecure] [--token T] [camera flags]
+                            [--ice-transport-policy all|relay] [--insecure] [--token T] [--reconnect on|off]
+                            [camera flags]
 
     A direct call with one other peer: URL is a signaling room, ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME
     (`swiftrtc signal`, or `swiftrtc serve`), with &key=KEY for a room with a key (16-128 of A-Z a-z 0-9
@@ -17,7 +18,8 @@ enum P2PCommand {
     candidates trickle both ways. Sends our video and audio, plays the peer's (status line, and the
     test-pattern check as in `play`), and opens a data channel "chat": lines typed on stdin are
     sent, the peer's messages are printed as "chat: TEXT" (`restart-ice` restarts ICE by a
-    re-offer through the room; the audio commands `mute`, `unmute`, `speaker ID|default`,
+    re-offer through the room; the connection re-offers by itself when its path is lost, see
+    --reconnect; the audio commands `mute`, `unmute`, `speaker ID|default`,
     `volume 0..1` are taken as commands when there is a microphone or a speaker). Ends on --duration, Ctrl-C, or when the peer hangs up. Exit code 0 only if the
     peer's video was decoded.
 
@@ -33,6 +35,9 @@ enum P2PCommand {
       --stats-json PATH   the final W3C stats and a summary (the keys `play` writes, plus chat counts)
       --insecure          accept any wss certificate (self-signed included); not verified, warned
       --token T           the server's signaling token (--signal-token), sent as Authorization: Bearer
+      --reconnect on|off  on (default): ICE restarts through the room when the path is lost (disconnected
+                         3 s), and again after a backoff (0.3 s doubling to 7 s) while it stays failed;
+                         off: a failed connection ends the call
     \(IceOptions.usage)
     """
 
@@ -54,6 +59,7 @@ enum P2PCommand {
         let insecure = a.flag("insecure")
         let token = try a.option("token")
         let ice = try IceOptions.parse(&a, command: "swiftrtc p2p")
+        let reconnect = try ReconnectOptions.parse(&a)
         let url = try a.positional("URL")
         try a.finish()
         if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc p2p") }
@@ -71,7 +77,7 @@ enum P2PCommand {
 
         var configuration = PeerConnection.Configuration()
         ice.apply(to: &configuration)
-        let call = try P2PCall(url: url, configuration: configuration)
+        let call = try P2PCall(url: url, configuration: configuration, reconnect: reconnect)
         let started = now()
         try await capture.start()
         try audio.start()
@@ -118,13 +124,15 @@ enum P2PCommand {
                     _ = interrupted.fire()
                 case .error(let why):
                     status.say("p2p: \(why)")
+                case .recovery(let event):
+                    status.say("p2p: \(ReconnectOptions.describe(event))")
                 }
             }
         }
         while !interrupted.isFired {
             if let stopAt, now() >= stopAt { break }
             let state = call.peerConnection.connectionState
-            if state == .failed { break }
+            if state == .failed && !reconnect.enabled { break }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await call.peerConnection.getStats()
             status.show(playback.status(report, state: state.rawValue, elapsed: now() - started, stopAt: stopAt))

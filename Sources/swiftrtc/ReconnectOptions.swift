@@ -25,13 +25,17 @@ enum ReconnectOptions {
         let events = session.events
         Task {
             for await event in events {
-                switch event {
-                case .restartingIce: say("\(command): connection lost, restarting ICE")
-                case .reconnecting(let attempt): say("\(command): reconnecting (attempt \(attempt))")
-                case .reconnected: say("\(command): reconnected")
-                case .failed(let why): printError("\(command): \(why)")
-                }
+                if case .failed(let why) = event { printError("\(command): \(why)") } else { say("\(command): \(describe(event))") }
             }
+        }
+    }
+
+    static func describe(_ event: ReconnectEvent) -> String {
+        switch event {
+        case .restartingIce: "connection lost, restarting ICE"
+        case .reconnecting(let attempt): "reconnecting (attempt \(attempt))"
+        case .reconnected: "reconnected"
+        case .failed(let why): why
         }
     }
 }
