@@ -227,6 +227,7 @@ public final class P2PCall: Sendable {
             guard state.withLock({ $0.polite }) else { return }
             try await pc.setLocalDescription(SessionDescription(type: .rollback, sdp: ""))
         }
+        continuation.yield(.negotiating(offerer: false))
         try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: sdp))
         let answer = try await pc.createAnswer()
         try await pc.setLocalDescription(answer)
