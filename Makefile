@@ -3,7 +3,8 @@ SHELL := /bin/bash
 APT_PACKAGES := libssl-dev libsrtp2-dev libusrsctp-dev pkg-config chromium iproute2 util-linux \
   libyuv-dev libopenh264-dev libvpx-dev libopus-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev \
   libwebrtc-audio-processing-dev libspeexdsp-dev libsdl2-dev zlib1g-dev libjpeg62-turbo-dev linux-libc-dev \
-  xvfb x11-apps imagemagick coturn nftables libpulse-dev pulseaudio pulseaudio-utils
+  xvfb x11-apps imagemagick coturn nftables libpulse-dev pulseaudio pulseaudio-utils \
+  libopencv-objdetect-dev opencv-data python-matplotlib-data
 VENV := .venv
 PY := $(VENV)/bin/python
 SWIFT_BUILD := swift build

@@ -36,6 +36,12 @@ let package = Package(
                 cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
                               .unsafeFlags(["-I/usr/include/webrtc_audio_processing", "-std=c++14"])],
                 linkerSettings: [.linkedLibrary("webrtc_audio_processing"), .linkedLibrary("stdc++")]),
+        // OpenCV's cascade face detector is C++: a C API over it. Debian's OpenCV has no .pc
+        // without libopencv-dev (which pulls in every module), so the paths are spelled out.
+        .target(name: "CFaceDetect",
+                cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4", "-std=c++17"])],
+                linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"),
+                                 .linkedLibrary("opencv_core"), .linkedLibrary("stdc++")]),
 
         // One seedable generator for jitter, simulated loss and test data (see its file).
         .target(name: "SeededRandom"),
@@ -79,7 +85,7 @@ let package = Package(
         // Optimized in debug builds too: the synthetic camera paints every pixel in Swift, and
         // unoptimized a 720p frame took 36 ms, more than a frame's time at 30 fps, in the debug
         // builds the tests and interop runs use.
-        .target(name: "Camera", dependencies: ["Media", "Capture", "Render", "CV4L2", "CYUV", "Locks"],
+        .target(name: "Camera", dependencies: ["Media", "Capture", "Render", "CV4L2", "CYUV", "CFaceDetect", "Locks"],
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // Session and servers.

@@ -65,6 +65,12 @@ impairment spec: comma-separated KEY=VALUE items, e.g. "loss=5%,delay=25ms,jitte
 schedule: "T:DIR:SPEC;T:DIR:SPEC..." with T in seconds from start (10, 10s, 1500ms), DIR up|down|both
   (or up@N / down@N / both@N for flow N, the N-th client seen, 0-based), SPEC only the keys to change,
   e.g. "10:down:rate=500kbit;25:down:rate=2.5mbit"
+  events instead of a SPEC (one per entry):
+  outage=T             a black hole for T (e.g. 5:both@0:outage=3s): nothing of that flow (every flow
+                       without @N) passes in that direction, queued or new, until it ends
+  rebind[=GAP]         NAT rebinding (e.g. 5:both@0:rebind=2s): the flow's upstream socket is replaced
+                       by a new one, so the server sees the client from a new port; the server's replies
+                       to the old port are lost; with GAP nothing passes for GAP first
 """
 
 UP, DOWN = "up", "down"
@@ -470,11 +476,57 @@ class Change:
     t: float
     direction: str
     changes: dict
-    flow: int | None = None
+    flow: int | tuple[int, ...] | None = None   # a tuple: several flows (events only)
+    event: tuple[str, float] | None = None   # ("outage", seconds) or ("rebind", gap seconds)
+    newcomers: bool = False                  # an outage also black-holes flows that appear during it
 
     def describe(self) -> str:
-        target = self.direction + (f"@{self.flow}" if self.flow is not None else "")
-        return f"{self.t:g}:{target}:{describe_changes(self.changes)}"
+        flow = "+".join(map(str, self.flow)) if isinstance(self.flow, tuple) else self.flow
+        target = self.direction + (f"@{flow}" if flow is not None else "")
+        return f"{self.t:g}:{target}:{describe_event(self.event) if self.event else describe_changes(self.changes)}"
+
+
+EVENTS = ("outage", "rebind")
+
+
+def describe_event(event: tuple[str, float]) -> str:
+    kind, seconds = event
+    if kind == "rebind" and not seconds:
+        return "rebind"
+    return f"{kind}={'inf' if math.isinf(seconds) else _fmt_time(seconds)}"
+
+
+def _parse_event(changes: Any) -> tuple[str, float] | None:
+    """'outage=3s' → ('outage', 3.0); 'rebind' / 'rebind=2s' → ('rebind', 0.0 / 2.0); None if the
+    spec is an impairment change. An event stands alone in its entry."""
+    if isinstance(changes, dict):
+        keys = [k for k in changes if k in EVENTS]
+        if not keys:
+            return None
+        items = [(k, changes[k]) for k in changes]
+    else:
+        items = []
+        for item in str(changes).split(","):
+            item = item.strip()
+            if item:
+                key, eq, value = item.partition("=")
+                items.append((key.strip().lower(), value.strip() if eq else None))
+        if not any(k in EVENTS for k, _v in items):
+            return None
+    if len(items) != 1:
+        raise SpecError(f"schedule spec {changes!r}: an event ({', '.join(EVENTS)}) stands alone in its entry")
+    kind, value = items[0]
+    if kind == "rebind" and value in (None, "", 0):
+        return ("rebind", 0.0)
+    if value is None or value == "":
+        raise SpecError(f"{kind}: needs a duration, e.g. {kind}=3s")
+    if isinstance(value, str) and value.lower() in ("inf", "forever"):
+        seconds = math.inf
+    else:
+        seconds = parse_time(kind, value)
+    if not seconds >= 0 or (kind == "rebind" and math.isinf(seconds)):
+        raise SpecError(f"{kind}={value!r}: must be >= 0" + (" and finite" if kind == "rebind" else ""))
+    return (kind, seconds)
 
 
 def _change(t: Any, direction: str, changes: Any, flow: int | None = None) -> Change:
@@ -493,6 +545,9 @@ def _change(t: Any, direction: str, changes: Any, flow: int | None = None) -> Ch
         flow = int(f)
     if d not in ("up", "down", "both"):
         raise SpecError(f"schedule direction {direction!r}: write up, down or both")
+    event = _parse_event(changes)
+    if event is not None:
+        return Change(tt, d, {}, flow, event)
     ch = parse_changes(changes) if isinstance(changes, str) else _normalize_change_dict(changes)
     coerced = Impairment().with_changes(ch)  # validates and converts ("500kbit" → 500000.0)
     return Change(tt, d, {k: getattr(coerced, k) for k in ch}, flow)
@@ -518,7 +573,7 @@ def parse_schedule(spec: "str | Iterable | None") -> list[Change]:
     else:
         for item in spec:
             if isinstance(item, Change):
-                out.append(_change(item.t, item.direction, item.changes, item.flow))
+                out.append(item if item.event else _change(item.t, item.direction, item.changes, item.flow))
             elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], dict) \
                     and set(item[1]) <= {"up", "down", "both"} and item[1]:
                 for d, ch in item[1].items():
@@ -583,7 +638,7 @@ class _Hist:
 
 class _Counters:
     __slots__ = ("packets_in", "bytes_in", "forwarded", "bytes_forwarded", "dropped_loss",
-                 "dropped_queue", "bytes_dropped_queue", "send_errors")
+                 "dropped_queue", "bytes_dropped_queue", "send_errors", "dropped_outage", "dropped_stale_port")
 
     def __init__(self):
         for k in _Counters.__slots__:
@@ -607,7 +662,8 @@ class _DirStats(_Counters):
 # ---- the engine ---------------------------------------------------------------------------------
 
 class _Flow:
-    __slots__ = ("index", "addr", "sock", "links", "stats", "own_links", "created")
+    __slots__ = ("index", "addr", "sock", "links", "stats", "own_links", "created", "outage_until",
+                 "last_in", "last_forwarded", "events", "watching", "stale")
 
     def __init__(self, index: int, addr: tuple, sock: socket.socket, created: float):
         self.index = index
@@ -617,6 +673,12 @@ class _Flow:
         self.stats = {UP: _Counters(), DOWN: _Counters()}
         self.own_links = False
         self.created = created
+        self.outage_until = {UP: 0.0, DOWN: 0.0}       # monotonic: black hole until then
+        self.last_in = {UP: None, DOWN: None}           # monotonic, last packet that reached the link
+        self.last_forwarded = {UP: None, DOWN: None}    # monotonic, last packet sent on
+        self.events: list[dict] = []                    # outages and rebinds of this flow (stats)
+        self.watching: list[dict] = []                  # events still waiting for their first packet after
+        self.stale: list[socket.socket] = []            # upstream sockets replaced by rebinds
 
 
 class _Link:
@@ -652,6 +714,11 @@ class _Link:
         st.bytes_in += n
         fs.packets_in += 1
         fs.bytes_in += n
+        flow.last_in[self.direction] = now
+        if flow.outage_until[self.direction] > now or self.engine._outage_until[self.direction] > now:
+            st.dropped_outage += 1
+            fs.dropped_outage += 1
+            return
         imp = self.imp
         lost = False
         ge = imp.ge
@@ -793,6 +860,9 @@ class NetEm:
         self._flow_list: list[_Flow] = []
         self._schedule_log: list[dict] = []
         self._extra = {"flows_refused": 0, "stray_packets": 0, "upstream_unreachable": 0, "loops": 0}
+        self._outage_until = {UP: 0.0, DOWN: 0.0}  # monotonic: every flow's black hole (outage without @N)
+        self._newcomer_outages: list[tuple[float, tuple, dict]] = []   # (until, directions, record)
+        self._events: list[dict] = []               # outages of every flow (not of one flow)
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._error: BaseException | None = None
@@ -859,6 +929,8 @@ class NetEm:
             self.write_json(self.stats_json)
         for f in self._flow_list:
             f.sock.close()
+            for s in f.stale:
+                s.close()
         self._lsock.close()
         self._wake_r.close()
         self._wake_w.close()
@@ -901,6 +973,44 @@ class NetEm:
                 return self._flow_list[flow].links[direction].imp
             return self._template[direction]
 
+    def outage(self, flow: int | Iterable[int] | None, seconds: float, direction: str = "both",
+               at: float | None = None, newcomers: bool = False) -> dict:
+        """A black hole for `seconds` (math.inf: until the emulator closes) of flow `flow` (a list:
+        those flows; None: every flow, also those that appear meanwhile) in `direction` (up, down,
+        both), starting now or at emulator time `at`. Packets queued or delayed in the emulator when
+        it starts are lost too. `newcomers`: flows that appear during the outage are cut off until
+        its end as well (a cut-off client that opens new sockets, e.g. to reconnect, stays cut off).
+        Returns the event's record (filled in as it happens: start, end, per direction the first
+        packet of these flows forwarded after the end, all in emulator seconds, and the newcomers),
+        also listed in stats()."""
+        return self._event(flow, ("outage", parse_time("outage", seconds)), direction, at, newcomers)
+
+    def rebind(self, flow: int | None, gap: float = 0.0, at: float | None = None) -> dict:
+        """NAT rebinding of flow `flow` (None: every flow): its upstream socket is replaced by a new one,
+        so the server sees the client from a new port; whatever the server sends to the old port
+        is lost (counted as dropped_stale_port). With `gap` > 0 nothing of the flow passes for `gap`
+        seconds first (the new socket appears after the gap). Returns the event's record."""
+        gap = parse_time("rebind gap", gap)
+        if not 0 <= gap < math.inf:
+            raise SpecError(f"rebind gap {gap!r}: must be >= 0 and finite")
+        return self._event(flow, ("rebind", gap), "both", at)
+
+    def _event(self, flow, event: tuple[str, float], direction: str, at: float | None, newcomers: bool = False) -> dict:
+        d = _change(0, direction, "clean").direction   # validates the direction
+        if flow is not None and not isinstance(flow, int):
+            flow = tuple(sorted(set(int(f) for f in flow)))
+        c = Change(0.0 if at is None else float(at), d, {}, flow, event, newcomers)
+        record: dict = {}
+        with self._lock:
+            if self._thread is None:
+                raise RuntimeError("NetEm is not running: start() it first (or give the event in schedule=)")
+            if at is None or self.t0 + at <= time.monotonic():
+                self._apply(c, self.now(), manual=True, record=record)
+            else:
+                self._at(self.t0 + at, lambda _t, arg: self._apply(arg, self.now(), manual=True, record=record), c)
+                self._wake_w.send(b"x")
+        return record
+
     def stats(self) -> dict:
         """Counters per direction and per flow, queue delay / total delay / timer error percentiles (ms)."""
         with self._lock:
@@ -926,15 +1036,23 @@ class NetEm:
                 doc["delay_ms"] = st.delay.summary()
                 doc["timer_error_ms"] = st.timer_error.summary()
                 out[d] = doc
+            rel = self._rel
             out["flows"] = [{
                 "index": f.index, "client": _fmt_addr(f.addr), "upstream_local": _fmt_addr(_sockname(f.sock)),
-                "own_links": f.own_links,
+                "own_links": f.own_links, "created_s": rel(f.created),
+                "events": [dict(e) for e in f.events],
                 **{d: {"config": f.links[d].imp.spec(), **f.stats[d].as_dict(),
+                       "last_in_s": rel(f.last_in[d]), "last_forwarded_s": rel(f.last_forwarded[d]),
                        **({"queue_bytes": f.links[d].backlog} if f.own_links else {})}
                    for d in DIRECTIONS}} for f in self._flow_list]
+            out["events"] = [dict(e) for e in self._events]
             out["schedule"] = list(self._schedule_log)
             out["engine"] = dict(self._extra, timers_pending=len(self._heap))
             return out
+
+    def _rel(self, t: float | None) -> float | None:
+        """A monotonic time as emulator seconds (None stays None)."""
+        return None if t is None or self.t0 is None else round(t - self.t0, 6)
 
     def write_json(self, path: str | os.PathLike) -> dict:
         doc = self.stats()
@@ -999,8 +1117,9 @@ class NetEm:
                     continue
             flow.links[UP].submit(flow, data, now)
 
-    def _on_upstream(self, flow: _Flow) -> None:
-        sock, mono = flow.sock, time.monotonic
+    def _on_upstream(self, flow: _Flow, sock: socket.socket) -> None:
+        mono = time.monotonic
+        stale = sock is not flow.sock   # replaced by a rebind: what the server sends to the old port is lost
         for _ in range(256):
             try:
                 data = sock.recv(65536)
@@ -1011,15 +1130,14 @@ class NetEm:
                 continue
             except OSError:
                 return
+            if stale:
+                self._dir_stats[DOWN].dropped_stale_port += 1
+                flow.stats[DOWN].dropped_stale_port += 1
+                continue
             flow.links[DOWN].submit(flow, data, mono())
 
-    def _new_flow(self, addr: tuple, now: float) -> _Flow | None:
-        if addr[:2] == tuple(self.upstream):
-            self._extra["stray_packets"] += 1
-            return None
-        if len(self._flow_list) >= self.max_flows:
-            self._extra["flows_refused"] += 1
-            return None
+    def _upstream_socket(self) -> socket.socket | None:
+        """A new upstream socket (its own local port) connected to the server; None on failure."""
         fam = socket.AF_INET6 if ":" in self.upstream[0] else socket.AF_INET
         s = socket.socket(fam, socket.SOCK_DGRAM)
         try:
@@ -1029,6 +1147,21 @@ class NetEm:
             s.connect(self.upstream)
         except OSError:
             s.close()
+            return None
+        return s
+
+    def _watch(self, sock: socket.socket, flow: _Flow) -> None:
+        self._sel.register(sock, selectors.EVENT_READ, lambda: self._on_upstream(flow, sock))
+
+    def _new_flow(self, addr: tuple, now: float) -> _Flow | None:
+        if addr[:2] == tuple(self.upstream):
+            self._extra["stray_packets"] += 1
+            return None
+        if len(self._flow_list) >= self.max_flows:
+            self._extra["flows_refused"] += 1
+            return None
+        s = self._upstream_socket()
+        if s is None:
             self._extra["flows_refused"] += 1
             return None
         flow = _Flow(len(self._flow_list), addr, s, now)
@@ -1043,10 +1176,25 @@ class NetEm:
             flow.links = dict(self._shared)
         self._flows[addr] = flow
         self._flow_list.append(flow)
-        self._sel.register(s, selectors.EVENT_READ, lambda: self._on_upstream(flow))
+        self._watch(s, flow)
+        if self._newcomer_outages:
+            self._newcomer_outages = [o for o in self._newcomer_outages if o[0] > now]
+            for until, dirs, record in self._newcomer_outages:
+                for d in dirs:
+                    flow.outage_until[d] = max(flow.outage_until[d], until)
+                record["newcomers"].append(flow.index)
+                flow.events.append(record)
+                if not math.isinf(until):
+                    flow.watching.append(record)
         return flow
 
     def _send(self, link: _Link, flow: _Flow, data: bytes, t_in: float, t_sched: float) -> None:
+        d = link.direction
+        now = time.monotonic()
+        if flow.outage_until[d] > now or self._outage_until[d] > now:  # in flight when the path went
+            link.stats.dropped_outage += 1
+            flow.stats[d].dropped_outage += 1
+            return
         try:
             if link.direction == UP:
                 flow.sock.send(data)
@@ -1056,7 +1204,9 @@ class NetEm:
             link.stats.send_errors += 1
             flow.stats[link.direction].send_errors += 1
             return
-        now = time.monotonic()
+        flow.last_forwarded[d] = now
+        if flow.watching:
+            self._first_after(flow, d, now)
         st = link.stats
         fs = flow.stats[link.direction]
         n = len(data)
@@ -1070,7 +1220,10 @@ class NetEm:
     def _apply_scheduled(self, t: float, change: Change) -> None:
         self._apply(change, time.monotonic() - self.t0, manual=False)
 
-    def _apply(self, c: Change, at: float, manual: bool) -> None:
+    def _apply(self, c: Change, at: float, manual: bool, record: dict | None = None) -> None:
+        if c.event is not None:
+            self._apply_event(c, at, manual, record if record is not None else {})
+            return
         dirs = DIRECTIONS if c.direction == "both" else (c.direction,)
         note = None
         for d in dirs:
@@ -1095,6 +1248,90 @@ class NetEm:
         if note:
             entry["note"] = note
         self._schedule_log.append(entry)
+
+    def _apply_event(self, c: Change, at: float, manual: bool, record: dict) -> None:
+        """An outage or a rebind, now (engine thread or under the lock). `record` is filled in and
+        kept in the flow's (or the emulator's) events, so the caller sees it completed later."""
+        kind, seconds = c.event
+        now = time.monotonic()
+        dirs = DIRECTIONS if c.direction == "both" else (c.direction,)
+        entry = {"t": c.t, "applied_at": round(at, 6), "direction": c.direction, "flow": c.flow,
+                 "changes": describe_event(c.event), "manual": manual}
+        indices = [] if c.flow is None else [c.flow] if isinstance(c.flow, int) else list(c.flow)
+        if any(i >= len(self._flow_list) for i in indices):
+            entry["note"] = f"flow {max(indices)} not seen yet; not applied"
+            record.update(entry)
+            self._schedule_log.append(entry)
+            return
+        flows = [self._flow_list[i] for i in indices] if c.flow is not None else list(self._flow_list)
+        record.update(event=kind, flow=c.flow if not isinstance(c.flow, tuple) else list(c.flow),
+                      direction=c.direction, start=self._rel(now))
+        if kind == "outage":
+            end = now + seconds
+            record.update(seconds=None if math.isinf(seconds) else seconds,
+                          end=None if math.isinf(seconds) else self._rel(end),
+                          first_forwarded_after={d: None for d in dirs})
+            if c.flow is None:
+                for d in dirs:
+                    self._outage_until[d] = max(self._outage_until[d], end)
+                self._events.append(record)
+            elif c.newcomers:
+                record["newcomers"] = []
+                self._newcomer_outages.append((end, dirs, record))
+            for f in flows:
+                for d in dirs:
+                    f.outage_until[d] = max(f.outage_until[d], end)
+                if c.flow is not None:
+                    f.events.append(record)
+                if not math.isinf(seconds) and record not in f.watching:
+                    f.watching.append(record)
+        else:  # rebind
+            record.update(gap=seconds, rebinds=[])
+            if c.flow is None:
+                self._events.append(record)
+            for f in flows:
+                one = {"flow": f.index, "old_local": _fmt_addr(_sockname(f.sock)), "new_local": None,
+                       "resumed_at": None}
+                record["rebinds"].append(one)
+                if c.flow is not None:
+                    f.events.append(record)
+                if f.sock not in f.stale:
+                    f.stale.append(f.sock)   # stays registered: its traffic is counted and dropped
+                if seconds > 0:
+                    for d in DIRECTIONS:
+                        f.outage_until[d] = max(f.outage_until[d], now + seconds)
+                    self._at(now + seconds, self._finish_rebind, (f, one, record))
+                else:
+                    self._finish_rebind(now, (f, one, record))
+            record["end"] = self._rel(now + seconds)
+            record["first_forwarded_after"] = {d: None for d in DIRECTIONS}
+            for f in flows:
+                f.watching.append(record)
+        self._schedule_log.append(entry)
+
+    def _finish_rebind(self, _t: float, arg) -> None:
+        flow, one, record = arg
+        s = self._upstream_socket()
+        if s is None:
+            one["error"] = "no new upstream socket (bind/connect failed); the flow keeps its old one"
+            flow.stale.remove(flow.sock)
+            return
+        flow.sock = s
+        self._watch(s, flow)
+        one["new_local"] = _fmt_addr(_sockname(s))
+        one["resumed_at"] = self._rel(time.monotonic())
+
+    def _first_after(self, flow: _Flow, direction: str, now: float) -> None:
+        """Notes the first packet forwarded after each watched event ended, per direction."""
+        keep = []
+        for rec in flow.watching:
+            end = rec.get("end")
+            firsts = rec["first_forwarded_after"]
+            if end is not None and direction in firsts and firsts[direction] is None and now - self.t0 >= end:
+                firsts[direction] = self._rel(now)
+            if any(v is None for v in firsts.values()):
+                keep.append(rec)
+        flow.watching = keep
 
 
 def _big_buffers(s: socket.socket, size: int = 4 << 20) -> None:

@@ -23,21 +23,33 @@ MBIT = 1e6
 class RoleFlows:
     """A `flows=` rule for NetEm: a new client flow gets the impairment of the role in force when it
     first appears (`expect("pub")` before starting the publisher, `expect("play")` before the
-    player). roles = {"pub": (up_spec, down_spec), "play": (...)}; a role not listed is clean."""
+    player). roles = {"pub": (up_spec, down_spec), "play": (...)}; a role not listed is clean.
+    `unreachable(role, ip)`: that role's flows from that address lose everything both ways (an
+    interface whose path does not reach the server); they are labelled "ROLE@IP (unreachable)"."""
 
     def __init__(self, roles: dict[str, tuple[Any, Any]]):
         self.roles = dict(roles)
         self.current = "pub"
         self.assigned: dict[int, str] = {}
+        self.addresses: dict[int, tuple] = {}
+        self.unreachable_ips: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def expect(self, role: str) -> None:
         with self._lock:
             self.current = role
 
+    def unreachable(self, role: str, ip: str) -> None:
+        with self._lock:
+            self.unreachable_ips.setdefault(role, set()).add(ip)
+
     def __call__(self, index: int, addr) -> tuple[Any, Any]:
         with self._lock:
             role = self.current
+            self.addresses[index] = tuple(addr)
+            if addr[0] in self.unreachable_ips.get(role, ()):
+                self.assigned[index] = f"{role}@{addr[0]} (unreachable)"
+                return Impairment(loss=1.0), Impairment(loss=1.0)
             self.assigned[index] = role
         up, down = self.roles.get(role, (None, None))
         # Always give the flow its own links (so net.set(..., flow=i) can change it alone).
@@ -312,3 +324,87 @@ class Checks:
     def summary(self) -> str:
         return "\n".join(f"  {'PASS' if c['pass'] else 'FAIL'} {c['check']}: {c['measured']} (want {c['threshold']})"
                          for c in self.items)
+
+
+# ---- outages: when the video came back (test_outages.py) ---------------------------------------------
+
+# Presented frames of the page's <video> (requestVideoFrameCallback, so the page must be in front), every
+# gap > 500 ms with its ends on the page's performance.now() clock and the test pattern read off the frame
+# that ended it (null on a picture without the pattern).
+GAP_LIST_JS = r"""
+(() => {
+  const v = document.getElementById('video');
+  if (!v || !v.requestVideoFrameCallback) return false;
+  if (window.__gapList) return true;
+  const g = window.__gapList = {frames: 0, last: null, gaps: []};
+  const read = () => { try { return PATTERN; } catch (e) { return null; } };
+  const cb = (now) => {
+    if (g.last !== null && now - g.last > 500 && g.gaps.length < 100) {
+      const p = read();
+      g.gaps.push({start: g.last, end: now, frameAfter: p && p.valid ? p.frame : null,
+                   latencyAfterMs: p && p.valid ? p.latencyMs : null});
+    }
+    g.last = now; g.frames += 1;
+    v.requestVideoFrameCallback(cb);
+  };
+  v.requestVideoFrameCallback(cb);
+  return true;
+})()
+"""
+
+
+def gap_list_js(pattern_js: str) -> str:
+    """GAP_LIST_JS reading the test pattern with `pattern_js` (relay_helpers.READ_PATTERN_JS)."""
+    return GAP_LIST_JS.replace("PATTERN", pattern_js.strip())
+
+
+def page_clock_offset(page, samples: int = 5) -> float:
+    """time.monotonic() − performance.now()/1000 of a page: the round trip with the smallest delay of a
+    few, its midpoint taken (error ≤ half of it, a few ms)."""
+    best = None
+    for _ in range(samples):
+        before = time.monotonic()
+        perf = page.evaluate("performance.now()", timeout=10)
+        after = time.monotonic()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) / 2 - perf / 1000)
+    return best[1]
+
+
+def page_gaps(page, offset: float) -> dict:
+    """The page's gap list (GAP_LIST_JS) with times as time.monotonic() seconds, in play's
+    --stats-json shape: {"frameGapsOver500Ms": [{startMonotonic, endMonotonic, ms, ...}],
+    "lastFrameMonotonic", "frames", "readAt": when they were read}."""
+    g = page.evaluate("window.__gapList ? JSON.parse(JSON.stringify(window.__gapList)) : null", timeout=10) or {}
+    read_at = time.monotonic()
+    gaps = [{"startMonotonic": x["start"] / 1000 + offset, "endMonotonic": x["end"] / 1000 + offset,
+             "ms": x["end"] - x["start"], "frameAfter": x.get("frameAfter"), "latencyAfterMs": x.get("latencyAfterMs")}
+            for x in g.get("gaps", [])]
+    last = g.get("last")
+    return {"frameGapsOver500Ms": gaps, "lastFrameMonotonic": None if last is None else last / 1000 + offset,
+            "frames": g.get("frames", 0), "readAt": read_at}
+
+
+def recovery(viewer: dict, lost_at: float, back_at: float, until: float | None = None, settle: float = 2.0) -> dict:
+    """How long after the path returned (`back_at`, time.monotonic()) the video was back at a viewer,
+    from its gaps > 500 ms between decoded frames (`viewer`: play's --stats-json or page_gaps(), read
+    at `until`, default its "readAt"). Back = the end of the last freeze that overlaps the outage [lost_at, back_at] or
+    begins within `settle` s after it (video that stutters back counts from when it stopped
+    stuttering); with no such freeze the video never stopped (0 s). Never back (None) if the video
+    stopped then and nothing came until `until` (its last frame before back_at + settle and more
+    than 500 ms before `until`)."""
+    gaps = viewer.get("frameGapsOver500Ms") or []
+    last = viewer.get("lastFrameMonotonic")
+    until = viewer.get("readAt") if until is None else until
+    if until is None:
+        raise ValueError("recovery() needs the time the viewer's frames were read (until=, or readAt in viewer)")
+    out = {"lostAt": round(lost_at, 3), "backAt": round(back_at, 3), "lastFrame": last and round(last, 3),
+           "until": round(until, 3)}
+    relevant = [g for g in gaps if g["endMonotonic"] > lost_at and g["startMonotonic"] < back_at + settle]
+    if last is None or (last < back_at + settle and until - last > 0.5):
+        return {**out, "seconds": None, "freezes": len(relevant) + 1}
+    if not relevant:
+        return {**out, "seconds": 0.0, "freezes": 0}
+    g = max(relevant, key=lambda x: x["endMonotonic"])
+    return {**out, "seconds": round(g["endMonotonic"] - back_at, 3), "freezes": len(relevant),
+            "freezeMs": round(g["ms"]), "frameAfter": g.get("frameAfter"), "latencyAfterMs": g.get("latencyAfterMs")}

@@ -6,6 +6,8 @@
 - `swiftrtc publish --source camera:synthetic:front` to the relay, `switch back` and `photo PATH`
   typed on its stdin mid-stream: the player keeps decoding and ends up seeing the back camera's
   picture; the photo is written and the stream keeps its frame rate.
+- `swiftrtc photo --faces` (issue 24): the front camera's subject is printed as it enters and is in
+  the JSON where the photo shows skin; `demo --camera` has a faces step.
 Run inside the loopback-only namespace: interop/run.sh -k camera
 """
 
@@ -28,14 +30,14 @@ def run_cli(binary: Path, *args: str, timeout: float = 60) -> subprocess.Complet
                           stdin=subprocess.DEVNULL)
 
 
-def photo(binary: Path, directory: Path, name: str, *flags: str) -> dict:
+def photo(binary: Path, directory: Path, name: str, *flags: str, source: str = "camera:synthetic:back") -> dict:
     out, js = directory / f"{name}.png", directory / f"{name}.json"
-    r = run_cli(binary, "photo", "--source", "camera:synthetic:back", "--size", "640x480",
+    r = run_cli(binary, "photo", "--source", source, "--size", "640x480",
                 "--out", str(out), "--json", str(js), *flags)
     assert r.returncode == 0, f"swiftrtc photo {' '.join(flags)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
     info = png_info(out)
     assert (info["width"], info["height"]) == (640, 480), info
-    return json.loads(js.read_text())
+    return {**json.loads(js.read_text()), "stdout": r.stdout}
 
 
 @pytest.mark.timeout(60)
@@ -76,6 +78,29 @@ def test_photo_controls_measured(swift_bin, artifact_dir):
     assert r.returncode == 0, r.stderr
     assert "camera ISO 3072 (asked: ISO 99999)" in r.stdout, r.stdout
     assert (artifact_dir / "clamped.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
+
+
+@pytest.mark.timeout(60)
+def test_photo_faces(swift_bin, artifact_dir):
+    """`swiftrtc photo --faces` on the synthetic front camera: the subject's face entering is
+    printed, and its box in the JSON is where the photo shows skin (the room around it is not)."""
+    import av
+    s = photo(swift_bin, artifact_dir, "faces", "--faces", source="camera:synthetic:front")
+    write_json(artifact_dir / "faces.json", s)
+    assert "entered" in s["stdout"] and "face in view" in s["stdout"], s["stdout"]
+    faces = s["faces"]
+    assert len(faces) == 1, faces
+    f = faces[0]
+    with av.open(str(artifact_dir / "faces.png")) as container:
+        rgb = next(container.decode(video=0)).to_ndarray(format="rgb24").astype(np.float64)
+    h, w, _ = rgb.shape
+    x0, y0 = int(f["x"] * w), int(f["y"] * h)
+    x1, y1 = int((f["x"] + f["width"]) * w), int((f["y"] + f["height"]) * h)
+    inner = rgb[y0 + (y1 - y0) // 3:y1 - (y1 - y0) // 3, x0 + (x1 - x0) // 3:x1 - (x1 - x0) // 3]
+    r, g, b = (inner[..., c].mean() for c in range(3))
+    print(f"face box {f}; mean RGB in its middle third {r:.0f}/{g:.0f}/{b:.0f}")
+    # Skin: red over green over blue, clearly so; the synthetic wall around is near grey.
+    assert r > g + 20 > b + 40, (r, g, b)
 
 
 @pytest.mark.timeout(60)
@@ -192,7 +217,8 @@ def test_camera_demo(swift_bin, artifact_dir, logs):
     assert stats.get("patternVerified") is True and stats.get("frameWidth") == 1280, summary(stats)
     shots = sorted(out.glob("camera-*.png"))
     names = [p.name for p in shots]
-    assert len(shots) == 7, names
+    assert len(shots) == 8, names
     for p in shots:
         assert (png_info(p)["width"], png_info(p)["height"]) == (1280, 720), p
     assert "switched to the back camera" in run.text(), run.text()[-2000:]
+    assert "face detection on" in run.text() and " entered" in run.text(), run.text()[-2000:]

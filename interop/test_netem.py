@@ -527,3 +527,193 @@ def test_netem_per_flow_impairments(server):
     got = sorted(seq for seq, *_ in sink.packets())
     assert got == [0] + list(range(1000, 1021)), f"after 0.3 s only flow 0 is cut off: {got}"
     assert (imp0.loss, imp1.loss) == (1.0, 0.0) and stats["schedule"][0]["flow"] == 0, stats["schedule"]
+
+
+# ---- outages and NAT rebinding (issue 21) --------------------------------------------------------
+
+class Pinger:
+    """Sends an HDR-stamped datagram every `interval` s from `sock` to `dest` in a thread and records
+    the echoes coming back: (seq, sent monotonic s, received monotonic s)."""
+
+    def __init__(self, sock: socket.socket, dest, interval: float = 0.01):
+        self.sock, self.dest, self.interval = sock, dest, interval
+        self.sent: list[tuple[int, float]] = []
+        self.echoes: list[tuple[int, float, float]] = []
+        self.other: list[bytes] = []   # anything that is not an echo
+        self._stop = threading.Event()
+        sock.settimeout(0.005)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        seq, next_send = 0, time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_send:
+                self.sock.sendto(HDR.pack(seq, time.monotonic_ns()), self.dest)
+                self.sent.append((seq, now))
+                seq += 1
+                next_send += self.interval
+            try:
+                data = self.sock.recv(65536)
+            except (socket.timeout, BlockingIOError):
+                continue
+            except OSError:
+                return
+            if len(data) != HDR.size:
+                self.other.append(data)
+                continue
+            s, tx = HDR.unpack_from(data)
+            self.echoes.append((s, tx / 1e9, time.monotonic()))
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+@pytest.mark.timeout(30)
+def test_netem_outage_per_flow_and_direction(server):
+    """A scheduled both-way outage of flow 0 (`0.3:both@0:outage=400ms`) and an API outage of flow 1's
+    down direction only: nothing of flow 0 passes either way for 400 ms, flow 1's packets still reach
+    the server but its replies are lost for 300 ms; both paths carry traffic again within one
+    packet interval of the end, and stats() records each outage with its first packet after."""
+    echo = Recorder(server, reply=True)
+    with emulator(server, schedule="0.3:both@0:outage=400ms") as net:
+        a, b = udp(), udp()
+        pa = Pinger(a, net.listen_addr)
+        time.sleep(0.05)   # a is flow 0
+        pb = Pinger(b, net.listen_addr)
+        time.sleep(max(0.0, 0.3 - net.now()))
+        rec = net.outage(1, 0.3, direction="down")
+        time.sleep(max(0.0, 0.8 - net.now()))
+        pa.close(), pb.close()
+        echo.settle(0.1)
+        stats = net.stats()
+        t0 = net.t0
+    echo.close()
+    a.close(), b.close()
+    flows = {f["index"]: f for f in stats["flows"]}
+    ev0 = flows[0]["events"][0]
+    # What reached the server, by flow, as the times the client sent it (in the payload).
+    sources = {}
+    for _t, d, src in echo.items:
+        sources.setdefault(src, []).append(HDR.unpack_from(d)[1] / 1e9 - t0)
+    (src0, seen0), (src1, seen1) = sorted(sources.items(), key=lambda kv: kv[1][0])
+    # Flow 0: nothing sent during its outage reached the server, none of its echoes came back then.
+    assert not [t for t in seen0 if ev0["start"] + 0.01 <= t < ev0["end"] - 0.01], "flow 0 reached the server during its outage"
+    assert [t for t in seen0 if t >= ev0["end"]], "flow 0 never came back"
+    back0 = [rx - t0 for _s, _tx, rx in pa.echoes if rx - t0 >= ev0["start"] + 0.01]
+    assert back0 and ev0["end"] <= back0[0] <= ev0["end"] + 0.1, \
+        f"flow 0's first echo after the outage at {back0[:1]} s (ends at {ev0['end']} s)"
+    # Flow 1, down only: the server kept hearing it; its echoes stopped for 300 ms.
+    assert len([t for t in seen1 if rec["start"] + 0.01 <= t < rec["end"] - 0.01]) >= 10, \
+        "flow 1's up direction must keep passing during a down-only outage"
+    lost = [rx - t0 for _s, _tx, rx in pb.echoes if rec["start"] + 0.005 <= rx - t0 < rec["end"] - 0.005]
+    assert not lost, f"flow 1 got echoes during its down outage: {lost[:5]}"
+    back1 = [rx - t0 for _s, _tx, rx in pb.echoes if rx - t0 >= rec["end"]]
+    assert back1 and back1[0] - rec["end"] <= 0.1, f"flow 1's echoes came back at {back1[:1]}, outage ended {rec['end']}"
+    # The records.
+    assert (ev0["event"], ev0["direction"], ev0["seconds"]) == ("outage", "both", 0.4), ev0
+    assert all(0 <= ev0["first_forwarded_after"][d] - ev0["end"] <= 0.1 for d in ("up", "down")), ev0
+    # (down: at most the replies to what passed just before the outage began)
+    assert flows[0]["up"]["dropped_outage"] >= 20 and flows[0]["down"]["dropped_outage"] <= 3, flows[0]
+    assert flows[1]["up"]["dropped_outage"] == 0 and flows[1]["down"]["dropped_outage"] >= 20, flows[1]
+    assert set(rec["first_forwarded_after"]) == {"down"} and rec["first_forwarded_after"]["down"] >= rec["end"], rec
+    assert abs(ev0["start"] - 0.3) < 0.1 and abs(ev0["end"] - ev0["start"] - 0.4) < 1e-3, ev0
+    assert stats["up"]["dropped_outage"] == flows[0]["up"]["dropped_outage"], stats["up"]
+    for f in flows.values():
+        assert f["up"]["last_forwarded_s"] >= ev0["end"] and f["down"]["last_in_s"] >= ev0["end"], f
+    assert sorted(e["changes"] for e in stats["schedule"]) == ["outage=300ms", "outage=400ms"], stats["schedule"]
+
+
+@pytest.mark.timeout(30)
+def test_netem_nat_rebinding(server):
+    """rebind(flow, gap): after the gap the server sees the client from a new port (the same flow, one
+    client); what was sent during the gap is lost, the server's datagrams to the old port are
+    dropped (counted), replies to the new port reach the client. A scheduled `rebind` (no gap)
+    switches at once."""
+    echo = Recorder(server, reply=True)
+    with emulator(server, schedule="0.9:both@0:rebind") as net:
+        c = udp()
+        p = Pinger(c, net.listen_addr)
+        time.sleep(0.2)
+        rec = net.rebind(0, gap=0.25)
+        time.sleep(max(0.0, 0.7 - net.now()))
+        old = rec["rebinds"][0]["old_local"]
+        for _ in range(5):   # the server answers the old port: lost
+            server.sendto(b"late reply", (old.split(":")[0], int(old.split(":")[1])))
+        time.sleep(max(0.0, 1.1 - net.now()))
+        p.close()
+        echo.settle(0.1)
+        stats = net.stats()
+        t0 = net.t0
+    echo.close()
+    c.close()
+    ports = []
+    for t, _d, src in echo.items:
+        if not ports or ports[-1][0] != src[1]:
+            ports.append((src[1], round(t / 1e9 - t0, 3)))
+    one = rec["rebinds"][0]
+    assert [f"127.0.0.1:{port}" for port, _t in ports][:2] == [old, one["new_local"]] and len(ports) == 3, ports
+    # (Bounds leave room for a loaded machine: the emulator's timers and the pinger's sleeps slip.)
+    assert rec["end"] - 0.005 <= ports[1][1] <= rec["end"] + 0.1, f"the new port appeared at {ports[1][1]} s, gap until {rec['end']}"
+    assert 0.9 <= ports[2][1] <= 1.0, f"the scheduled rebind (0.9 s) appeared at {ports[2][1]} s"
+    gap = [s for s, tx in p.sent if rec["start"] + 0.01 <= tx - t0 < rec["end"] - 0.01]
+    echoed = {s for s, _tx, _rx in p.echoes}
+    assert gap and not echoed & set(gap), "datagrams sent during the gap must be lost"
+    assert all(s in echoed for s, tx in p.sent if rec["end"] + 0.02 <= tx - t0 < 0.85), "after the gap everything passes"
+    assert not p.other, f"the client got what the server sent to its old port: {p.other}"
+    assert len(stats["flows"]) == 1, "a rebind keeps the flow (same client, same index)"
+    f = stats["flows"][0]
+    # The 5 late replies, and echoes on their way when the scheduled rebind struck.
+    assert 5 <= f["down"]["dropped_stale_port"] <= 8 and stats["down"]["dropped_stale_port"] == \
+        f["down"]["dropped_stale_port"], f["down"]
+    assert f["upstream_local"] == f["events"][1]["rebinds"][0]["new_local"] != one["new_local"], f
+    assert one["resumed_at"] - rec["start"] >= 0.25 and rec["first_forwarded_after"]["down"] >= rec["end"], rec
+    assert [e["event"] for e in f["events"]] == ["rebind", "rebind"] and f["events"][1]["gap"] == 0.0, f["events"]
+
+
+def test_netem_event_specs():
+    s = parse_schedule("1:both@0:outage=3s;2:up:outage=inf;3:both@1:rebind=2s;4:both@2:rebind")
+    assert [c.describe() for c in s] == ["1:both@0:outage=3s", "2:up:outage=inf", "3:both@1:rebind=2s",
+                                         "4:both@2:rebind"]
+    for sched, words in {"1:both@0:outage": "needs a duration", "1:both:outage=3s,loss=5%": "stands alone",
+                         "1:both@0:outage=3": "needs a time unit", "1:both@0:rebind=inf": "finite"}.items():
+        with pytest.raises(SpecError, match=words):
+            parse_schedule(sched)
+
+
+@pytest.mark.timeout(30)
+def test_netem_outage_of_several_flows_cuts_newcomers(server):
+    """outage([0, 1], newcomers=True): both flows and a client that appears during the outage (a cut-off
+    client reconnecting from a new socket) are black-holed until the end; another flow is not."""
+    echo = Recorder(server, reply=True)
+    with emulator(server) as net:
+        a, b, other = udp(), udp(), udp()
+        pings = [Pinger(s, net.listen_addr) for s in (a, b, other)]
+        while len(net.flows) < 3:
+            time.sleep(0.01)
+        rec = net.outage([0, 1], 0.4, newcomers=True)
+        time.sleep(0.1)
+        late = udp()
+        pings.append(Pinger(late, net.listen_addr))
+        time.sleep(max(0.0, rec["end"] + 0.2 - net.now()))
+        for p in pings:
+            p.close()
+        stats = net.stats()
+        t0 = net.t0
+    echo.close()
+    for s in (a, b, other, late):
+        s.close()
+    by_flow = {f["index"]: f for f in stats["flows"]}
+    assert rec["flow"] == [0, 1] and rec["newcomers"] == [3], rec
+    for i, p in enumerate(pings):
+        during = [rx - t0 for _s, _tx, rx in p.echoes if rec["start"] + 0.02 <= rx - t0 < rec["end"] - 0.02]
+        after = [rx - t0 for _s, _tx, rx in p.echoes if rx - t0 >= rec["end"]]
+        if i == 2:
+            assert len(during) >= 10, "the flow not cut off must keep passing"
+        else:
+            assert not during, f"flow {i} passed during the outage"
+        assert after and after[0] - rec["end"] <= 0.1, f"flow {i} after the outage: {after[:1]}"
+    assert by_flow[3]["events"][0]["event"] == "outage" and by_flow[3]["up"]["dropped_outage"] >= 5, by_flow[3]
+    assert all(rec["first_forwarded_after"][d] >= rec["end"] for d in ("up", "down")), rec

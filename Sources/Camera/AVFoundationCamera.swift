@@ -77,14 +77,20 @@ public final class AVFoundationCameraBackend: CameraBackend {
     }
 }
 
-final class AVFoundationCameraStream: NSObject, CameraStream, AVCaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
+final class AVFoundationCameraStream: NSObject, CameraStream, AVCaptureVideoDataOutputSampleBufferDelegate,
+                                      AVCaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     private let device: AVCaptureDevice
     private let id: String
     private let sink: any CameraStreamSink
     private let session = AVCaptureSession()
     private let output = AVCaptureVideoDataOutput()
+    private let metadataOutput = AVCaptureMetadataOutput()
+    private let faces = AVFoundationFaceMetadata()
     private let queue = DispatchQueue(label: "swiftrtc.camera.avfoundation")
     private var observers: [NSObjectProtocol] = []
+
+    /// The faces the session's metadata output reports (the reference app's AVMetadataObjectTypeFace).
+    var faceDetector: (any FaceDetector)? { faces }
 
     init(device: AVCaptureDevice, id: String, sink: any CameraStreamSink) {
         self.device = device
@@ -109,6 +115,15 @@ final class AVFoundationCameraStream: NSObject, CameraStream, AVCaptureVideoData
             format.pixelFormat == .bgra ? kCVPixelFormatType_32BGRA : kCVPixelFormatType_420YpCbCr8BiPlanarFullRange]
         output.setSampleBufferDelegate(self, queue: queue)
         session.addOutput(output)
+        // Face metadata, on the frames' queue. Its connection keeps the sensor's orientation, like
+        // the video output's, so face bounds are in the raw frame's coordinates.
+        if session.canAddOutput(metadataOutput) {
+            session.addOutput(metadataOutput)
+            if metadataOutput.availableMetadataObjectTypes.contains(.face) {
+                metadataOutput.metadataObjectTypes = [.face]
+                metadataOutput.setMetadataObjectsDelegate(self, queue: queue)
+            }
+        }
         session.commitConfiguration()
         try configure {
             if let f = device.formats.first(where: { Self.matches($0, format) }) { device.activeFormat = f }
@@ -201,8 +216,16 @@ final class AVFoundationCameraStream: NSObject, CameraStream, AVCaptureVideoData
         for o in observers { NotificationCenter.default.removeObserver(o) }
         observers = []
         output.setSampleBufferDelegate(nil, queue: nil)
+        metadataOutput.setMetadataObjectsDelegate(nil, queue: nil)
         if session.isRunning { session.stopRunning() }
         queue.sync {}
+    }
+
+    func metadataOutput(_ output: AVCaptureMetadataOutput, didOutput metadataObjects: [AVMetadataObject],
+                        from connection: AVCaptureConnection) {
+        let found = metadataObjects.compactMap { $0 as? AVMetadataFaceObject }
+        let time = found.first.map { Int64($0.time.seconds * 1e9) } ?? Int64(CMClockGetTime(CMClockGetHostTimeClock()).seconds * 1e9)
+        faces.record(found.map(AVFoundationFaceMetadata.Sighting.init), at: time)
     }
 
     func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
@@ -225,6 +248,53 @@ final class AVFoundationCameraStream: NSObject, CameraStream, AVCaptureVideoData
         guard let buffer else { return }
         let pts = CMSampleBufferGetPresentationTimeStamp(sampleBuffer)
         sink.cameraStream(didCapture: VideoFrame(buffer: buffer, timestampNs: Int64(pts.seconds * 1e9)))
+    }
+}
+/// AVFoundation's face metadata as a `FaceDetector`: the sightings its metadata output delivered,
+/// looked up by the frame's time, turned from the sensor's coordinates into the upright picture.
+final class AVFoundationFaceMetadata: FaceDetector, @unchecked Sendable {
+    // @unchecked: `recent` is guarded by `lock`.
+    struct Sighting {
+        var faceID: Int
+        /// Sensor (device) coordinates, as AVMetadataFaceObject.bounds.
+        var bounds: NormalizedRect
+        var roll: Double?
+        var yaw: Double?
+
+        init(_ face: AVMetadataFaceObject) {
+            faceID = face.faceID
+            bounds = NormalizedRect(x: face.bounds.origin.x, y: face.bounds.origin.y,
+                                    width: face.bounds.size.width, height: face.bounds.size.height)
+            roll = face.hasRollAngle ? Double(face.rollAngle) : nil
+            yaw = face.hasYawAngle ? Double(face.yawAngle) : nil
+        }
+    }
+
+    let name = "avfoundation"
+    let analyzesPixels = false
+    private let lock = NSLock()
+    private var recent: [(timeNs: Int64, faces: [Sighting])] = []
+
+    func record(_ faces: [Sighting], at timeNs: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        recent.append((timeNs, faces))
+        if recent.count > 8 { recent.removeFirst() }
+    }
+
+    func detectFaces(in frame: VideoFrame) throws(CameraError) -> [FaceObservation] {
+        lock.lock()
+        let sightings = (recent.last { $0.timeNs <= frame.timestampNs } ?? recent.last)?.faces ?? []
+        lock.unlock()
+        // Angles into (-180, 180]: AVFoundation gives yaw as 0…360 and roll in sensor terms.
+        func wrapped(_ a: Double) -> Double {
+            let r = a.truncatingRemainder(dividingBy: 360)
+            return r > 180 ? r - 360 : r <= -180 ? r + 360 : r
+        }
+        return sightings.map { s in
+            FaceObservation(trackingID: s.faceID, bounds: s.bounds.rotated(frame.rotation),
+                            rollAngle: s.roll.map { wrapped($0 + Double(frame.rotation.rawValue)) }, yawAngle: s.yaw.map(wrapped))
+        }
     }
 }
 #endif

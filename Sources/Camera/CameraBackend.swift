@@ -39,6 +39,9 @@ public protocol CameraStream: AnyObject, Sendable {
     func currentExposure() -> (iso: Double, duration: Double)?
     /// The way the device is held (only a synthetic camera's scene cares; real sensors don't).
     func deviceOrientationChanged(_ orientation: DeviceOrientation)
+    /// The faces the camera itself finds in its frames (AVFoundation's metadata output, the
+    /// synthetic camera's scene); nil when it finds none and an image detector must look.
+    var faceDetector: (any FaceDetector)? { get }
     /// Stops streaming and releases the device. Idempotent; no frames after it returns.
     func stop()
 }
@@ -47,4 +50,5 @@ extension CameraStream {
     public func capturePhoto() throws(CameraError) -> VideoFrame? { nil }
     public func deviceOrientationChanged(_ orientation: DeviceOrientation) {}
     public func currentExposure() -> (iso: Double, duration: Double)? { nil }
+    public var faceDetector: (any FaceDetector)? { nil }
 }

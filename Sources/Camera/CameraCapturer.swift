@@ -15,6 +15,7 @@ public final class CameraCapturer: VideoCapturer, Sendable {
     public let backend: any CameraBackend
     let controller: CameraController
     let framePath = Locked(FramePath())
+    let faceState = Locked(FaceState())
     private let listeners = Locked(Listeners())
 
     struct FramePath {
@@ -53,6 +54,8 @@ public final class CameraCapturer: VideoCapturer, Sendable {
 
     deinit {
         controller.stopImmediately()
+        // The face worker waits for frames on a thread of its own: end it with the capturer.
+        faceState.withLock { $0.worker }?.stop()
         listeners.withLock { l in for c in l.streams.values { c.finish() } }
     }
 
@@ -91,12 +94,19 @@ public final class CameraCapturer: VideoCapturer, Sendable {
 
     /// Turns the brightness-driven exposure policy on (`ExposurePolicy.reference` is the reference
     /// app's table) or off (nil; exposure goes back to continuous auto).
+    /// With `metering: .faces` the exposure and focus point follow the largest face (face
+    /// detection must be on, see `setFaceDetection`); the point goes back to the centre when the
+    /// policy no longer meters on faces.
     public func setExposurePolicy(_ policy: ExposurePolicy?) async {
-        framePath.withLock {
-            $0.policy = policy
-            $0.policyBand = nil
+        let hadTable = framePath.withLock { p -> Bool in
+            defer {
+                p.policy = policy
+                p.policyBand = nil
+            }
+            return !(p.policy?.bands.isEmpty ?? true)
         }
-        if policy == nil { _ = try? await set(.exposureMode(.continuousAuto)) }
+        if policy?.metering != .faces { await endFaceMetering() }
+        if hadTable && policy?.bands.isEmpty ?? true { _ = try? await set(.exposureMode(.continuousAuto)) }
     }
 
     // MARK: - Devices

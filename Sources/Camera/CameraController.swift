@@ -85,6 +85,7 @@ actor CameraController {
         let g = generation
         owner?.framePath.withLock { $0.generation = g }
         stopImmediately()
+        owner?.streamChanged(faceDetector: nil, generation: g)
     }
 
     /// Opens the current device with the current format, rate and controls (clamped again).
@@ -110,6 +111,7 @@ actor CameraController {
         }
         controls = clamped
         stream.deviceOrientationChanged(orientation)
+        owner?.streamChanged(faceDetector: stream.faceDetector, generation: g)
         live.withLock { $0 = stream }
         owner?.framePath.withLock { $0.exposure = { [weak stream] in stream?.currentExposure() } }
     }
@@ -277,6 +279,20 @@ actor CameraController {
             owner?.emit(.warning("exposure policy: \(error)"))
             owner?.framePath.withLock { $0.policy = nil }
         }
+    }
+
+    /// Points auto exposure and focus at `point` (sensor coordinates) where the camera can;
+    /// false when it has neither point of interest or the camera refused.
+    func meter(at point: NormalizedPoint) -> Bool {
+        guard running, let caps = device?.capabilities else { return false }
+        do {
+            if caps.exposurePointOfInterest { _ = try apply(.exposurePoint(point)) }
+            if caps.focusPointOfInterest { _ = try apply(.focusPoint(point)) }
+        } catch {
+            owner?.emit(.warning("face metering: \(error)"))
+            return false
+        }
+        return caps.exposurePointOfInterest || caps.focusPointOfInterest
     }
 
     // MARK: stills

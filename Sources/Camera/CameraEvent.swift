@@ -1,3 +1,5 @@
+import Media
+
 /// What a camera capturer reports as it runs (warnings about unmet requests, interruptions,
 /// restarts, controls as actually set).
 public enum CameraEvent: Sendable, Equatable, CustomStringConvertible {
@@ -15,6 +17,12 @@ public enum CameraEvent: Sendable, Equatable, CustomStringConvertible {
     case frameRateChanged(Double)
     /// The brightness-driven exposure policy moved to `band` for scene brightness `brightness` (Bv).
     case exposurePolicy(band: Int, brightness: Double, iso: Double, duration: Double, fps: Double)
+    /// A face came into view (bounds as in the delivered frames: upright, mirrored with them).
+    case faceEntered(Face)
+    /// A face left the view (as it was last seen).
+    case faceLeft(Face)
+    /// The faces in view now, after any of them entered, left, moved or turned.
+    case facesChanged([Face])
 
     public var description: String {
         switch self {
@@ -28,6 +36,9 @@ public enum CameraEvent: Sendable, Equatable, CustomStringConvertible {
         case .frameRateChanged(let f): return "frame rate \(fmt(f)) fps"
         case .exposurePolicy(let b, let bv, let iso, let d, let fps):
             return "exposure policy band \(b) (Bv \(fmt(bv))): ISO \(fmt(iso)), 1/\(fmt((1 / d).rounded())) s, \(fmt(fps)) fps"
+        case .faceEntered(let f): return "\(f) entered"
+        case .faceLeft(let f): return "face \(f.id) left"
+        case .facesChanged(let faces): return faces.isEmpty ? "no faces" : "faces: " + faces.map(\.description).joined(separator: "; ")
         }
     }
 }

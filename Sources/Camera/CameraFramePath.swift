@@ -2,17 +2,22 @@ import Media
 
 extension CameraCapturer {
     /// One frame from the current stream: converted to the output format, mirrored when asked,
-    /// tagged with the rotation, handed to photo waiters and the delegate; every tenth frame is
-    /// metered for the exposure policy.
+    /// tagged with the rotation and the faces in view, handed to photo waiters and the delegate;
+    /// every tenth frame is metered for the exposure policy's brightness table.
     func deliver(_ raw: VideoFrame, generation: UInt64) {
-        let (current, delegate, meter) = framePath.withLock { p -> (Bool, (any VideoCapturerDelegate)?, Bool) in
-            guard p.generation == generation else { return (false, nil, false) }
+        let (current, delegate, meter, look) = framePath.withLock { p -> (Bool, (any VideoCapturerDelegate)?, Bool, Look) in
+            let look = Look(rotation: p.rotation, mirror: p.mirror.mirrors(p.position), format: p.outputFormat)
+            guard p.generation == generation else { return (false, nil, false, look) }
             p.framesDelivered &+= 1
-            let meter = p.policy != nil && !p.policyPending && p.framesDelivered % 10 == 0
-            return (true, p.delegate, meter)
+            let meter = !(p.policy?.bands.isEmpty ?? true) && !p.policyPending && p.framesDelivered % 10 == 0
+            return (true, p.delegate, meter, look)
         }
         guard current else { return }
-        let frame = transform(raw)
+        var upright = raw
+        upright.rotation = look.rotation
+        let faces = findFaces(in: upright, generation: generation)
+        var frame = transform(raw, look)
+        frame.faces = look.mirror ? faces?.map(\.mirrored) : faces
         let waiters = framePath.withLock { p in
             p.lastFrameSize = (frame.width, frame.height)
             defer { p.photoWaiters = [] }
@@ -26,12 +31,22 @@ extension CameraCapturer {
     /// Output format, mirroring (left-right as the viewer sees it: when the frame will be shown
     /// turned by 90° or 270°, that is top-bottom in the buffer) and rotation, in at most two passes.
     func transform(_ raw: VideoFrame) -> VideoFrame {
-        let (rotation, mirror, format) = framePath.withLock { ($0.rotation, $0.mirror.mirrors($0.position), $0.outputFormat) }
-        var buffer = raw.buffer.converted(to: format)   // no copy when it already is
-        if mirror {
-            buffer = rotation.swapsDimensions ? buffer.flippedVertically() : buffer.mirrored()
+        transform(raw, framePath.withLock { Look(rotation: $0.rotation, mirror: $0.mirror.mirrors($0.position), format: $0.outputFormat) })
+    }
+
+    /// How frames leave the capturer now, read once per frame.
+    struct Look {
+        var rotation: VideoRotation
+        var mirror: Bool
+        var format: PixelFormat
+    }
+
+    private func transform(_ raw: VideoFrame, _ look: Look) -> VideoFrame {
+        var buffer = raw.buffer.converted(to: look.format)   // no copy when it already is
+        if look.mirror {
+            buffer = look.rotation.swapsDimensions ? buffer.flippedVertically() : buffer.mirrored()
         }
-        return VideoFrame(buffer: buffer, rotation: rotation, timestampNs: raw.timestampNs)
+        return VideoFrame(buffer: buffer, rotation: look.rotation, timestampNs: raw.timestampNs)
     }
 
     private func meterExposure(_ frame: VideoFrame) {

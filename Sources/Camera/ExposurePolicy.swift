@@ -37,13 +37,33 @@ public struct ExposurePolicy: Sendable, Hashable {
         public var duration: Double { 1 / durationDenominator }
     }
 
-    /// Darkest first.
+    /// Where auto exposure (and focus, where the camera has a point of interest) looks.
+    public enum Metering: String, Sendable, Hashable {
+        /// The camera's own point of interest, the centre unless set (auto exposure weighs it most).
+        case centerWeighted
+        /// The largest face in view (face detection must be on), the centre when there is none.
+        case faces
+    }
+
+    /// Darkest first. Empty: no brightness table, auto exposure stays in charge.
     public var bands: [Band]
     public var hysteresis: Double
+    public var metering: Metering
 
-    public init(bands: [Band], hysteresis: Double = 0.2) {
+    public init(bands: [Band], hysteresis: Double = 0.2, metering: Metering = .centerWeighted) {
         self.bands = bands.sorted { $0.lowerBound < $1.lowerBound }
         self.hysteresis = hysteresis
+        self.metering = metering
+    }
+
+    /// Auto exposure and focus on the largest face, no brightness table.
+    public static let faces = ExposurePolicy(bands: [], metering: .faces)
+
+    /// This policy with another metering.
+    public func metering(_ m: Metering) -> ExposurePolicy {
+        var p = self
+        p.metering = m
+        return p
     }
 
     /// The reference app's table (its bands above Bv 0 all set ISO 500 at 1/30 s).
@@ -76,6 +96,8 @@ public struct ExposurePolicy: Sendable, Hashable {
     /// What band `index` sets on a device whose ISO goes up to `maxISO`, with the frame rate no
     /// higher than `requestedFPS` nor than one frame per exposure.
     public func settings(band index: Int, maxISO: Double, requestedFPS: Double) -> (iso: Double, duration: Double, fps: Double) {
+        // No table: what auto exposure would pick for a mid-grey scene (callers check `bands` first).
+        guard !bands.isEmpty else { return (min(100, maxISO), 1 / max(requestedFPS, 1), requestedFPS) }
         let b = bands[min(max(index, 0), bands.count - 1)]
         return (b.iso.value(maxISO: maxISO), b.duration, min(requestedFPS, b.durationDenominator))
     }

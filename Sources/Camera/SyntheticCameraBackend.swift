@@ -4,21 +4,54 @@ import Locks
 
 /// Virtual front and back cameras (`SyntheticDevices`) whose picture obeys every control
 /// (`SyntheticScene`), so controls are testable end to end and demos have a camera anywhere.
-/// Tests and demos can also unplug a device, take its permission away, dim the room or change
-/// the colour of the light.
+/// Tests and demos can also unplug a device, take its permission away, dim the room, change
+/// the colour of the light or the faces in the room. Streams report the faces they draw
+/// (`CameraStream.faceDetector`).
 public final class SyntheticCameraBackend: CameraBackend {
     public let name = "synthetic"
+
+    /// How streams make frames: at their frame rate on a thread of their own, or only when a
+    /// test calls `step(_:)`, on the caller's thread (frame-exact tests without waiting).
+    public enum Pacing: Sendable { case realTime, manual }
 
     private struct State {
         var scene: SyntheticScene
         var disconnected: Set<String> = []
         var denied: Set<String> = []
+        var streams: [WeakStream] = []
+    }
+
+    private struct WeakStream {
+        weak var stream: SyntheticCameraStream?
     }
 
     private let state: Locked<State>
+    public let pacing: Pacing
 
-    public init(scene: SyntheticScene = SyntheticScene()) {
+    public init(scene: SyntheticScene = SyntheticScene(), pacing: Pacing = .realTime) {
         state = Locked(State(scene: scene))
+        self.pacing = pacing
+    }
+
+    /// The faces in front of the front camera (they show from the next frame on).
+    public var faces: [SyntheticScene.Face] {
+        get { state.withLock { $0.scene.faces } }
+        set { state.withLock { $0.scene.faces = newValue } }
+    }
+
+    /// With `.manual` pacing: renders and delivers `count` frames on every open stream, now, on
+    /// this thread. False when no stream is open.
+    @discardableResult
+    public func step(_ count: Int = 1) -> Bool {
+        let streams = state.withLock { s in
+            s.streams.removeAll { $0.stream == nil }
+            return s.streams.compactMap(\.stream)
+        }
+        guard pacing == .manual, !streams.isEmpty else { return false }
+        for _ in 0..<max(count, 0) {
+            for stream in streams { _ = stream.tick(nowNs: nil) }
+        }
+        return true
     }
 
     /// How bright the world is, in lux (a dark room: 1–5).
@@ -80,7 +113,8 @@ public final class SyntheticCameraBackend: CameraBackend {
             throw CameraError(.invalidArgument, device: known.id, "\(known.name) cannot stream \(offered.sizeDescription) at \(fps) fps")
         }
         let stream = SyntheticCameraStream(backend: self, device: known, format: offered, fps: fps, controls: controls, sink: sink)
-        try stream.start()
+        if pacing == .realTime { try stream.start() }
+        state.withLock { $0.streams.append(WeakStream(stream: stream)) }
         return stream
     }
 }
@@ -96,6 +130,8 @@ final class SyntheticCameraStream: CameraStream {
         var thread: PacedThread?
         var stopped = false
         var failed = false
+        /// The faces drawn in the last few frames, by timestamp: the stream's face metadata.
+        var recentFaces: [(timestampNs: Int64, faces: [FaceObservation])] = []
     }
 
     private let backend: SyntheticCameraBackend
@@ -105,6 +141,9 @@ final class SyntheticCameraStream: CameraStream {
     private let sink: any CameraStreamSink
     private let renderer = SyntheticRenderer()
     private let state: Locked<State>
+    /// Where manually paced frames' timestamps start (they advance by one frame interval each).
+    private let createdNs = CaptureClock.monotonicNs()
+    let faceDetector: (any FaceDetector)?
 
     init(backend: SyntheticCameraBackend, device: CaptureDevice, format: CaptureFormat, fps: Double,
          controls: CameraControlState, sink: any CameraStreamSink) {
@@ -120,6 +159,8 @@ final class SyntheticCameraStream: CameraStream {
         var initial = controls
         if !device.capabilities.hasTorch { initial.torch = .off }
         state = Locked(State(controls: initial, fps: fps))
+        faceDetector = device.position == .back ? nil : SyntheticFaceMetadata()
+        (faceDetector as? SyntheticFaceMetadata)?.stream = self
     }
 
     deinit { stop() }
@@ -139,8 +180,9 @@ final class SyntheticCameraStream: CameraStream {
         }
     }
 
-    /// Renders and delivers one frame; false ends the thread.
-    private func tick(nowNs: Int64) -> Bool {
+    /// Renders and delivers one frame (timestamped `nowNs`, or one interval after the last when
+    /// stepped by hand); false ends the thread.
+    func tick(nowNs: Int64?) -> Bool {
         if !backend.isConnected(device.id) {
             let first = state.withLock { s -> Bool in
                 defer { s.failed = true }
@@ -149,16 +191,24 @@ final class SyntheticCameraStream: CameraStream {
             if first { sink.cameraStream(didFail: CameraError(.deviceLost, device: device.id, "\(device.name) was disconnected")) }
             return false
         }
-        guard let (controls, rotation, number) = state.withLock({ s -> (CameraControlState, VideoRotation, UInt64)? in
+        guard let (controls, rotation, number, fps) = state.withLock({ s -> (CameraControlState, VideoRotation, UInt64, Double)? in
             guard !s.stopped, !s.failed else { return nil }
             defer { s.frameNumber += 1 }
-            return (s.controls, s.rotation, s.frameNumber)
+            return (s.controls, s.rotation, s.frameNumber, s.fps)
         }) else { return false }
-        let frame = renderer.render(scene: backend.scene, device: device, width: format.width, height: format.height,
+        let timestamp = nowNs ?? createdNs + Int64((Double(number) * 1e9 / fps).rounded())
+        let scene = backend.scene
+        let frame = renderer.render(scene: scene, device: device, width: format.width, height: format.height,
                                     format: pixelFormat, controls: controls, rotation: rotation,
-                                    timestampNs: nowNs, frameNumber: number)
+                                    timestampNs: timestamp, frameNumber: number)
+        let (cw, ch) = SyntheticScene.uprightSize(width: frame.width, height: frame.height, rotation: rotation)
+        let faces = scene.observations(device: device, width: cw, height: ch, controls: controls, frameNumber: number)
         // `stop()` may have run while rendering: no frames after it returns.
-        guard state.withLock({ !$0.stopped }) else { return false }
+        guard state.withLock({ s in
+            s.recentFaces.append((timestamp, faces))
+            if s.recentFaces.count > 8 { s.recentFaces.removeFirst() }
+            return !s.stopped
+        }) else { return false }
         sink.cameraStream(didCapture: frame)
         return true
     }
@@ -174,7 +224,7 @@ final class SyntheticCameraStream: CameraStream {
             case .exposureMode(.locked) where before.exposureMode == .continuousAuto:
                 // Locking keeps what auto exposure chose last.
                 let e = scene.exposure(device: device, width: format.width, height: format.height, controls: before,
-                                       rotation: s.rotation)
+                                       rotation: s.rotation, frameNumber: s.frameNumber)
                 s.controls.iso = e.iso
                 s.controls.exposureDuration = e.duration
             case .whiteBalanceMode(.locked) where before.whiteBalanceMode == .continuousAuto:
@@ -223,9 +273,15 @@ final class SyntheticCameraStream: CameraStream {
 
     /// What auto exposure chose (or the custom values), as a real camera's EXIF would say.
     func currentExposure() -> (iso: Double, duration: Double)? {
-        let (controls, rotation) = state.withLock { ($0.controls, $0.rotation) }
+        let (controls, rotation, frame) = state.withLock { ($0.controls, $0.rotation, $0.frameNumber) }
         if controls.exposureMode == .custom || controls.exposureMode == .locked { return (controls.iso, controls.exposureDuration) }
-        return backend.scene.exposure(device: device, width: format.width, height: format.height, controls: controls, rotation: rotation)
+        return backend.scene.exposure(device: device, width: format.width, height: format.height, controls: controls,
+                                      rotation: rotation, frameNumber: frame)
+    }
+
+    /// The faces drawn in the frame with this timestamp (nil: not one of the last few frames).
+    func faces(drawnAt timestampNs: Int64) -> [FaceObservation]? {
+        state.withLock { s in s.recentFaces.last { $0.timestampNs == timestampNs }?.faces }
     }
 
     func deviceOrientationChanged(_ orientation: DeviceOrientation) {
@@ -240,5 +296,22 @@ final class SyntheticCameraStream: CameraStream {
             return s.thread
         }
         thread?.stop()
+    }
+}
+
+/// The synthetic camera's face metadata: the faces its scene drew in a frame, exactly where they
+/// were drawn, with the scene's face ids (what AVFoundation's metadata output is to a real camera).
+final class SyntheticFaceMetadata: FaceDetector, @unchecked Sendable {
+    // @unchecked: `stream` is set once, right after init, before the stream is shared.
+    weak var stream: SyntheticCameraStream?
+    let name = "synthetic"
+    let analyzesPixels = false
+
+    func detectFaces(in frame: VideoFrame) throws(CameraError) -> [FaceObservation] {
+        guard let stream else { throw CameraError(.notRunning, "the synthetic stream is gone") }
+        guard let faces = stream.faces(drawnAt: frame.timestampNs) else {
+            throw CameraError(.invalidArgument, device: stream.device.id, "no such frame among the last drawn (timestamp \(frame.timestampNs) ns)")
+        }
+        return faces
     }
 }

@@ -12,9 +12,9 @@ import Locks
 /// - bright region (window / cloud, near white) u 0.72–0.96, v 0.14–0.42;
 /// - dark region (sofa / rock) u 0.04–0.30, v 0.64–0.96;
 /// - neutral grey patch (albedo 128) u 0.74–0.94, v 0.62–0.88;
-/// - centre: the subject at the near distance — a face (skin ellipse, eyes, mouth; its widest
-///   row is the picture's centre row) on the front camera, a colour test chart with a fine
-///   checker in its middle on the back camera;
+/// - centre: on the back camera a colour test chart at the near distance with a fine checker in
+///   its middle; on the front camera the room's wall, where the scene's faces are drawn per frame
+///   (`SyntheticScene.Face`: the subject's widest row is the picture's centre row);
 /// - the top 1/8 is left plain so a burned-in test-pattern band hides nothing.
 final class SyntheticCanvas: Sendable {
     /// Surface distance classes stored in the alpha byte (the torch lights near things most).
@@ -40,7 +40,7 @@ final class SyntheticCanvas: Sendable {
         self.width = width
         self.height = height
         let painter = CanvasPainter(width: width, height: height)
-        if position == .back { painter.paintLandscape() } else { painter.paintPortraitSubject() }
+        if position == .back { painter.paintLandscape() } else { painter.paintRoom() }
         picture = painter.buffer
         meanLuminance = Self.meter(painter.buffer)
     }
@@ -103,8 +103,8 @@ final class SyntheticCanvas: Sendable {
     }
 }
 
-/// Paints shapes into a BGRA buffer in normalised coordinates; round things are sized in units
-/// of the picture's shorter side so they stay round in any aspect ratio.
+/// Paints shapes into a BGRA buffer in normalised coordinates (round things, like faces, are
+/// sized in units of the picture's shorter side so they stay round in any aspect ratio).
 final class CanvasPainter {
     let buffer: VideoFrameBuffer
     let width: Int, height: Int
@@ -153,23 +153,6 @@ final class CanvasPainter {
         }
     }
 
-    /// Fills an ellipse centred at (cu, cv) (normalised) with radii in units of the shorter side.
-    func ellipse(_ cu: Double, _ cv: Double, _ ru: Double, _ rv: Double, _ c: RGB,
-                 _ depth: SyntheticCanvas.Depth, texture: Double = 0) {
-        let cx = cu * Double(width), cy = cv * Double(height)
-        let rx = ru * unit, ry = rv * unit
-        guard rx > 0, ry > 0 else { return }
-        let y0 = max(0, Int(cy - ry)), y1 = min(height - 1, Int(cy + ry) + 1)
-        guard y0 <= y1 else { return }
-        for y in y0...y1 {
-            let dy = (Double(y) + 0.5 - cy) / ry
-            guard dy * dy <= 1 else { continue }
-            let half = rx * (1 - dy * dy).squareRoot()
-            let x0 = max(0, Int((cx - half).rounded())), x1 = min(width, Int((cx + half).rounded()))
-            for x in x0..<max(x0, x1) { put(x, y, c, depth, texture: texture) }
-        }
-    }
-
     /// Things every scene has, at the places the type's doc comment lists.
     private func commonPatches(identifying: RGB, bright: RGB, dark: RGB) {
         rect(0.04, 0.16, 0.30, 0.50, identifying, nil, .mid)
@@ -178,19 +161,11 @@ final class CanvasPainter {
         rect(0.74, 0.62, 0.94, 0.88, (128, 128, 128), nil, .mid)
     }
 
-    /// Front camera: a person in a room — wall, magenta poster, window, sofa, grey card.
-    func paintPortraitSubject() {
+    /// Front camera: a room — wall, magenta poster, window, sofa, grey card (the people in it
+    /// are `SyntheticScene.Face`s, drawn per frame).
+    func paintRoom() {
         rect(0, 0, 1, 1, (176, 164, 150), (136, 126, 116), .mid, texture: 6)
         commonPatches(identifying: (210, 40, 200), bright: (250, 250, 246), dark: (26, 22, 30))
-        ellipse(0.5, 1.08, 0.34, 0.27, (40, 52, 112), .near, texture: 4)       // shoulders
-        ellipse(0.5, 0.5 - 0.05 * unit / Double(height), 0.19, 0.25, (62, 42, 30), .near, texture: 8)   // hair
-        ellipse(0.5, 0.5, 0.17, 0.23, (226, 172, 140), .near, texture: 6)      // face; widest on the centre row
-        let eyeV = 0.5 - 0.07 * unit / Double(height), eyeU = 0.065 * unit / Double(width)
-        for side in [-1.0, 1.0] {
-            ellipse(0.5 + side * eyeU, eyeV, 0.036, 0.02, (246, 246, 246), .near)
-            ellipse(0.5 + side * eyeU, eyeV, 0.014, 0.014, (30, 28, 40), .near)
-        }
-        ellipse(0.5, 0.5 + 0.12 * unit / Double(height), 0.06, 0.018, (172, 60, 70), .near)   // mouth
     }
 
     /// Back camera: a landscape — sky, mountains, grass, cyan sign, cloud, rock, grey card — and

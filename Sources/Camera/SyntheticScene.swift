@@ -29,15 +29,22 @@ import Media
 /// Telling the cameras apart after encoding: the front camera's picture has a large **magenta**
 /// block at the upper left of the upright scene, the back camera's a large **cyan** one
 /// (`identify`). A yellow ball circles near the top so consecutive frames differ.
+///
+/// **Faces** (`faces`, front camera only) are drawn per frame where their script puts them,
+/// metered by auto exposure like the rest of the scene, and reported as the camera's face
+/// metadata (`faces(device:…)`).
 public struct SyntheticScene: Sendable, Hashable {
     /// How bright the world is, in lux (400: an office; 1–5: a dark room).
     public var illuminance: Double
     /// Colour temperature of the light in kelvin (4500: mixed indoor light).
     public var illuminantTemperature: Double
+    /// The faces in front of the front camera (default: the subject in the middle).
+    public var faces: [Face]
 
-    public init(illuminance: Double = 400, illuminantTemperature: Double = 4500) {
+    public init(illuminance: Double = 400, illuminantTemperature: Double = 4500, faces: [Face] = [.subject]) {
         self.illuminance = illuminance
         self.illuminantTemperature = illuminantTemperature
+        self.faces = faces
     }
 
     /// The lens position at which the near subject (face / chart) is sharp.
@@ -54,20 +61,20 @@ public struct SyntheticScene: Sendable, Hashable {
                                    timestampNs: timestampNs, frameNumber: frameNumber)
     }
 
-    /// The ISO and exposure duration the camera uses for `controls`: auto exposure's choice in
-    /// continuous auto, the stored values in custom and locked mode.
+    /// The ISO and exposure duration the camera uses for `controls` at `frameNumber` (faces move):
+    /// auto exposure's choice in continuous auto, the stored values in custom and locked mode.
     public func exposure(device: CaptureDevice, width: Int, height: Int, controls: CameraControlState,
-                         orientation: DeviceOrientation = .unknown) -> (iso: Double, duration: Double) {
+                         orientation: DeviceOrientation = .unknown, frameNumber: UInt64 = 0) -> (iso: Double, duration: Double) {
         exposure(device: device, width: width, height: height, controls: controls,
-                 rotation: orientation.frameRotation(for: device.position) ?? .r0)
+                 rotation: orientation.frameRotation(for: device.position) ?? .r0, frameNumber: frameNumber)
     }
 
     func exposure(device: CaptureDevice, width: Int, height: Int, controls: CameraControlState,
-                  rotation: VideoRotation) -> (iso: Double, duration: Double) {
+                  rotation: VideoRotation, frameNumber: UInt64) -> (iso: Double, duration: Double) {
         let (cw, ch) = Self.uprightSize(width: VideoFrameBuffer.clampedDimension(width, minimum: 2),
                                         height: VideoFrameBuffer.clampedDimension(height, minimum: 2), rotation: rotation)
         let canvas = SyntheticCanvas.shared(position: device.position, width: cw, height: ch)
-        return exposure(device: device, canvas: canvas, controls: controls, rotation: rotation)
+        return exposure(device: device, canvas: canvas, controls: controls, rotation: rotation, frameNumber: frameNumber)
     }
 
     /// The white balance temperature in effect: the light's own in continuous auto, else the setting.
@@ -127,14 +134,15 @@ public struct SyntheticScene: Sendable, Hashable {
     }
 
     func exposure(device: CaptureDevice, canvas: SyntheticCanvas, controls: CameraControlState,
-                  rotation: VideoRotation) -> (iso: Double, duration: Double) {
+                  rotation: VideoRotation, frameNumber: UInt64) -> (iso: Double, duration: Double) {
         let ranges = device.capabilities.ranges
         let isoRange = ranges[.iso] ?? ControlRange(min: 100, max: 100, defaultValue: 100)
         let durRange = ranges[.exposureDuration] ?? ControlRange(min: 1.0 / 30, max: 1.0 / 30, defaultValue: 1.0 / 30)
         guard controls.exposureMode == .continuousAuto else {
             return (isoRange.clamp(controls.iso), durRange.clamp(controls.exposureDuration))
         }
-        let metered = Self.meter(canvas: canvas, lights: lights(device: device, controls: controls),
+        let metered = Self.meter(canvas: canvas, faces: placedFaces(device: device, frameNumber: frameNumber),
+                                 lights: lights(device: device, controls: controls),
                                  point: controls.exposurePoint, rotation: rotation, zoom: controls.zoom)
         let bias = ranges[.exposureBias]?.clamp(controls.exposureBias) ?? 0
         // ISO × duration that brings the metered signal to the target.
@@ -149,9 +157,12 @@ public struct SyntheticScene: Sendable, Hashable {
     /// the gamma-encoded domain (so auto exposure aims the picture's mean luma, not its mean
     /// linear light, at mid-grey; a torch-lit subject in the dark does not blacken the rest),
     /// weights being a uniform floor plus a Gaussian (σ = 0.12 of the picture) around the point
-    /// of interest, which is in sensor coordinates of the delivered (zoomed) picture.
-    static func meter(canvas: SyntheticCanvas, lights: [Double], point: NormalizedPoint, rotation: VideoRotation,
-                      zoom: Double) -> Double {
+    /// of interest, which is in sensor coordinates of the delivered (zoomed) picture. A point of
+    /// interest on a face's skin meters that face instead of the Gaussian (face-driven auto
+    /// exposure, as phones do): cells weigh 4× the floor by how much of them is its skin. Grid
+    /// cells a face covers are sampled 4×4.
+    static func meter(canvas: SyntheticCanvas, faces: [PlacedFace], lights: [Double], point: NormalizedPoint,
+                      rotation: VideoRotation, zoom: Double) -> Double {
         let p = point.clamped
         // Sensor buffer → upright picture: the buffer turned clockwise by `rotation`.
         let upright: (Double, Double)
@@ -163,6 +174,8 @@ public struct SyntheticScene: Sendable, Hashable {
         }
         let z = zoom.isFinite ? max(zoom, 1) : 1
         let pu = 0.5 + (upright.0 - 0.5) / z, pv = 0.5 + (upright.1 - 0.5) / z
+        let unit = Double(min(canvas.width, canvas.height))
+        let metered = faces.last { $0.isSkin(dx: (pu - $0.u) * Double(canvas.width) / unit, dy: (pv - $0.v) * Double(canvas.height) / unit) }
         let n = SyntheticCanvas.gridSize
         let halfVisible = max(0.5 / z, 0.5 / Double(n))
         let sigma = 0.12 / z
@@ -176,8 +189,18 @@ public struct SyntheticScene: Sendable, Hashable {
                 let cell = gy * n + gx
                 var radiance = 0.0
                 for d in 0..<3 { radiance += canvas.meanLuminance[d][cell] * lights[d] }
-                let d2 = (cu - pu) * (cu - pu) + (cv - pv) * (cv - pv)
-                let w = 0.15 + exp(-d2 / (2 * sigma * sigma))
+                var skin = 0.0
+                if !faces.isEmpty {
+                    (radiance, skin) = faceRadiance(faces, canvas: canvas, cell: (gx, gy), behind: radiance, light: lights[2],
+                                                    metered: metered?.id)
+                }
+                let w: Double
+                if metered != nil {
+                    w = 0.15 + 4 * skin
+                } else {
+                    let d2 = (cu - pu) * (cu - pu) + (cv - pv) * (cv - pv)
+                    w = 0.15 + exp(-d2 / (2 * sigma * sigma))
+                }
                 sum += w * pow(radiance, 1 / 2.2)
                 weights += w
             }
@@ -185,13 +208,43 @@ public struct SyntheticScene: Sendable, Hashable {
         return weights > 0 ? pow(sum / weights, 2.2) : 0
     }
 
+    /// A grid cell's metered radiance with the faces over it, and how much of it is the skin of
+    /// face `metered`: 4×4 samples, each the face's own (near, lit by `light`) where one covers
+    /// it, else `behind` (the room's mean for the cell).
+    static func faceRadiance(_ faces: [PlacedFace], canvas: SyntheticCanvas, cell: (x: Int, y: Int), behind: Double,
+                             light: Double, metered: Int?) -> (radiance: Double, skin: Double) {
+        let n = Double(SyntheticCanvas.gridSize), w = Double(canvas.width), h = Double(canvas.height)
+        let unit = min(w, h)
+        var sum = 0.0, skin = 0, covered = false
+        for sy in 0..<4 {
+            let v = (Double(cell.y) + (Double(sy) + 0.5) / 4) / n
+            for sx in 0..<4 {
+                let u = (Double(cell.x) + (Double(sx) + 0.5) / 4) / n
+                var sample = behind
+                // The last face drawn is on top.
+                for f in faces.reversed() {
+                    let dx = (u - f.u) * w / unit, dy = (v - f.v) * h / unit
+                    if let l = f.luminance(dx: dx, dy: dy) {
+                        sample = l * light
+                        covered = true
+                        if f.id == metered && f.isSkin(dx: dx, dy: dy) { skin += 1 }
+                        break
+                    }
+                }
+                sum += sample
+            }
+        }
+        return (covered ? sum / 16 : behind, Double(skin) / 16)
+    }
+
     /// Three tables per depth class (B, G, R; 256 entries each): gamma-encoded albedo → output
     /// value, with light, exposure, white balance and the tone curve folded in; each entry is
     /// already shifted to its byte of a BGRA pixel (alpha set in the R table), so a pixel is
     /// three lookups OR-ed together.
     func toneTables(device: CaptureDevice, canvas: SyntheticCanvas, controls: CameraControlState,
-                    rotation: VideoRotation) -> [UInt32] {
-        let (iso, duration) = exposure(device: device, canvas: canvas, controls: controls, rotation: rotation)
+                    rotation: VideoRotation, frameNumber: UInt64) -> [UInt32] {
+        let (iso, duration) = exposure(device: device, canvas: canvas, controls: controls, rotation: rotation,
+                                       frameNumber: frameNumber)
         let wbRange = device.capabilities.ranges[.whiteBalanceTemperature]
         let setting = wbRange?.clamp(whiteBalanceTemperature(controls: controls)) ?? illuminantTemperature
         let gains = SensorModel.whiteBalanceGains(light: illuminantTemperature, setting: setting)
@@ -242,7 +295,9 @@ final class SyntheticRenderer: @unchecked Sendable {
         let zoomRange = device.capabilities.ranges[.zoom]
         let zoom = zoomRange?.clamp(controls.zoom) ?? 1
 
-        let tables = scene.toneTables(device: device, canvas: canvas, controls: controls, rotation: rotation)
+        let tables = scene.toneTables(device: device, canvas: canvas, controls: controls, rotation: rotation,
+                                      frameNumber: frameNumber)
+        let faces = scene.placedFaces(device: device, frameNumber: frameNumber)
         let radius = min(SyntheticScene.blurRadius(controls: controls, side: min(cw, ch)), cw / 2 - 1, ch - 1)
         var work = pool(.bgra, cw, ch).get()
         let src = canvas.picture
@@ -250,6 +305,7 @@ final class SyntheticRenderer: @unchecked Sendable {
             // Common case, one pass: the sensor model straight from the scene, then the ball
             // drawn in its exposed colour.
             Self.applyTables(tables, from: src, to: work)
+            for f in faces { f.paint(into: work, zoom: 1) { Self.exposed($0, tables: tables) } }
             drawBall(into: work, frameNumber: frameNumber, zoom: 1, tables: tables)
         } else {
             // Optics first — zoom (crop the centre, scale back up), the moving ball, focus blur —
@@ -263,6 +319,7 @@ final class SyntheticRenderer: @unchecked Sendable {
                 _ = ARGBCopy(src.planePointer(0), Int32(src.strides[0]), work.planePointer(0), Int32(work.strides[0]),
                              Int32(cw), Int32(ch))
             }
+            for f in faces { f.paint(into: work, zoom: zoom) { $0 } }
             drawBall(into: work, frameNumber: frameNumber, zoom: zoom, tables: nil)
             if radius > 0 {
                 let blurred = pool(.bgra, cw, ch).get()

@@ -1,4 +1,5 @@
 import CV4L2
+import CYUV
 import Foundation
 import Media
 import Render
@@ -30,6 +31,7 @@ public final class RecordedV4L2Camera: @unchecked Sendable {
     private var sequence: UInt32 = 0
     private var interrupted = false
     private var pictures: [String: [UInt8]] = [:]
+    private var shown: VideoFrame?
     /// Every DQBUF (buffer index, sequence) and QBUF (buffer index), in order, for tests.
     public private(set) var dequeueLog: [(index: Int, sequence: UInt32)] = []
     public private(set) var queueLog: [Int] = []
@@ -73,6 +75,14 @@ public final class RecordedV4L2Camera: @unchecked Sendable {
         locked {
             frameBudget = n.map { (frameBudget ?? 0) + $0 }
             condition.broadcast()
+        }
+    }
+    /// Streams `picture` (fitted into each format's size, keeping its aspect) instead of the test
+    /// picture, as if the camera looked at it; nil goes back to the test picture.
+    public func show(_ picture: VideoFrame?) {
+        locked {
+            shown = picture
+            pictures = [:]
         }
     }
     /// Frames with these sequence numbers are delivered with garbage bytes.
@@ -442,7 +452,7 @@ public final class RecordedV4L2Camera: @unchecked Sendable {
     private func picture(_ pix: V4L2PixFormat) -> [UInt8] {
         let key = "\(pix.fourcc) \(pix.width)x\(pix.height)"
         if let p = pictures[key] { return p }
-        let p = RecordedV4L2Picture.bytes(pix)
+        let p = shown.map { RecordedV4L2Picture.bytes(of: $0, pix) } ?? RecordedV4L2Picture.bytes(pix)
         pictures[key] = p
         return p
     }
@@ -457,6 +467,59 @@ public enum RecordedV4L2Picture {
     public static func u(y: Int, height: Int) -> UInt8 { UInt8(64 + 128 * y / max(height, 1)) }
     public static let v: UInt8 = 160
     public static let quadrants: [(r: UInt8, g: UInt8, b: UInt8)] = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)]
+
+    /// Where `show(_:)` puts a `width`×`height` picture in a frame of the format's size: centred,
+    /// as large as fits, black bars on two sides.
+    public static func placement(width: Int, height: Int, in pix: V4L2PixFormat) -> PixelRect {
+        let r = CameraGeometry.zoomedRect(videoWidth: Double(width), videoHeight: Double(height),
+                                          in: CameraGeometry.Rect(x: 0, y: 0, width: Double(pix.width), height: Double(pix.height)),
+                                          scaleToFit: true)
+        let w = max(2, Int(r.width.rounded()) & ~1), h = max(2, Int(r.height.rounded()) & ~1)
+        return PixelRect(x: ((pix.width - w) / 2) & ~1, y: ((pix.height - h) / 2) & ~1, width: min(w, pix.width), height: min(h, pix.height))
+    }
+
+    /// `frame` as I420 of the format's size, fitted in (`placement`) with black around it.
+    public static func fitted(_ frame: VideoFrame, in pix: V4L2PixFormat) -> VideoFrameBuffer {
+        let at = placement(width: frame.width, height: frame.height, in: pix)
+        let canvas = VideoFrameBuffer.filledI420(width: pix.width, height: pix.height, y: 16, u: 128, v: 128)
+        let fitted = frame.buffer.converted(to: .i420).scaled(width: at.width, height: at.height)
+        _ = I420Copy(fitted.planePointer(0), Int32(fitted.strides[0]), fitted.planePointer(1), Int32(fitted.strides[1]),
+                     fitted.planePointer(2), Int32(fitted.strides[2]),
+                     canvas.planePointer(0) + at.y * canvas.strides[0] + at.x, Int32(canvas.strides[0]),
+                     canvas.planePointer(1) + at.y / 2 * canvas.strides[1] + at.x / 2, Int32(canvas.strides[1]),
+                     canvas.planePointer(2) + at.y / 2 * canvas.strides[2] + at.x / 2, Int32(canvas.strides[2]),
+                     Int32(at.width), Int32(at.height))
+        return canvas
+    }
+
+    /// `frame` fitted into the format's size and laid out as the driver delivers it.
+    static func bytes(of frame: VideoFrame, _ pix: V4L2PixFormat) -> [UInt8] {
+        let w = pix.width, h = pix.height, cw = (w + 1) / 2, ch = (h + 1) / 2
+        let canvas = fitted(frame, in: pix)
+        let y = canvas.planePointer(0), u = canvas.planePointer(1), v = canvas.planePointer(2)
+        let sy = Int32(canvas.strides[0]), su = Int32(canvas.strides[1]), sv = Int32(canvas.strides[2])
+        switch pix.fourcc {
+        case V4L2FourCC.mjpeg:
+            return (try? JPEGEncoder.encode(VideoFrame(buffer: canvas, timestampNs: 0), quality: 90)) ?? []
+        case V4L2FourCC.yuyv:
+            var out = [UInt8](repeating: 0, count: w * h * 2)
+            out.withUnsafeMutableBufferPointer { o in
+                if let d = o.baseAddress { _ = I420ToYUY2(y, sy, u, su, v, sv, d, Int32(2 * w), Int32(w), Int32(h)) }
+            }
+            return out
+        default:   // NV12 and YU12: Y plane, then chroma
+            var out = [UInt8](repeating: 0, count: w * h + 2 * cw * ch)
+            out.withUnsafeMutableBufferPointer { o in
+                guard let d = o.baseAddress else { return }
+                if pix.fourcc == V4L2FourCC.nv12 {
+                    _ = I420ToNV12(y, sy, u, su, v, sv, d, Int32(w), d + w * h, Int32(2 * cw), Int32(w), Int32(h))
+                } else {
+                    _ = I420Copy(y, sy, u, su, v, sv, d, Int32(w), d + w * h, Int32(cw), d + w * h + cw * ch, Int32(cw), Int32(w), Int32(h))
+                }
+            }
+            return out
+        }
+    }
 
     static func bytes(_ pix: V4L2PixFormat) -> [UInt8] {
         let w = pix.width, h = pix.height, cw = (w + 1) / 2, ch = (h + 1) / 2

@@ -16,6 +16,9 @@ import Locks
 /// while edges stay sharp. Chroma is copied unchanged.
 ///
 /// Output format: I420 and NV12 stay as they are; BGRA is converted to I420 first.
+///
+/// With `facesOnly` it works on the faces the frame carries (`VideoFrame.faces`, a fifth of each
+/// box more on every side) and leaves the rest of the picture as it was.
 public final class BeautyFilter: VideoProcessor {
     private final class Work {
         let low = ScratchBuffer<UInt8>()
@@ -36,35 +39,56 @@ public final class BeautyFilter: VideoProcessor {
         let targetFull = ScratchBuffer<UInt8>()
     }
 
-    private let settings: Locked<Double>
+    private struct Settings {
+        var strength: Double
+        var facesOnly: Bool
+    }
+
+    private let settings: Locked<Settings>
     private let work = Locked(Work())
 
     /// Largest brightness lift, in luma levels, at mid-grey and strength 1.
     static let maxLift = 6.0
 
-    public init(strength: Double = 0.5) {
-        settings = Locked(Self.clampStrength(strength))
+    public init(strength: Double = 0.5, facesOnly: Bool = false) {
+        settings = Locked(Settings(strength: Self.clampStrength(strength), facesOnly: facesOnly))
     }
 
     /// 0 leaves frames untouched, 1 smooths the most. Can be changed while frames flow.
     public var strength: Double {
-        get { settings.withLock { $0 } }
+        get { settings.withLock { $0.strength } }
         set {
             let s = Self.clampStrength(newValue)
-            settings.withLock { $0 = s }
+            settings.withLock { $0.strength = s }
         }
+    }
+
+    /// Only the faces the frame carries are smoothed (a frame without faces passes untouched).
+    public var facesOnly: Bool {
+        get { settings.withLock { $0.facesOnly } }
+        set { settings.withLock { $0.facesOnly = newValue } }
     }
 
     static func clampStrength(_ s: Double) -> Double { s.isNaN ? 0 : min(max(s, 0), 1) }
 
     public func process(_ frame: VideoFrame) -> VideoFrame? {
-        let strength = settings.withLock { $0 }
+        let (strength, facesOnly) = settings.withLock { ($0.strength, $0.facesOnly) }
         if strength <= 0 { return frame }
+        var faceRects: [PixelRect] = []
+        if facesOnly {
+            faceRects = (frame.faces ?? []).map { f in
+                let b = f.bounds, mx = b.width / 5, my = b.height / 5
+                let grown = Face(id: f.id, bounds: NormalizedRect(x: b.x - mx, y: b.y - my, width: b.width + 2 * mx, height: b.height + 2 * my))
+                return frame.bufferRect(of: grown)
+            }
+            if faceRects.isEmpty { return frame }
+        }
         let src = frame.buffer.format == .bgra ? frame.buffer.converted(to: .i420) : frame.buffer
         let dst = outputBuffer(src.format, src.width, src.height, pool: nil)
         work.withLock { work in
             smoothLuma(src, into: dst, strength: strength, work: work)
         }
+        if facesOnly { Self.restoreLuma(of: src, into: dst, outside: faceRects) }
         // Chroma unchanged.
         if src.format == .i420 {
             CopyPlane(src.pl(1), src.st(1), dst.pl(1), dst.st(1), i32(src.chromaWidth), i32(src.chromaHeight))
@@ -72,7 +96,9 @@ public final class BeautyFilter: VideoProcessor {
         } else {
             CopyPlane(src.pl(1), src.st(1), dst.pl(1), dst.st(1), i32(2 * src.chromaWidth), i32(src.chromaHeight))
         }
-        return VideoFrame(buffer: dst, rotation: frame.rotation, timestampNs: frame.timestampNs)
+        var out = frame
+        out.buffer = dst
+        return out
     }
 
     private func smoothLuma(_ src: VideoFrameBuffer, into dst: VideoFrameBuffer, strength: Double, work: Work) {
@@ -120,6 +146,20 @@ public final class BeautyFilter: VideoProcessor {
                 let lifted = v &+ ((v &* (255 &- v) &* liftQ24 &+ (1 << 23)) &>> 24)
                 dr[x] = UInt8(truncatingIfNeeded: min(max(lifted, 0), 255))
             }
+        }
+    }
+
+    /// Copies `src`'s luma back into `dst` everywhere but inside `rects`.
+    private static func restoreLuma(of src: VideoFrameBuffer, into dst: VideoFrameBuffer, outside rects: [PixelRect]) {
+        let w = src.width, srcY = src.pl(0), dstY = dst.pl(0), ss = src.strides[0], ds = dst.strides[0]
+        for y in 0..<src.height {
+            let sr = srcY + y * ss, dr = dstY + y * ds
+            var x = 0
+            for r in rects.filter({ y >= $0.y && y < $0.y + $0.height }).sorted(by: { $0.x < $1.x }) {
+                if r.x > x { dr.advanced(by: x).update(from: sr.advanced(by: x), count: r.x - x) }
+                x = max(x, r.x + r.width)
+            }
+            if x < w { dr.advanced(by: x).update(from: sr.advanced(by: x), count: w - x) }
         }
     }
 

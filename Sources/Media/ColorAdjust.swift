@@ -77,6 +77,8 @@ public final class ColorAdjust: VideoProcessor {
                 mapPlane(src.pl(i), src.strides[i], dst.pl(i), dst.strides[i], width: width, height: ch, lut: chroma)
             }
         }
-        return VideoFrame(buffer: dst, rotation: frame.rotation, timestampNs: frame.timestampNs)
+        var out = frame
+        out.buffer = dst
+        return out
     }
 }

@@ -5,11 +5,15 @@ public struct VideoFrame: Sendable {
     public var rotation: VideoRotation
     /// Capture time in nanoseconds on the monotonic clock.
     public var timestampNs: Int64
+    /// Faces the camera found in this picture (`Face.bounds` are in the upright picture); nil when
+    /// nobody looked, empty when nobody is there. Processors that move pixels move these too.
+    public var faces: [Face]?
 
-    public init(buffer: VideoFrameBuffer, rotation: VideoRotation = .r0, timestampNs: Int64) {
+    public init(buffer: VideoFrameBuffer, rotation: VideoRotation = .r0, timestampNs: Int64, faces: [Face]? = nil) {
         self.buffer = buffer
         self.rotation = rotation
         self.timestampNs = timestampNs
+        self.faces = faces
     }
 
     public var width: Int { buffer.width }

@@ -5,7 +5,8 @@ public final class MirrorProcessor: VideoProcessor {
     public init() {}
 
     public func process(_ frame: VideoFrame) -> VideoFrame? {
-        VideoFrame(buffer: frame.buffer.mirrored(), rotation: frame.rotation, timestampNs: frame.timestampNs)
+        VideoFrame(buffer: frame.buffer.mirrored(), rotation: frame.rotation, timestampNs: frame.timestampNs,
+                   faces: frame.facesAfterBufferMirror())
     }
 }
 
@@ -67,6 +68,7 @@ public final class CropZoomProcessor: VideoProcessor {
         if zoom <= 1 { return frame }
         let rect = cropRect(width: frame.width, height: frame.height)
         let buffer = frame.buffer.cropAndScale(rect, toWidth: frame.width, toHeight: frame.height)
-        return VideoFrame(buffer: buffer, rotation: frame.rotation, timestampNs: frame.timestampNs)
+        return VideoFrame(buffer: buffer, rotation: frame.rotation, timestampNs: frame.timestampNs,
+                          faces: frame.facesAfterBufferCrop(rect))
     }
 }

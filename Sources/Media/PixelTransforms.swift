@@ -144,6 +144,7 @@ extension VideoFrame {
     /// The frame with its rotation turned into pixels, so it shows upright with rotation `.r0`.
     public func applyingRotation(pool: VideoBufferPool? = nil) -> VideoFrame {
         if rotation == .r0 { return self }
-        return VideoFrame(buffer: buffer.rotated(rotation, pool: pool), rotation: .r0, timestampNs: timestampNs)
+        // Faces are in upright coordinates already: they stay as they are.
+        return VideoFrame(buffer: buffer.rotated(rotation, pool: pool), rotation: .r0, timestampNs: timestampNs, faces: faces)
     }
 }

@@ -88,6 +88,7 @@ public final class VideoSource: VideoCapturerDelegate {
                 || plan.output != VideoSize(width: processed.width, height: processed.height) {
                 output.buffer = processed.buffer.cropAndScale(plan.crop, toWidth: plan.output.width,
                                                               toHeight: plan.output.height)
+                output.faces = processed.facesAfterBufferCrop(plan.crop)
             }
         }
         let sinks = state.withLock { s in

@@ -28,7 +28,18 @@ public final class RelayServer: Sendable {
     /// `--takeover`: a new publisher replaces the current one at once. Without it, only one
     /// that sent nothing for `publisherSilence` can be replaced.
     public let takeover: Bool
-    public let publisherSilence: Duration = .seconds(3)
+    /// How the relay recognises a publisher back on a new session (its address changed, its
+    /// NAT rebound, its ICE failed and it reconnected): by its old session's silence, not by an
+    /// identity — a token is shared by everyone given it and means no one in particular. A new
+    /// publish to a name whose publisher has sent no RTP for `publisherSilence` replaces it; one
+    /// whose publisher has been silent for `silenceHint` (a live one sends every 20-33 ms) is
+    /// held until the silence reaches `publisherSilence` and then replaces it, or gets 409 if
+    /// the publisher spoke again meanwhile. So a client back within a second of losing its path
+    /// takes its stream over about a second after the loss, without retrying, and the viewers,
+    /// on their own sessions, continue (`SourceSwitchRewriter`); a live publisher's name is
+    /// refused at once as before. Was 3 s: a reconnecting client got 409s for 3 s.
+    public let publisherSilence: Duration = .seconds(1)
+    public static let silenceHint: Duration = .milliseconds(100)
     /// Sessions from one IP address that have not connected yet (fake offers cost a
     /// PeerConnection each until `connectTimeout`); one more gets 429.
     public let maxPendingPerAddress: Int
@@ -276,8 +287,34 @@ public final class RelayServer: Sendable {
         }
         // Admission and the codecs a player may use are decided from the stream as it is now. A
         // publisher reserves the name here, atomically with the check, until it attaches or fails.
+        var admission = try await admit(role: role, key: key, remote: remote, mayWait: true)
+        if case .waitForSilence(let wait) = admission {
+            log("serve: publish to \(key) from \(remote) held \(wait): its publisher has gone quiet")
+            await sleepOnLoop(wait)
+            admission = try await admit(role: role, key: key, remote: remote, mayWait: false)
+        }
+        guard case .admitted(let published, let replaced) = admission else { throw RelayError("stream \(key) is already being published", code: 409) }
+        if let replaced { await replaced.pc.close() }
+        do {
+            return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
+                                           published: published)
+        } catch {
+            if role == .publisher { _ = try? await loop.submit { [state] in state.value.reserved.remove(key) } }
+            throw error
+        }
+    }
+
+    enum Admission {
+        case admitted(published: [MediaKind: RtpCodecParameters], replaced: RelaySession?)
+        /// The stream's publisher has gone quiet: ask again after this (see `publisherSilence`).
+        case waitForSilence(Duration)
+    }
+
+    /// Whether a session may be set up for `key` now (see `publisherSilence`); a publisher
+    /// reserves the name, atomically with the check, until it attaches or fails.
+    private func admit(role: RelaySession.Role, key: String, remote: String, mayWait: Bool) async throws -> Admission {
         let ip = HTTPServer.ipAddress(of: remote)
-        let (published, replaced): ([MediaKind: RtpCodecParameters], RelaySession?) = try await loop.submit { [self, state] in
+        return try await loop.submit { [self, state] in
             let pending = state.value.sessions.values.reduce(0) { $0 + (!$1.connected && HTTPServer.ipAddress(of: $1.remoteAddress) == ip ? 1 : 0) }
             guard pending < maxPendingPerAddress else {
                 throw RelayError("too many sessions from \(ip) that have not connected (\(pending))", code: 429)
@@ -290,29 +327,33 @@ public final class RelayServer: Sendable {
                 }
                 var replaced: RelaySession?
                 if let stream, let p = stream.publisher, p.pc.connectionState != .failed, p.pc.connectionState != .closed {
-                    // A live publisher keeps its name; one that went silent (killed, unplugged:
-                    // ICE-lite would notice only after 30 s) or any, with --takeover, gives way.
-                    let silent = p.connected && loop.now - (stream.lastPublisherPacketAt ?? p.created) > publisherSilence
-                    guard takeover || silent else { throw RelayError("stream \(key) is already being published", code: 409) }
+                    // A live publisher keeps its name; one that went silent (killed, unplugged, or
+                    // coming back on this new session: ICE-lite would notice only after 30 s) or
+                    // any, with --takeover, gives way.
+                    let quiet = loop.now - (stream.lastPublisherPacketAt ?? p.created)
+                    let silent = p.connected && quiet >= publisherSilence
+                    if !takeover && !silent {
+                        if mayWait && p.connected && quiet >= Self.silenceHint { return .waitForSilence(publisherSilence - quiet) }
+                        throw RelayError("stream \(key) is already being published", code: 409)
+                    }
                     remove(p, reason: silent ? "replaced (silent)" : "replaced (takeover)")
                     replaced = p
                 }
                 state.value.reserved.insert(key)
-                return ([:], replaced)
+                return .admitted(published: [:], replaced: replaced)
             case .player:
                 guard let stream, stream.publisher != nil else { throw RelayError("stream \(key) is not published", code: 404) }
                 var codecs: [MediaKind: RtpCodecParameters] = [:]
                 for kind in [MediaKind.audio, .video] { codecs[kind] = stream.publishedCodec(kind) }
-                return (codecs, nil)
+                return .admitted(published: codecs, replaced: nil)
             }
         }
-        if let replaced { await replaced.pc.close() }
-        do {
-            return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
-                                           published: published)
-        } catch {
-            if role == .publisher { _ = try? await loop.submit { [state] in state.value.reserved.remove(key) } }
-            throw error
+    }
+
+    /// Waits on the loop's clock (virtual time on a simulated loop).
+    private func sleepOnLoop(_ duration: Duration) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [loop] in _ = loop.schedule(at: loop.now.advanced(by: duration)) { done.resume() } }
         }
     }
 
@@ -375,7 +416,7 @@ public final class RelayServer: Sendable {
             session.connected = true
             if let stream = relay.streams[session.stream] {
                 if session.role == .player { session.mapCodecs(from: stream) }
-                stream.requestKeyframe(now: loop.now)   // a new player sees a picture at once
+                stream.requestKeyframe(now: loop.now, untilSent: true)   // a new player sees a picture at once
             }
             log("serve: \(session.role.rawValue) \(session.id) connected (\(session.stream))")
         case .failed, .closed:

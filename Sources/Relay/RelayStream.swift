@@ -33,6 +33,9 @@ final class RelayStream: @unchecked Sendable {
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
+    /// When the last PLI went to the publisher, and whether a held-back one is due later.
+    private var lastKeyframeRequestAt: ContinuousClock.Instant?
+    private var keyframeRetryScheduled = false
     /// The publisher's NTP ↔ RTP mapping per kind (its sender reports), for players' reports.
     private var senderReports: [MediaKind: SenderReportTranslator] = [:]
     /// One packet's fan-out to every player, written in place and sent with one sendmmsg.
@@ -324,13 +327,28 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// PLI to the publisher (throttled: the keyframe on its way answers players that ask
-    /// meanwhile), e.g. when a player joins.
-    func requestKeyframe(now: ContinuousClock.Instant) {
+    /// meanwhile), e.g. when a player joins. `untilSent` (a player joining, or a publisher
+    /// taking over): a request the throttle holds back goes out when the throttle allows, since
+    /// the keyframe that was on its way may have passed before this player was there to get it
+    /// (a viewer back on a new session would wait for the next request of someone else).
+    func requestKeyframe(now: ContinuousClock.Instant, untilSent: Bool = false) {
+        loop.preconditionInLoop()
         guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
               let source = t.receiver.remoteSSRCs.min() else { return }
         if keyframeRequests?.ssrc != source { keyframeRequests = KeyframeRequestTracker(ssrc: source) }
         let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)
-        guard keyframeRequests?.handle(pli, now: now) == true else { return }
+        guard keyframeRequests?.handle(pli, now: now) == true else {
+            if untilSent, !keyframeRetryScheduled, let last = lastKeyframeRequestAt, let tracker = keyframeRequests {
+                keyframeRetryScheduled = true
+                loop.schedule(at: last + tracker.minInterval) { [weak self] in
+                    guard let self else { return }
+                    self.keyframeRetryScheduled = false
+                    self.requestKeyframe(now: self.loop.now, untilSent: true)
+                }
+            }
+            return
+        }
+        lastKeyframeRequestAt = now
         publisher.pc.sendRTCP([pli])
     }
 

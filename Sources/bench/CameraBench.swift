@@ -1,5 +1,6 @@
-// The camera rows: the synthetic scene's render cost, the capturer's per-frame work, and MJPEG
-// decode at 720p, our V4L2 path against libavcodec (what ffmpeg / PyAV read webcams with).
+// The camera rows: the synthetic scene's render cost, the capturer's per-frame work, MJPEG
+// decode at 720p, our V4L2 path against libavcodec (what ffmpeg / PyAV read webcams with), and
+// face detection (FaceBench.swift).
 import Camera
 import CFFmpeg
 import Media
@@ -20,6 +21,11 @@ func cameraBenchmarks() async -> [Row] {
     }
     rows.append(Row("camera.synthetic.render_720p", render, "ms/frame", target: .atMost(5),
                     note: "SyntheticScene render of the back camera at 1280x720 NV12, default controls (auto exposure and white balance, sharp), canvas cached; CPU of one thread per frame, median of 60"))
+    let front720 = medianCPUMs { n in
+        _ = scene.render(device: front, width: w, height: h, format: .nv12VideoRange, controls: plain, frameNumber: UInt64(n))
+    }
+    rows.append(Row("camera.synthetic.render_720p_front", front720, "ms/frame", target: .atMost(8),
+                    note: "the front camera the same way: the room plus its subject's face, hair and shoulders painted every frame (faces move) and metered 4x4 per grid cell they cover"))
     var blurred = CameraControlState()
     blurred.record(.zoom(2))
     blurred.record(.focusPosition(0))
@@ -40,11 +46,12 @@ func cameraBenchmarks() async -> [Row] {
     rows.append(Row("camera.capturer.frame_path_720p", framePath, "ms/frame", note: framePathNote))
 
     rows += mjpegRows(scene: scene, device: back, width: w, height: h)
+    rows += await faceDetectionBenchmarks()
     return rows
 }
 
 /// Median thread-CPU ms of `body` over 60 runs after 5 warm-up runs; `body` gets the run index.
-private func medianCPUMs(_ body: (Int) -> Void) -> Double {
+func medianCPUMs(_ body: (Int) -> Void) -> Double {
     for i in 0..<5 { body(i) }
     var samples: [Double] = []
     for i in 0..<60 {
@@ -77,7 +84,7 @@ private func capturerFramePathMs(device: CaptureDevice, scene: SyntheticScene) a
 }
 
 /// One device; `open` hands back a stream the bench pushes frames into on its own thread.
-private final class PushBackend: CameraBackend {
+final class PushBackend: CameraBackend {
     let name = "bench"
     let device: CaptureDevice
     let stream = Mutex<PushStream?>(nil)
@@ -94,7 +101,7 @@ private final class PushBackend: CameraBackend {
     }
 }
 
-private final class PushStream: CameraStream {
+final class PushStream: CameraStream {
     let format: CaptureFormat
     let sink: any CameraStreamSink
     init(format: CaptureFormat, sink: any CameraStreamSink) {
@@ -106,7 +113,7 @@ private final class PushStream: CameraStream {
     func stop() {}
 }
 
-private final class DiscardingDelegate: VideoCapturerDelegate {
+final class DiscardingDelegate: VideoCapturerDelegate {
     func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) {}
 }
 

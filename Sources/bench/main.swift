@@ -29,6 +29,11 @@ Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
   9. data channel throughput: one reliable ordered channel, 64 KiB messages, 200 MB on loopback
      (MB/s from the first send to the last byte received), Swift<->Swift vs aiortc<->aiortc vs
      Chromium<->Chromium (bench/datachannel_peers.py) (target: swift/chromium >= 1)
+ 10. audio send path per 10 ms frame vs aiortc's (bench/aiortc_audio.py)
+ 11. reconnect time after a 40 s outage of the publisher's path and after its address changes:
+     p50/p95 over --reconnect-runs runs (bench/reconnect_bench.py: the relay behind interop/netem.py
+     in a network namespace of its own; targets 3 s and 2 s; about 12 minutes for 10 runs: the
+     product has no consent-timeout setting, so each outage really lasts 40 s)
 Always exits 0 when the measurements ran: benchmarks report, they do not gate.
 Child logs and stats files go to a temporary directory, removed at the end unless the
 environment has SWIFTRTC_BENCH_KEEP set.
@@ -48,8 +53,9 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --server-pid PID     that server's process id (its CPU is read from /proc/PID/stat)
   --fanout-window S    seconds measured per player count (default 4)
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
+  --reconnect-runs N   runs per reconnect scenario (default 10)
   --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
-                       camera, datachannel, audio
+                       camera, datachannel, audio, reconnect
 """
 
 struct Options {
@@ -67,12 +73,14 @@ struct Options {
     var only: Set<String>?
     var serverURL: String?
     var serverPID: Int32?
+    var reconnectRuns = 10
     var server: (url: String, pid: Int32)? { serverURL.flatMap { url in serverPID.map { (url, $0) } } }
 
     func runs(_ phase: String) -> Bool { only?.contains(phase) ?? true }
 }
 
-let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "datachannel", "audio"]
+let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "datachannel", "audio",
+                           "reconnect"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -127,6 +135,9 @@ func parseOptions(_ args: [String]) -> Options? {
         case "--server-url":
             guard let u = value(), u.hasPrefix("http://") || u.hasPrefix("https://") else { return nil }
             options.serverURL = u
+        case "--reconnect-runs":
+            guard let n = value().flatMap({ Int($0) }), (1...100).contains(n) else { return nil }
+            options.reconnectRuns = n
         case "--server-pid":
             guard let n = value().flatMap({ Int32($0) }), n > 0 else { return nil }
             options.serverPID = n
@@ -265,6 +276,12 @@ if options.runs("datachannel") {
 if options.runs("audio") {
     progress("audio: echo path (AEC+AGC+NS+HPF) + Opus per 10 ms frame, 3 CPU-s; aiortc's send path the same way (bench/aiortc_audio.py)")
     rows += await audioBenchmarks(python: options.python, aiortcScript: "bench/aiortc_audio.py")
+}
+
+// 11. Reconnect
+if options.runs("reconnect") {
+    progress("reconnect: 40 s outages and address changes, \(options.reconnectRuns) runs each (bench/reconnect_bench.py; ~12 min for 10)")
+    rows += reconnectBenchmarks(python: options.python, swiftrtc: options.swiftrtc, runs: options.reconnectRuns)
 }
 
 let elapsed = millisecondsSince(benchStarted) / 1000

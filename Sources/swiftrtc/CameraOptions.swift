@@ -14,6 +14,9 @@ struct CameraOptions {
       --orientation O       portrait, portrait-upside-down, landscape-left, landscape-right (frame rotation)
       --mirror M            auto (front camera only, default), on or off
       --exposure-policy     brightness-driven ISO/exposure/frame-rate table (the reference app's)
+      --faces               report faces as they enter, leave and move (V4L2 cameras: OpenCV's detector;
+                            the synthetic camera's visitor walks in and out every 5 s)
+      --face-exposure       exposure and focus follow the largest face (with --faces)
     """
 
     var deviceID: String?
@@ -22,6 +25,8 @@ struct CameraOptions {
     var orientation: DeviceOrientation?
     var mirror: MirrorMode = .auto
     var exposurePolicy = false
+    var faces = false
+    var faceExposure = false
 
     /// Whether `--source` names a camera.
     static func isCamera(_ spec: String) -> Bool { spec == "camera" || spec.hasPrefix("camera:") }
@@ -61,26 +66,51 @@ struct CameraOptions {
         o.orientation = try a.option("orientation", default: DeviceOrientation?.none, parseOrientation)
         o.mirror = try a.option("mirror", default: MirrorMode.auto) { MirrorMode(rawValue: $0) }
         o.exposurePolicy = a.flag("exposure-policy")
+        o.faces = a.flag("faces")
+        o.faceExposure = a.flag("face-exposure")
+        if o.faceExposure && !o.faces { throw UsageError("\(cmd): --face-exposure needs --faces") }
         return o
     }
 
     /// The machine's cameras: V4L2 devices, then the synthetic front and back cameras.
-    static let backend = MultiCameraBackend([V4L2CameraBackend(), SyntheticCameraBackend()])
+    static let synthetic = SyntheticCameraBackend()
+    static let backend = MultiCameraBackend([V4L2CameraBackend(), synthetic])
 
-    /// A capturer for these options, printing its warnings, interruptions and switches.
+    /// A capturer for these options, printing its warnings, interruptions and switches (and,
+    /// with --faces, faces entering and leaving, and where they are at most once a second).
     func makeCapturer(delegate: any VideoCapturerDelegate, command: String) -> CameraCapturer {
         let capturer = CameraCapturer(backend: Self.backend, delegate: delegate)
         capturer.mirrorMode = mirror
+        if faces {
+            Self.synthetic.faces = [.subject, .visitor]
+            capturer.setFaceDetection(FaceDetectionOptions(imageDetector: Self.imageDetector(command: command), maxRate: 10))
+        }
         let events = capturer.events()   // ends when the capturer goes away
         Task {
+            var lastFaces = 0.0
             for await event in events {
                 switch event {
-                case .warning, .interrupted, .resumed, .switched, .exposurePolicy: say("\(command): camera \(event)")
+                case .warning, .interrupted, .resumed, .switched, .exposurePolicy, .faceEntered, .faceLeft:
+                    say("\(command): camera \(event)")
+                case .facesChanged where now() - lastFaces >= 1:
+                    lastFaces = now()
+                    say("\(command): camera \(event)")
                 default: break
                 }
             }
         }
         return capturer
+    }
+
+    /// OpenCV's detector for cameras that report no faces themselves; without its cascade a
+    /// warning says what to install and those cameras report none.
+    static func imageDetector(command: String) -> (any FaceDetector)? {
+        do {
+            return try CascadeFaceDetector()
+        } catch {
+            printError("\(command): warning: \(error); V4L2 cameras will report no faces")
+            return nil
+        }
     }
 
     /// Starts `capturer` on the chosen camera at the nearest format, then applies the controls,
@@ -91,7 +121,12 @@ struct CameraOptions {
         let choice = try await capturer.startCapture(device: device, width: width, height: height, fps: fps)
         say("\(command): camera \(device.id) \"\(device.name)\" \(choice.format.sizeDescription) \(choice.format.pixelFormat.rawValue) at \(fmtNumber(choice.fps)) fps")
         try await Self.apply(settings, to: capturer, command: command)
-        if exposurePolicy { await capturer.setExposurePolicy(.reference) }
+        switch (exposurePolicy, faceExposure) {
+        case (true, true): await capturer.setExposurePolicy(ExposurePolicy.reference.metering(.faces))
+        case (true, false): await capturer.setExposurePolicy(.reference)
+        case (false, true): await capturer.setExposurePolicy(.faces)
+        case (false, false): break
+        }
     }
 
     /// Applies `settings` in order, printing each as the camera actually set it.

@@ -14,8 +14,9 @@ enum DemoCommand {
     printed player page in a browser and press Play to watch the same stream.
 
       --camera         publish the synthetic camera instead, touring its controls (zoom, white
-                       balance, exposure bias, switch to the back camera, torch, ISO) with a
-                       PNG of the played picture after each: DIR/camera-N-STEP.png
+                       balance, exposure bias, faces with exposure on the largest, switch to the
+                       back camera, torch, ISO) with a PNG of the played picture after each:
+                       DIR/camera-N-STEP.png
       --duration SEC   how long to play (default 10)
       --out DIR        where to write the snapshot and stats (default artifacts/demo)
       --http HOST:PORT relay HTTP (default 127.0.0.1:1985, or any free port if that is taken)
@@ -49,7 +50,8 @@ enum DemoCommand {
         let source = VideoSource()
         let videoTrack = VideoTrack(id: "demo-video", source: source)
         let patternCapturer = camera ? nil : TestPatternCapturer(delegate: source)
-        let cameraCapturer = camera ? CameraCapturer(backend: SyntheticCameraBackend(), delegate: source) : nil
+        let synthetic = SyntheticCameraBackend()
+        let cameraCapturer = camera ? CameraCapturer(backend: synthetic, delegate: source) : nil
         if camera { source.processors.append(MarkerStamp()) }
         let tone = ToneCapturer(frequency: 440, level: 0.2)
         let audioTrack = AudioTrack(id: "demo-audio", source: AudioSource(capturer: tone))
@@ -78,7 +80,7 @@ enum DemoCommand {
         var meter = RateMeter()
         let end = now() + duration
         var snapshotTaken = false
-        var tour = cameraCapturer.map { CameraTour(capturer: $0, out: out, start: now(), duration: duration) }
+        var tour = cameraCapturer.map { CameraTour(capturer: $0, backend: synthetic, out: out, start: now(), duration: duration) }
         while now() < end {
             if player.peerConnection.connectionState == .failed { break }
             try? await Task.sleep(for: .milliseconds(500))
@@ -130,6 +132,7 @@ enum DemoCommand {
 /// decodes.
 struct CameraTour {
     let capturer: CameraCapturer
+    let backend: SyntheticCameraBackend
     let out: String
     let start: Double
     let interval: Double
@@ -142,13 +145,15 @@ struct CameraTour {
         ("zoom2x", [.zoom(2)], nil),
         ("white-balance-3000K", [.zoom(1), .whiteBalanceTemperature(3000)], nil),
         ("exposure-bias+1.5", [.whiteBalanceMode(.continuousAuto), .exposureBias(1.5)], nil),
-        ("back", [.exposureBias(0)], .back),
+        ("faces", [.exposureBias(0)], nil),
+        ("back", [], .back),
         ("torch-iso800", [.torch(.on), .iso(800)], nil),
         ("focus-near", [.exposureMode(.continuousAuto), .torch(.off), .focusPosition(0)], nil),
     ]
 
-    init(capturer: CameraCapturer, out: String, start: Double, duration: Double) {
+    init(capturer: CameraCapturer, backend: SyntheticCameraBackend, out: String, start: Double, duration: Double) {
         self.capturer = capturer
+        self.backend = backend
         self.out = out
         self.start = start
         self.interval = duration / Double(Self.steps.count + 1)
@@ -173,11 +178,30 @@ struct CameraTour {
                 done.append("switched to the \(position.rawValue) camera")
             }
             for s in step.settings { done.append("\(try await capturer.set(s))") }
+            if step.name == "faces" { done.append(await showFaces()) }
         } catch {
             return "demo: camera step \(step.name) failed: \(error)"
         }
         pendingName = step.name
         return "demo: camera \(step.name): \(done.isEmpty ? "as it starts" : done.joined(separator: ", "))"
+    }
+
+    /// The faces step: a visitor walks in and out, faces are reported (entering and leaving from
+    /// now on, on the console) and exposure follows the largest.
+    private func showFaces() async -> String {
+        backend.faces = [.subject, .visitor]
+        let events = capturer.events()
+        Task {
+            for await e in events {
+                switch e {
+                case .faceEntered, .faceLeft: say("demo: camera \(e)")
+                default: break
+                }
+            }
+        }
+        capturer.setFaceDetection(FaceDetectionOptions())
+        await capturer.setExposurePolicy(.faces)
+        return "face detection on, exposure and focus on the largest face"
     }
 
     func finish() {

@@ -12,7 +12,8 @@ enum PhotoCommand {
       --size WxH          the photo's size (the camera's nearest format); default: the camera's
                           full resolution
       --quality Q         JPEG quality 1…100 (default 90)
-      --json PATH         a summary: device, size, settings as set, mean luma and R, G, B
+      --json PATH         a summary: device, size, settings as set, mean luma and R, G, B (and with
+                          --faces the faces in view: id, box in the upright photo, roll, yaw)
     \(CameraOptions.usage)
     """
 
@@ -42,7 +43,10 @@ enum PhotoCommand {
             printError("swiftrtc photo: the camera delivered no frames within 5 s")
             return 1
         }
+        // With --faces, a third of a second more: an image detector answers a few frames late.
+        if camera.faces { _ = await counter.wait(for: 10, timeout: 3) }
         let photo = try await capturer.takePhoto(fullResolution: size == nil)
+        let faces = capturer.facesInView
         let controls = await capturer.controls
         let device = await capturer.currentDevice
         await capturer.stopCapture()
@@ -50,12 +54,19 @@ enum PhotoCommand {
         let m = meanColour(photo)
         let upright = photo.rotation.swapsDimensions ? (photo.height, photo.width) : (photo.width, photo.height)
         say("photo: wrote \(out) (\(upright.0)x\(upright.1), \(byteCount / 1000) kB) mean luma \(fmtNumber(m.luma.rounded())), R/B \(String(format: "%.3f", m.r / max(m.b, 1)))")
+        if camera.faces { say("photo: \(faces.count) face\(faces.count == 1 ? "" : "s") in view\(faces.isEmpty ? "" : ": ")\(faces.map(\.description).joined(separator: "; "))") }
         if let jsonPath {
-            let summary: [String: Any] = [
+            var summary: [String: Any] = [
                 "path": out, "device": device?.id ?? "", "width": upright.0, "height": upright.1,
                 "meanLuma": m.luma, "meanR": m.r, "meanG": m.g, "meanB": m.b,
                 "settings": controls.settings.map(\.description), "rotation": photo.rotation.rawValue,
             ]
+            if camera.faces {
+                summary["faces"] = faces.map { f -> [String: Any] in
+                    ["id": f.id, "x": f.bounds.x, "y": f.bounds.y, "width": f.bounds.width, "height": f.bounds.height,
+                     "roll": f.rollAngle ?? NSNull(), "yaw": f.yawAngle ?? NSNull()]
+                }
+            }
             try writeJSON(summary, to: jsonPath)
         }
         return 0

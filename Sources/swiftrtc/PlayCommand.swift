@@ -112,10 +112,27 @@ final class PatternChecker: VideoRenderer, Sendable {
         var freezes = 0
         var freezeSeconds = 0.0
         var longestGap = 0.0
+        /// The freezes themselves (the first `maxGapsListed`), for telling when video came back.
+        var gaps: [FrameGap] = []
+    }
+    /// A freeze: monotonic seconds (CLOCK_MONOTONIC, as Python's time.monotonic()) of the frames
+    /// either side, their pattern frame numbers and the age of the frame after (a stale frame
+    /// would be old).
+    struct FrameGap {
+        var start, end: Double
+        var frameBefore, frameAfter: UInt32?
+        var latencyAfterMs: Double?
+
+        var json: [String: Any] {
+            ["startMonotonic": start, "endMonotonic": end, "ms": (end - start) * 1000,
+             "frameBefore": frameBefore.map { Int($0) } ?? NSNull(), "frameAfter": frameAfter.map { Int($0) } ?? NSNull(),
+             "latencyAfterMs": latencyAfterMs ?? NSNull()]
+        }
     }
     private let state = Locked(State())
     /// A pause this long between two decoded frames counts as a freeze (what a viewer sees).
     static let freezeThreshold = 0.5
+    static let maxGapsListed = 100
 
     func render(_ frame: VideoFrame) {
         let result = TestPattern.read(frame)
@@ -131,6 +148,10 @@ final class PatternChecker: VideoRenderer, Sendable {
                 if gap > Self.freezeThreshold {
                     s.freezes += 1
                     s.freezeSeconds += gap
+                    if s.gaps.count < Self.maxGapsListed {
+                        s.gaps.append(FrameGap(start: previous, end: arrival, frameBefore: s.last, frameAfter: result?.frameNumber,
+                                               latencyAfterMs: result.map { Double(Int32(bitPattern: nowMs &- $0.wallClockMs)) }))
+                    }
                 }
             }
             s.lastArrival = arrival
@@ -161,7 +182,8 @@ final class PatternChecker: VideoRenderer, Sendable {
             let span = s.first.flatMap { first in s.last.map { Int($0 &- first) + 1 } } ?? 0
             return ["patternFramesSpan": span, "patternFramesMissing": max(0, span - s.read),
                     "freezesOver500Ms": s.freezes, "freezeSecondsOver500Ms": s.freezeSeconds,
-                    "longestFrameGapMs": s.longestGap * 1000,
+                    "longestFrameGapMs": s.longestGap * 1000, "frameGapsOver500Ms": s.gaps.map(\.json),
+                    "lastFrameMonotonic": s.lastArrival ?? NSNull(),
                     "patternLatencyMsP50": percentile(0.5), "patternLatencyMsP95": percentile(0.95)]
         }
     }

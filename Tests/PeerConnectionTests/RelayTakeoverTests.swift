@@ -1,9 +1,11 @@
 import Capture
+import HTTP
 import Locks
 import Media
 import PeerConnection
 import Relay
 import SessionSupport
+import TestSupport
 import Testing
 
 /// The frame numbers of the test pattern as a player decodes them.
@@ -30,10 +32,53 @@ final class PatternLog: VideoRenderer, Sendable {
         return (pc, source)
     }
 
+    /// A complete WHIP offer of a would-be publisher of the stream (not sent).
+    func offer(_ sim: Simulation) async throws -> (PeerConnection, [UInt8]) {
+        let pc = try sim.peer()
+        _ = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
+        try await pc.setLocalDescription(try await pc.createOffer())
+        #expect(sim.run { pc.iceGatheringState == .complete })
+        return (pc, Array(try #require(pc.localDescription).sdp.utf8))
+    }
+
+    /// What a test sees of a request: its answer (and the virtual time it came at), and how many
+    /// publishes the relay has held (it logs each).
+    struct Seen: Sendable {
+        var answer: (HTTPResponse, ContinuousClock.Instant)?
+        var held = 0
+    }
+
+    /// A relay that reports its holds to `seen`.
+    func relay(_ sim: Simulation, takeover: Bool, _ seen: Monitor<Seen>) throws -> RelayServer {
+        try sim.relay(takeover: takeover) { line in if line.contains(" held ") { seen.withLock { $0.held += 1 } } }
+    }
+
+    /// POSTs `body`; if the relay holds it (waiting for the stream's publisher to be silent long
+    /// enough), `whileHeld` moves virtual time on until the hold ends. The answer and the virtual
+    /// time it came at. The hold is an event of the relay, so time moves only once it is armed.
+    func post(_ sim: Simulation, _ relay: RelayServer, _ seen: Monitor<Seen>, _ body: [UInt8],
+              whileHeld: () -> Void = {}) async -> (response: HTTPResponse?, at: ContinuousClock.Instant, held: Bool) {
+        let heldBefore = seen.withLock { s -> Int in
+            s.answer = nil
+            return s.held
+        }
+        Task {
+            let r = await sim.request(relay, "POST", "/rtc/v1/whip/?app=live&stream=takeover", body: body,
+                                      headers: ["Content-Type": "application/sdp"])
+            seen.withLock { $0.answer = (r, sim.loop.now) }
+        }
+        #expect(await seen.wait { $0.answer != nil || $0.held > heldBefore })
+        let held = seen.value.answer == nil
+        if held { whileHeld() }
+        #expect(await seen.wait { $0.answer != nil }, "no answer after the hold")
+        return (seen.value.answer?.0, seen.value.answer?.1 ?? sim.loop.now, held)
+    }
+
     @Test(arguments: [true, false])
     func viewerDecodesTheNewPublisher(takeover: Bool) async throws {
         let sim = Simulation()
-        let relay = try sim.relay(takeover: takeover)
+        let seen = Monitor(Seen())
+        let relay = try relay(sim, takeover: takeover, seen)
         let (a, sourceA) = try await publisher(sim, relay)
 
         let player = try sim.peer()
@@ -49,26 +94,21 @@ final class PatternLog: VideoRenderer, Sendable {
 
         // With --takeover the new publisher replaces A, alive, at once.
         if !takeover {
-            // A goes silent (as if killed): a second publisher is refused while A is fresh, and
-            // takes over once A has sent nothing for 3 s.
-            let early = try sim.peer()
-            _ = try await early.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-            try await early.setLocalDescription(try await early.createOffer())
-            #expect(sim.run { early.iceGatheringState == .complete })
-            let refused = await sim.request(relay, "POST", "/rtc/v1/whip/?app=live&stream=takeover",
-                                            body: Array(try #require(early.localDescription).sdp.utf8),
-                                            headers: ["Content-Type": "application/sdp"])
-            #expect(refused.status == 409)
+            // A second publisher is refused while A is live; A goes silent (as if killed) and
+            // one takes over once A has sent nothing for a second.
+            let (early, body) = try await offer(sim)
+            let refused = await post(sim, relay, seen, body)
+            #expect(refused.response?.status == 409 && !refused.held)
             await early.close()
-            sim.advance(by: .milliseconds(3300))
+            sim.advance(by: .milliseconds(1100))
         }
         let (b, sourceB) = try await publisher(sim, relay)
         let switchedAt = sim.loop.now
         let before = log.all.count
         feed.source = sourceB
-        let seen = feed.run(within: .seconds(20)) { log.all.dropFirst(before).filter { $0 >= UInt32(sentA) }.count >= 10 }
+        let decoded = feed.run(within: .seconds(20)) { log.all.dropFirst(before).filter { $0 >= UInt32(sentA) }.count >= 10 }
         let fromB = log.all.dropFirst(before).filter { $0 >= UInt32(sentA) }
-        #expect(seen && fromB.count >= 10, "after the switch the player decoded \(fromB.count) of \(feed.sent - sentA) frames from the new publisher")
+        #expect(decoded && fromB.count >= 10, "after the switch the player decoded \(fromB.count) of \(feed.sent - sentA) frames from the new publisher")
         #expect(sim.loop.now - switchedAt < .seconds(10))
         let stats = await player.getStats()
         let inbound = stats.ofType("inbound-rtp").first
@@ -78,6 +118,42 @@ final class PatternLog: VideoRenderer, Sendable {
         #expect((inbound?.int("packetsLost") ?? 99) <= 5, "packetsLost \(inbound?.int("packetsLost") ?? -1)")
         await player.close()
         await b.close()
+        await a.close()
+        await relay.stop()
+    }
+
+    /// How the relay recognises a publisher back on a new session (address changed, NAT
+    /// rebound, ICE failed): by its old session's silence. A publish that comes 0.3 s into the
+    /// silence is held, not refused, and takes the stream over when the silence reaches
+    /// `publisherSilence` (1 s); one that comes while the publisher is live gets 409 at once, and
+    /// one whose publisher speaks again during the hold gets 409 after it.
+    @Test func aPublisherBackOnANewSessionIsHeldUntilTheOldOneIsSilent() async throws {
+        let sim = Simulation()
+        let seen = Monitor(Seen())
+        let relay = try relay(sim, takeover: false, seen)
+        let (a, sourceA) = try await publisher(sim, relay)
+        let feed = PatternFeed(sim, into: sourceA, width: 320, height: 180)
+        feed.run(for: .seconds(1))
+        let (stranger, body) = try await offer(sim)
+        let live = await post(sim, relay, seen, body)
+        #expect(live.response?.status == 409 && !live.held, "a publish to a live stream is refused at once")
+
+        // A pauses 0.3 s and then speaks again while the publish is held: refused after the hold.
+        sim.advance(by: .milliseconds(300))
+        let resumed = await post(sim, relay, seen, body) { feed.run(for: .milliseconds(800)) }
+        #expect(resumed.held && resumed.response?.status == 409)
+
+        // A stops for good: 0.3 s later a new session comes, is held, and takes over at 1 s.
+        let quietFrom = sim.loop.now
+        sim.advance(by: .milliseconds(300))
+        let (back, body2) = try await offer(sim)
+        let taken = await post(sim, relay, seen, body2) { sim.advance(by: .milliseconds(700)) }
+        #expect(taken.held && taken.response?.status == 201,
+                "\(taken.response.map { String(decoding: $0.body, as: UTF8.self) } ?? "no answer")")
+        let waited = taken.at - quietFrom
+        #expect(waited >= .milliseconds(950) && waited <= .milliseconds(1050), "answered \(waited) after the old publisher's last frame")
+        await stranger.close()
+        await back.close()
         await a.close()
         await relay.stop()
     }

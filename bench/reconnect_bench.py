@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Reconnect time (issue 21): how long after the path returns a viewer sees video again, over N runs.
+
+`swiftrtc serve` behind interop/netem.py (as interop/test_outages.py sets it up), `swiftrtc publish`
+1280x720@30 over SRS's API and, per run, a fresh `swiftrtc play`:
+  outage_40s       the publisher's flows black-holed for 40 s (past the 30 s consent expiry; flows it
+                   opens meanwhile too), then restored
+  address_change   the publisher on 127.0.0.3 (or .4; its 127.0.0.1 flows do not reach the relay), the
+                   address deleted and the other added (`ip addr` on lo), nothing from or to the old one
+                   passing the proxy any more
+A run's value is the time from the path's return (the change) to the end of the viewer's freeze
+(interop.network_helpers.recovery); a run in which the video is not back within WATCH seconds counts
+as "never" (and a publisher that exited is started again for the next run). Prints one JSON object
+(the last stdout line): per scenario the runs, p50, p95 and how many never came back.
+
+There is no consent-timeout setting in the product, so the 40 s outage is real: ~45-56 s a run,
+~8-9 min for 10 runs; the address changes ~8-17 s a run (a run that never comes back waits WATCH). Needs a loopback-only network namespace for `ip addr`:
+it re-executes itself under `unshare --net` unless already in one (root needed, as for make bench).
+  .venv/bin/python bench/reconnect_bench.py --swiftrtc .build/release/swiftrtc --runs 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from interop.network_helpers import percentile, recovery, status_series  # noqa: E402
+from interop.test_network import Bed  # noqa: E402
+from interop.test_outages import loopback_address, stats_or_empty, stop  # noqa: E402
+from interop.test_turn import only_loopback_here  # noqa: E402
+
+OUTAGE = 40.0
+WATCH = 10.0      # seconds after the path returns before a run counts as "never"
+WARM = 2.0        # seconds of video before each event
+ADDRESSES = ("127.0.0.3", "127.0.0.4")
+
+
+def log(text: str) -> None:
+    print(f"reconnect: {text}", file=sys.stderr, flush=True)
+
+
+def video_back(run, since_elapsed: float) -> bool:
+    """Whether the viewer's status lines show frames again after `since_elapsed` s of its run."""
+    return any(r["fps"] > 0 and r["elapsed"] >= since_elapsed for r in status_series(run.text()))
+
+
+class Scenario:
+    """One relay + proxy and one publisher, kept across runs while the publisher lives."""
+
+    def __init__(self, swift_bin: Path, directory: Path, stream: str):
+        self.bin, self.dir, self.stream = swift_bin, directory, stream
+        self.logs: list = []
+        self.bed = Bed(swift_bin, directory, self.logs, {}, seed=31)
+        self.pub = None
+        self.restarts = 0
+
+    def ensure_publisher(self, role: str) -> None:
+        if self.pub is not None and self.pub.process.proc.poll() is None:
+            return
+        if self.pub is not None:
+            self.restarts += 1
+            log(f"{self.stream}: the publisher exited ({self.pub.process.proc.returncode}); starting another")
+        self.bed.roles.expect(role)
+        run = self.bed.swift("publish", [self.bed.relay.webrtc_url("live", self.stream), "--source", "testsrc", "--codec",
+                                         "h264", "--size", "1280x720", "--fps", "30", "--duration", "3600", "--audio", "tone"],
+                             f"publish-{self.restarts}")
+        deadline = time.monotonic() + 20
+        while not any(f"connected (live/{self.stream})" in line and "publisher" in line
+                      for line in self.bed.relay.text().splitlines()[-20:]):
+            if time.monotonic() > deadline or run.process.proc.poll() is not None:
+                raise RuntimeError(f"the publisher did not connect:\n{run.text()[-2000:]}")
+            time.sleep(0.1)
+        self.pub = run
+
+    def viewer(self, i: int):
+        self.bed.roles.expect("play")
+        run = self.bed.swift("play", [self.bed.relay.webrtc_url("live", self.stream), "--duration", "3600"], f"play-{i}")
+        deadline = time.monotonic() + 20
+        while not video_back(run, 0):
+            if time.monotonic() > deadline or run.process.proc.poll() is not None:
+                raise RuntimeError(f"the viewer decoded nothing:\n{run.text()[-2000:]}")
+            time.sleep(0.1)
+        return run
+
+    def watch(self, viewer, back_at: float) -> None:
+        """Until the viewer shows frames after back_at (its status lines), at most WATCH s."""
+        since = back_at - viewer.started
+        while time.monotonic() < back_at + WATCH and not video_back(viewer, since + 0.5):
+            time.sleep(0.2)
+        time.sleep(1.0)   # the freeze's end lands in the gap list; a second of video after it
+
+    def close(self) -> None:
+        self.bed.close()
+
+
+def outage_runs(swift_bin: Path, directory: Path, runs: int) -> list[dict]:
+    sc = Scenario(swift_bin, directory, "outage")
+    out = []
+    try:
+        for i in range(runs):
+            sc.ensure_publisher("pub")
+            viewer = sc.viewer(i)
+            time.sleep(WARM)
+            pubs = sc.bed.roles.flows_of("pub")
+            rec = sc.bed.net.outage(pubs, OUTAGE, newcomers=True)
+            lost, back = sc.bed.net.t0 + rec["start"], sc.bed.net.t0 + rec["end"]
+            time.sleep(max(0.0, back - time.monotonic()))
+            sc.watch(viewer, back)
+            stop(viewer)
+            r = recovery(stats_or_empty(viewer), lost, back)
+            r["publisherExited"] = sc.pub.process.proc.poll() is not None
+            out.append(r)
+            log(f"outage 40 s, run {i + 1}/{runs}: " + ("never back" if r["seconds"] is None else f"{r['seconds']:.3f} s"))
+    finally:
+        sc.close()
+    return out
+
+
+def address_runs(swift_bin: Path, directory: Path, runs: int) -> list[dict]:
+    for ip in ADDRESSES:
+        loopback_address("del", ip, check=False)
+    current = ADDRESSES[0]
+    loopback_address("add", current)
+    sc = Scenario(swift_bin, directory, "address")
+    out = []
+    try:
+        for i in range(runs):
+            role = f"pub{i}"
+            other = ADDRESSES[1] if current == ADDRESSES[0] else ADDRESSES[0]
+            # This run's publisher flows: only from `current` (127.0.0.1 does not reach the relay),
+            # the viewer's only from 127.0.0.1.
+            sc.bed.roles.unreachable(role, "127.0.0.1")
+            sc.bed.roles.unreachable(role, other)
+            sc.bed.roles.unreachable("play", current)
+            sc.bed.roles.unreachable("play", other)
+            sc.ensure_publisher(role)
+            sc.bed.roles.expect(role)
+            viewer = sc.viewer(i)
+            time.sleep(WARM)
+            moved = f"moved{i}"
+            sc.bed.roles.unreachable(moved, "127.0.0.1")
+            sc.bed.roles.unreachable(moved, current)
+            on_old = [k for k, a in sc.bed.roles.addresses.items() if a[0] == current]
+            sc.bed.roles.expect(moved)
+            t = time.monotonic()
+            loopback_address("del", current)
+            loopback_address("add", other)
+            if on_old:
+                sc.bed.net.outage(on_old, float("inf"))
+            sc.watch(viewer, t)
+            stop(viewer)
+            r = recovery(stats_or_empty(viewer), t, t)
+            r.update(moved=f"{current} -> {other}", publisherExited=sc.pub.process.proc.poll() is not None)
+            out.append(r)
+            log(f"address change {current} -> {other}, run {i + 1}/{runs}: "
+                + ("never back" if r["seconds"] is None else f"{r['seconds']:.3f} s"))
+            if r["publisherExited"] or r["seconds"] is None:
+                stop(sc.pub, timeout=5)   # started again on the new address next run
+            current = other
+    finally:
+        sc.close()
+        for ip in ADDRESSES:
+            loopback_address("del", ip, check=False)
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    values = [r["seconds"] for r in rows if r["seconds"] is not None]
+    return {"runs": len(rows), "never": len(rows) - len(values), "seconds": [r["seconds"] for r in rows],
+            "p50": percentile(values, 0.5), "p95": percentile(values, 0.95), "details": rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--swiftrtc", required=True)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--only", default="outage_40s,address_change")
+    ap.add_argument("--artifacts", default=None, help="per-run logs (default: a temporary directory, removed)")
+    args = ap.parse_args()
+    if not only_loopback_here():
+        if os.environ.get("SWIFTRTC_RECONNECT_NS"):
+            print("reconnect: unshare --net gave no loopback-only namespace", file=sys.stderr)
+            return 2
+        command = " ".join(f"'{a}'" for a in [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]])
+        os.environ["SWIFTRTC_RECONNECT_NS"] = "1"
+        os.execvp("unshare", ["unshare", "--net", "bash", "-c", f"ip link set lo up && exec {command}"])
+    swift_bin = Path(args.swiftrtc).resolve()
+    if not swift_bin.is_file():
+        print(f"reconnect: {swift_bin} not found", file=sys.stderr)
+        return 2
+    keep = args.artifacts is not None
+    base = Path(args.artifacts) if keep else Path(tempfile.mkdtemp(prefix="reconnect-bench-"))
+    doc, started = {}, time.monotonic()
+    try:
+        for name, fn in (("outage_40s", outage_runs), ("address_change", address_runs)):
+            if name not in args.only.split(","):
+                continue
+            d = base / name
+            d.mkdir(parents=True, exist_ok=True)
+            t = time.monotonic()
+            doc[name] = summary(fn(swift_bin, d, args.runs))
+            doc[name]["wallSeconds"] = round(time.monotonic() - t, 1)
+    finally:
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
+    doc["wallSeconds"] = round(time.monotonic() - started, 1)
+    print(json.dumps(doc, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
