@@ -377,6 +377,7 @@ package final class MediaTransport: @unchecked Sendable {
     private func handle(_ event: ICEEvent) {
         // Any ICE event may come with a new selected pair (or none): forwarding snapshots are remade.
         ForwardingEpoch.bump()
+        if case .stateChanged(let state) = event { congestion.iceStateChanged(state, now: loop.now) }
         if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
             dtls.start(now: loop.now)
         }
