@@ -40,6 +40,7 @@ extension ICEAgent {
     func runTimers(_ now: ContinuousClock.Instant) {
         if selected == nil {
             if let start = checkingClockStart, now >= start + configuration.checkingTimeout { fail() }
+            if !isTerminal, restartPath != nil, let last = lastConsentAt, now >= last + configuration.consentTimeout { fail() }
             return
         }
         if isLite {

@@ -4,9 +4,18 @@ extension ICEAgent {
     /// lite agent): pairs, checks and remote credentials are dropped, the bases and local
     /// candidates kept. The peer's new credentials and candidates follow through
     /// `setRemoteCredentials` and `addRemoteCandidate`. Until checks select a pair,
-    /// `selectedPair` stays the old one, so media (and DTLS above it) keeps flowing.
+    /// `selectedPair` stays the old one, so media (and DTLS above it) keeps flowing; it fails
+    /// when its consent (last refreshed before the restart) expires with no new pair selected.
+    /// A `failed` agent may restart too (W3C `restartIce()` is how an app recovers): it starts
+    /// `checking` with no path kept.
     public func restart(local: ICECredentials, now: ContinuousClock.Instant) {
-        guard !isTerminal else { return }
+        guard state != .closed else { return }
+        if state == .failed {
+            selected = nil
+            restartPath = nil
+            lastConsentAt = nil
+            setState(.checking)
+        }
         restartPath = selected ?? restartPath
         selected = nil
         localCredentials = local
@@ -24,7 +33,8 @@ extension ICEAgent {
         nextConsentAt = nil
         consentDue = false
         consentPendingSince = nil
-        lastConsentAt = nil
+        // The kept path's consent runs out as it would have: a restart does not extend it.
+        if restartPath == nil || isLite { lastConsentAt = nil }
         lastValidRequestAt = nil
         lastReceivedAt = nil
         lastConsentSentAt = nil

@@ -41,6 +41,9 @@ public final class ICEAgent {
     }
 
     var bases: [Base] = []
+    /// Bases ever added: each new one gets a lower local preference than all before it, also
+    /// after some were removed (two candidates must not share a priority).
+    var basesAdded = 0
     var remotes: [Remote] = [] { didSet { remoteIndex = nil } }
     /// `remotes` by address, made again after any change (lookups per received check stay O(1)).
     private var remoteIndex: [SocketAddress: Int]?
@@ -102,7 +105,7 @@ public final class ICEAgent {
     public func addLocalBase(_ address: SocketAddress, now: ContinuousClock.Instant) {
         guard !isTerminal, !bases.contains(where: { $0.address == address }) else { return }
         // Earlier bases are preferred; the driver adds them in its order of preference.
-        let preference = UInt16(clamping: 65535 - bases.count)
+        let preference = nextLocalPreference()
         let host = Candidate(foundation: foundation(type: .host, base: address, server: nil),
                              priority: Candidate.priority(type: .host, localPreference: preference),
                              address: address.host, port: address.port, type: .host)
@@ -125,7 +128,7 @@ public final class ICEAgent {
     public func addRelayCandidate(relayed: SocketAddress, mapped: SocketAddress?, server: SocketAddress,
                                   now: ContinuousClock.Instant) {
         guard !isTerminal, !bases.contains(where: { $0.address == relayed }) else { return }
-        let preference = UInt16(clamping: 65535 - bases.count)
+        let preference = nextLocalPreference()
         let relay = Candidate(foundation: foundation(type: .relay, base: relayed, server: server),
                               priority: Candidate.priority(type: .relay, localPreference: preference),
                               address: relayed.host, port: relayed.port, type: .relay,
@@ -135,6 +138,11 @@ public final class ICEAgent {
         events.append(.localCandidate(relay))
         for remote in remotes { addPair(base: bases[bases.count - 1], remote: remote) }
         pump(now)
+    }
+
+    private func nextLocalPreference() -> UInt16 {
+        defer { basesAdded += 1 }
+        return UInt16(clamping: 65535 - basesAdded)
     }
 
     /// The type of the local candidate a pair sends from (`relay` for a TURN allocation).
@@ -266,6 +274,7 @@ public final class ICEAgent {
         // These mirror the conditions in `runTimers`, so a reported deadline always makes progress.
         if selected == nil {
             if let start = checkingClockStart { consider(start + configuration.checkingTimeout) }
+            if restartPath != nil, let last = lastConsentAt { consider(last + configuration.consentTimeout) }
         } else if isLite {
             if let last = lastValidRequestAt { consider(last + configuration.consentTimeout) }
         } else {

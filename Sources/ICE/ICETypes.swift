@@ -97,6 +97,8 @@ public struct ICETransmit: Sendable, Equatable {
 public enum ICEEvent: Sendable, Equatable {
     /// Signal this to the peer (trickle). Peer-reflexive local candidates are never signalled.
     case localCandidate(Candidate)
+    /// A signalled local candidate is gone (its base was removed): withdraw it from the peer.
+    case localCandidateRemoved(Candidate)
     case gatheringComplete
     case stateChanged(ICEConnectionState)
     /// Media should now flow between these addresses (local is the socket to send from).

@@ -52,8 +52,26 @@ extension PeerConnection {
         /// send-side estimate per connection). A relay's players turn it off: forwarding cannot
         /// follow a per-player estimate (no layers to pick), so it would only cost CPU.
         public var transportWideCC = true
+        /// Whether the host's interfaces are watched after the first gathering (the Google SDK's
+        /// `continualGatheringPolicy`): an address that appears becomes a new host candidate
+        /// (trickled, with srflx/relay ones where servers are configured), one that goes away is
+        /// withdrawn with its pairs, and an ICE restart is asked for when the selected pair used
+        /// it. Clients gather continually; ICE-lite endpoints (servers), connections given fixed
+        /// `interfaceAddresses` and simulated loops without an injected monitor never watch.
+        public var continualGatheringPolicy: ContinualGatheringPolicy = .gatherContinually
+        /// ICE `disconnected` this long: `restartIce()` is called (`negotiationNeeded` follows; the
+        /// signaling carries the restart). Once per disconnection; nil: never.
+        public var iceRestartAfter: Duration? = .seconds(3)
         public init() {}
     }
+}
+
+/// The Google SDK's `RTCContinualGatheringPolicy`.
+public enum ContinualGatheringPolicy: String, Sendable, CaseIterable {
+    /// Gather once, when the first local description is set.
+    case gatherOnce
+    /// Gather, then keep watching the interfaces (see `Configuration.continualGatheringPolicy`).
+    case gatherContinually
 }
 
 /// Makes the datagram path for a connection on its loop thread; `ufrag` is the local ICE ufrag

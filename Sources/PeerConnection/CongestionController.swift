@@ -1,4 +1,5 @@
 import BandwidthEstimation
+import ICE
 import RTP
 import RTPMedia
 import Synchronization
@@ -75,6 +76,15 @@ final class CongestionController {
     private(set) var stats = CongestionStats()
     private var firstSent: ContinuousClock.Instant?
     private var firstFeedback: ContinuousClock.Instant?
+    /// The estimator as it was when ICE went `disconnected`; put back when the path returns. An
+    /// outage says nothing about the path's capacity, but what is sent into it comes back as
+    /// loss (and its receiver report as a loss fraction) and would collapse the estimate.
+    private var heldEstimator: BandwidthEstimator?
+    /// When the held estimate was put back, and the first transport-wide sequence number sent
+    /// after: until feedback starts there (or a while has passed), feedback and receiver reports
+    /// describe the outage, not the path, and are not used.
+    private var resumed: (at: ContinuousClock.Instant, sequence: UInt16)?
+    static let outageAftermath = Duration.seconds(2)
     /// A peer that negotiated feedback but sends none within this long (aiortc takes the
     /// extension and never reports) is treated as giving none: encoders go back to their own rates.
     static let feedbackTimeout = Duration.seconds(2)
@@ -200,6 +210,11 @@ final class CongestionController {
     func handleTransportFeedback(_ feedback: TransportCCFeedback, now: ContinuousClock.Instant) {
         loop.preconditionInLoop()
         feedbackArrived(now: now)
+        if describesOutage(now: now) {
+            // Sequence-number order (mod 2^16): from before the path came back, or after.
+            guard let resumed, Int16(bitPattern: feedback.baseSequence &- resumed.sequence) >= 0 else { return }
+            self.resumed = nil
+        }
         estimator.onTransportFeedback(feedback, at: now)
         estimateUpdated(now: now)
     }
@@ -211,8 +226,34 @@ final class CongestionController {
     }
 
     func handleReceiverReport(fractionLost: UInt8, rtt: Duration?, now: ContinuousClock.Instant) {
+        if describesOutage(now: now) { return }
         estimator.onReceiverReport(fractionLost: fractionLost, rtt: rtt, at: now)
         estimateUpdated(now: now)
+    }
+
+    /// ICE lost its path (`disconnected`) or has it again (`connected`/`completed`): the
+    /// estimate is held over the outage. Packets sent into it are numbered after the held
+    /// history, so feedback about them matches nothing (they are gaps, not losses).
+    func iceStateChanged(_ state: ICEConnectionState, now: ContinuousClock.Instant) {
+        switch state {
+        case .disconnected:
+            if heldEstimator == nil { heldEstimator = estimator }
+        case .connected, .completed:
+            guard let held = heldEstimator else { return }
+            heldEstimator = nil
+            estimator = held
+            resumed = (now, nextTransportSequence)
+            publishTarget(now: now)
+        default:
+            heldEstimator = nil
+        }
+    }
+
+    private func describesOutage(now: ContinuousClock.Instant) -> Bool {
+        guard let resumed else { return false }
+        if now - resumed.at < Self.outageAftermath { return true }
+        self.resumed = nil
+        return false
     }
 
     private func feedbackArrived(now: ContinuousClock.Instant) {

@@ -46,35 +46,44 @@ extension MediaTransport {
     /// Before `gather`: one allocation per server, from a host socket of the server's family
     /// (loopback servers from a loopback socket).
     func addRelays(_ servers: [TURNServerEntry]) {
+        turnServers = servers
         for server in servers {
             let sameFamily = io.localAddresses.filter { $0.isIPv4 == server.address.isIPv4 }
             guard let base = sameFamily.first(where: { $0.isLoopback == server.address.isLoopback }) ?? sameFamily.first else {
                 setupFailed("TURN server \(server.address): no local socket of its address family")
                 continue
             }
-            var config = TURNConfiguration(server: server.address, username: server.username, password: server.password)
-            config.transport = server.url.scheme == .turns ? .tls : server.url.transport == .tcp ? .tcp : .udp
-            let relay = RelayAllocation(client: TURNClient(configuration: config), base: base, url: server.url)
-            if config.transport.isStream {
-                do throws(TURNSetupError) {
-                    if config.transport == .tls {
-                        // The handshake runs on the loop like the rest; the Allocate waits in it.
-                        // Made first: a CA file that does not load needs no connection to tell.
-                        do {
-                            relay.tls = try TLSClient(host: server.url.host, display: server.url.host,
-                                                      trust: TLSTrust(caFile: server.tlsCAFile), now: loop.now)
-                        } catch { throw TURNSetupError(error.message) }
-                    }
-                    // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
-                    do { relay.stream = try TCPStream(connectTo: server.address) } catch { throw TURNSetupError(error.description) }
-                } catch {
-                    setupFailed("TURN server \(server.url): \(error.reason)")
-                    continue
-                }
-                watch(relay)
-            }
-            relays.append(relay)
+            addRelay(server, base: base)
         }
+    }
+
+    /// One allocation on `server` from the host socket at `base`; started by `gather` (or at
+    /// once, for a base that appeared later).
+    @discardableResult
+    func addRelay(_ server: TURNServerEntry, base: SocketAddress) -> RelayAllocation? {
+        var config = TURNConfiguration(server: server.address, username: server.username, password: server.password)
+        config.transport = server.url.scheme == .turns ? .tls : server.url.transport == .tcp ? .tcp : .udp
+        let relay = RelayAllocation(client: TURNClient(configuration: config), base: base, url: server.url)
+        if config.transport.isStream {
+            do throws(TURNSetupError) {
+                if config.transport == .tls {
+                    // The handshake runs on the loop like the rest; the Allocate waits in it.
+                    // Made first: a CA file that does not load needs no connection to tell.
+                    do {
+                        relay.tls = try TLSClient(host: server.url.host, display: server.url.host,
+                                                  trust: TLSTrust(caFile: server.tlsCAFile), now: loop.now)
+                    } catch { throw TURNSetupError(error.message) }
+                }
+                // Connecting blocks the loop for about a round trip (see TCPStream); a gather-time cost.
+                do { relay.stream = try TCPStream(connectTo: server.address) } catch { throw TURNSetupError(error.description) }
+            } catch {
+                setupFailed("TURN server \(server.url): \(error.reason)")
+                return nil
+            }
+            watch(relay)
+        }
+        relays.append(relay)
+        return relay
     }
 
     /// A server that gets no allocation at all: reported now, and kept for the relay-only failure.

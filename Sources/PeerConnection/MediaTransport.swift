@@ -29,7 +29,7 @@ package final class MediaTransport: @unchecked Sendable {
     private var lastDTLSSource: SocketAddress?
     private var lastDTLSLocal: SocketAddress?
     private var timerID: Int?
-    private var closed = false
+    private(set) var closed = false
     private let srtpBackend: SRTPBackend
 
     var onIceEvent: ((ICEEvent) -> Void)?
@@ -50,6 +50,12 @@ package final class MediaTransport: @unchecked Sendable {
 
     /// False for `iceTransportPolicy: .relay`: host sockets carry only TURN traffic.
     var gatherHosts = true
+    /// Continual gathering (MediaTransport+Interfaces.swift): the host's address changes.
+    var interfaceMonitor: InterfaceMonitor?
+    /// TURN servers, for allocations from interface addresses that appear later.
+    var turnServers: [TURNServerEntry] = []
+    /// The selected path's local address went away: only an ICE restart may find a new one.
+    var onSelectedPathLost: (() -> Void)?
     var gatheringStarted = false
     var iceGatheringFinished = false
     /// Why TURN servers got no allocation at all (no TCP connection, a TLS set-up error).
@@ -371,6 +377,7 @@ package final class MediaTransport: @unchecked Sendable {
     private func handle(_ event: ICEEvent) {
         // Any ICE event may come with a new selected pair (or none): forwarding snapshots are remade.
         ForwardingEpoch.bump()
+        if case .stateChanged(let state) = event { congestion.iceStateChanged(state, now: loop.now) }
         if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
             dtls.start(now: loop.now)
         }
@@ -436,6 +443,7 @@ package final class MediaTransport: @unchecked Sendable {
         }
         releaseRelays()
         closed = true
+        interfaceMonitor?.stop()
         ForwardingEpoch.bump()
         congestion.close()
         ice.close()

@@ -338,8 +338,10 @@ extension PeerConnection {
     }
 
     func startTransport(controlling: Bool) throws {
+        let monitor = startInterfaceMonitor()
         let io: PacketIO
         do { io = try ioFactory(loop, credentials.ufrag) } catch {
+            monitor?.stop()
             throw PeerConnectionError(.transport, "cannot open the transport: \(error)")
         }
         var iceConfig = ICEConfiguration()
@@ -350,6 +352,7 @@ extension PeerConnection {
         let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig)
         let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
         t.startBitrate = configuration.startBitrate
+        t.interfaceMonitor = monitor
         transport = t
         // Weak: the transport can outlive its PeerConnection by a packet or a timer (the loop or
         // the UDP mux still holds it when the last reference to the pc goes).
@@ -368,6 +371,7 @@ extension PeerConnection {
             updateConnectionState()
         }
         t.onDTLSClosed = { [weak self] in self?.updateConnectionState() }
+        t.onSelectedPathLost = { [weak self] in self?.selectedPathLost() }
         t.onTURNError = { [weak self] reason, fatal in
             guard let self else { return }
             snapshot.withLock { $0.failure = reason }

@@ -18,6 +18,11 @@ extension PeerConnection {
             publishLocalDescription()
             let (mid, index) = bundleTag()
             emit(.iceCandidate(IceCandidate(candidate: c.attributeValue, sdpMid: mid, sdpMLineIndex: index)))
+        case .localCandidateRemoved(let c):
+            localCandidates.removeAll { $0 == c }
+            publishLocalDescription()
+            let (mid, index) = bundleTag()
+            emit(.iceCandidatesRemoved([IceCandidate(candidate: c.attributeValue, sdpMid: mid, sdpMLineIndex: index)]))
         case .gatheringComplete:
             // The description says end-of-candidates before anyone waiting for the event reads it.
             guard snapshot.withLock({ $0.gathering }) != .complete else { break }
@@ -27,6 +32,7 @@ extension PeerConnection {
         case .stateChanged(let s):
             if !relayFailed { setIce(IceConnectionState(s)) }
             updateConnectionState()
+            armDisconnectedRestart()
         case .selectedPairChanged(let local, let remote):
             snapshot.withLock { $0.selectedPair = (local.description, remote.description) }
             updateConnectionState()

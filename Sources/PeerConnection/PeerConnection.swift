@@ -27,6 +27,7 @@ public final class PeerConnection: @unchecked Sendable {
     let continuation: AsyncStream<PeerConnectionEvent>.Continuation
     let snapshot = Locked(Snapshot())
     let ioFactory: PacketIOFactory
+    let interfaceMonitorFactory: InterfaceMonitorFactory
     let iceServers: ResolvedIceServers
 
     // loop state
@@ -65,6 +66,8 @@ public final class PeerConnection: @unchecked Sendable {
     var negotiation = NegotiationState()
     /// `restartIce()` was called: the next offer carries new ICE credentials.
     var iceRestartWanted = false
+    /// Armed while ICE is `disconnected` (`Configuration.iceRestartAfter`).
+    var disconnectedRestartTimer: Int?
     var closed = false
 
     struct Snapshot {
@@ -81,12 +84,16 @@ public final class PeerConnection: @unchecked Sendable {
         weak var delegate: (any PeerConnectionDelegate)?
     }
 
+    /// `packetIO` makes the datagram path (default: a socket per interface address);
+    /// `interfaces` the monitor of the host's addresses for continual gathering (default: the
+    /// platform's — netlink on Linux — on a threaded loop; a test's `VirtualHost` on a simulated one).
     public init(configuration: Configuration = Configuration(), loop: EventLoop = .shared,
-                packetIO: PacketIOFactory? = nil) throws {
+                packetIO: PacketIOFactory? = nil, interfaces: InterfaceMonitorFactory? = nil) throws {
         self.configuration = configuration
         self.loop = loop
         self.certificate = try configuration.certificate ?? DTLSCertificate.generate()
         self.ioFactory = packetIO ?? defaultPacketIO(addresses: configuration.interfaceAddresses)
+        self.interfaceMonitorFactory = interfaces ?? systemInterfaceMonitor
         self.iceServers = try resolveIceServers(configuration.iceServers)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
     }

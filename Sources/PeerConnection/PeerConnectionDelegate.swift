@@ -18,6 +18,8 @@ public protocol PeerConnectionDelegate: AnyObject, Sendable {
     func peerConnection(_ peerConnection: PeerConnection, didChange newState: PeerConnectionState)
     /// A local candidate to send to the peer (trickle ICE).
     func peerConnection(_ peerConnection: PeerConnection, didGenerate candidate: IceCandidate)
+    /// Local candidates withdrawn: their interface address went away (continual gathering).
+    func peerConnection(_ peerConnection: PeerConnection, didRemove candidates: [IceCandidate])
     /// The peer opened a data channel (W3C `datachannel`); it is open already. Set its delegate
     /// here to get every message it carries.
     func peerConnection(_ peerConnection: PeerConnection, didOpen dataChannel: DataChannel)
@@ -37,6 +39,7 @@ extension PeerConnectionDelegate {
     public func peerConnection(_ peerConnection: PeerConnection, didChange newState: IceGatheringState) {}
     public func peerConnection(_ peerConnection: PeerConnection, didChange newState: PeerConnectionState) {}
     public func peerConnection(_ peerConnection: PeerConnection, didGenerate candidate: IceCandidate) {}
+    public func peerConnection(_ peerConnection: PeerConnection, didRemove candidates: [IceCandidate]) {}
     public func peerConnection(_ peerConnection: PeerConnection, didOpen dataChannel: DataChannel) {}
     public func peerConnectionShouldNegotiate(_ peerConnection: PeerConnection) {}
     public func peerConnection(_ peerConnection: PeerConnection, didStartReceivingOn transceiver: RtpTransceiver) {}
@@ -48,6 +51,7 @@ extension PeerConnectionEvent {
     func deliver(to delegate: any PeerConnectionDelegate, from peerConnection: PeerConnection) {
         switch self {
         case .iceCandidate(let candidate): delegate.peerConnection(peerConnection, didGenerate: candidate)
+        case .iceCandidatesRemoved(let candidates): delegate.peerConnection(peerConnection, didRemove: candidates)
         case .iceGatheringStateChanged(let state): delegate.peerConnection(peerConnection, didChange: state)
         case .iceConnectionStateChanged(let state): delegate.peerConnection(peerConnection, didChange: state)
         case .connectionStateChanged(let state): delegate.peerConnection(peerConnection, didChange: state)

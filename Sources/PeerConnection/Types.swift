@@ -130,6 +130,10 @@ public struct IceServer: Sendable, Equatable {
 /// What a PeerConnection reports, on its `events` stream and to its `delegate` (one method each).
 public enum PeerConnectionEvent: Sendable {
     case iceCandidate(IceCandidate)
+    /// Local candidates withdrawn: their interface address went away (continual gathering).
+    /// Not in W3C; libwebrtc's `OnIceCandidatesRemoved`. An app may tell the peer; an ICE
+    /// restart (asked for when the selected pair used them) replaces them anyway.
+    case iceCandidatesRemoved([IceCandidate])
     case iceGatheringStateChanged(IceGatheringState)
     case iceConnectionStateChanged(IceConnectionState)
     case connectionStateChanged(PeerConnectionState)

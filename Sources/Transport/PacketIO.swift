@@ -29,11 +29,21 @@ public protocol PacketIO: AnyObject {
     /// ICE verified `remote` (an authenticated check came from it): a shared socket may now
     /// route that address's DTLS and media to this connection. Nothing else teaches it addresses.
     func addressVerified(_ remote: SocketAddress)
+    /// Continual gathering: a socket on `ip`, an address an interface just got. Returns its
+    /// address with the port it was given. Throws when it cannot be bound, or when this path's
+    /// addresses are fixed (a shared server port).
+    func addLocalAddress(_ ip: SocketAddress.IP) throws(TransportError) -> SocketAddress
+    /// Closes the socket at `address`: its interface address went away.
+    func removeLocalAddress(_ address: SocketAddress)
 }
 
 extension PacketIO {
     public var batchSocket: UDPSocket? { nil }
     public func addressVerified(_ remote: SocketAddress) {}
+    public func addLocalAddress(_ ip: SocketAddress.IP) throws(TransportError) -> SocketAddress {
+        throw TransportError("this datagram path has a fixed set of local addresses")
+    }
+    public func removeLocalAddress(_ address: SocketAddress) {}
 }
 
 extension PacketIO {
@@ -52,7 +62,8 @@ func drain(_ socket: UDPSocket, buffer: UnsafeMutableRawBufferPointer,
     }
 }
 
-/// One socket per local interface address: what a client PeerConnection uses.
+/// One socket per local interface address: what a client PeerConnection uses. Sockets come
+/// and go with the interfaces' addresses while it runs (continual gathering).
 public final class SocketSet: PacketIO {
     public let loop: EventLoop
     private var sockets: [UDPSocket] = []
@@ -63,23 +74,37 @@ public final class SocketSet: PacketIO {
     public init(loop: EventLoop, addresses: [SocketAddress]) throws(TransportError) {
         self.loop = loop
         for address in addresses {
-            do { sockets.append(try UDPSocket(bind: address)) } catch {
-                // An interface that cannot be bound (gone, or no permission) is skipped, not fatal.
-                continue
-            }
+            // An interface that cannot be bound (gone, or no permission) is skipped, not fatal.
+            _ = try? open(address)
         }
         guard !sockets.isEmpty else {
-            buffer.deallocate()
             throw TransportError("could not bind a UDP socket on any of \(addresses.map(\.description).joined(separator: ", "))")
         }
-        for socket in sockets {
-            loop.register(fd: socket.fd) { [weak self, socket] in
-                guard let self else { return }
-                drain(socket, buffer: self.buffer) { bytes, from in
-                    _ = self.onReceive?(bytes, from, socket.localAddress)
-                }
+    }
+
+    private func open(_ address: SocketAddress) throws(TransportError) -> UDPSocket {
+        let socket = try UDPSocket(bind: address)
+        sockets.append(socket)
+        loop.register(fd: socket.fd) { [weak self, socket] in
+            guard let self else { return }
+            drain(socket, buffer: self.buffer) { bytes, from in
+                _ = self.onReceive?(bytes, from, socket.localAddress)
             }
         }
+        return socket
+    }
+
+    public func addLocalAddress(_ ip: SocketAddress.IP) throws(TransportError) -> SocketAddress {
+        loop.preconditionInLoop()
+        return try open(SocketAddress(ip: ip, port: 0)).localAddress
+    }
+
+    public func removeLocalAddress(_ address: SocketAddress) {
+        loop.preconditionInLoop()
+        guard let index = sockets.firstIndex(where: { $0.localAddress == address }) else { return }
+        let socket = sockets.remove(at: index)
+        loop.unregister(fd: socket.fd)
+        socket.close()
     }
 
     public var localAddresses: [SocketAddress] { sockets.map(\.localAddress) }

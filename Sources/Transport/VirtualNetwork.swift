@@ -85,7 +85,7 @@ public final class VirtualNetwork: @unchecked Sendable {
         routes[address]?.attachment == nil
     }
 
-    private func bind(_ addresses: [SocketAddress], to attachment: any VirtualAttachment) throws(TransportError) -> [SocketAddress] {
+    func bind(_ addresses: [SocketAddress], to attachment: any VirtualAttachment) throws(TransportError) -> [SocketAddress] {
         loop.preconditionInLoop()
         guard !addresses.isEmpty else { throw TransportError("a virtual endpoint needs at least one address") }
         var bound: [SocketAddress] = []
@@ -116,20 +116,48 @@ public final class VirtualNetwork: @unchecked Sendable {
         }
     }
 
+    /// One of `attachment`'s addresses only (a socket closed while the others stay).
+    func unbind(_ local: SocketAddress, of attachment: any VirtualAttachment) {
+        loop.preconditionInLoop()
+        for (address, route) in routes where route.local == local && route.attachment === attachment {
+            routes[address] = nil
+            publicAddress[local] = nil
+        }
+    }
+
+    /// The host lost `ip` (`VirtualHost.removeAddress`): nothing sent to it arrives, nothing
+    /// sent from it leaves, whoever had sockets there.
+    func removeAddress(_ ip: SocketAddress.IP) {
+        loop.preconditionInLoop()
+        for (address, route) in routes where route.local.ip == ip {
+            routes[address] = nil
+            publicAddress[route.local] = nil
+        }
+    }
+
+    /// Whether `local` is still `attachment`'s on the network (its address was not removed).
+    private func holds(_ local: SocketAddress, _ attachment: any VirtualAttachment) -> Bool {
+        routes[publicAddress[local] ?? local]?.attachment === attachment
+    }
+
     /// A datagram from `attachment`'s `local` address: through its uplink, then the receiver's
     /// downlink, each a loop timer at the instant it leaves (the first is skipped when the
     /// uplink leaves it at once).
+    @discardableResult
     func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, of attachment: any VirtualAttachment,
-              to remote: SocketAddress) {
+              to remote: SocketAddress) -> Bool {
         loop.preconditionInLoop()
+        // A socket whose address the host lost cannot send (the kernel refuses: EADDRNOTAVAIL).
+        guard holds(local, attachment) else { return false }
         let now = loop.now
-        guard let leaves = attachment.uplink.pass(size: bytes.count, at: now) else { return }
+        guard let leaves = attachment.uplink.pass(size: bytes.count, at: now) else { return true }
         let datagram = Datagram(bytes: Array(bytes), from: publicAddress[local] ?? local, to: remote)
         if leaves == now {
             arrive(datagram)
         } else {
             loop.schedule(at: leaves) { [weak self] in self?.arrive(datagram) }
         }
+        return true
     }
 
     private struct Datagram {
@@ -177,8 +205,20 @@ public final class VirtualEndpoint: PacketIO, VirtualAttachment {
     /// Sends from `local` (or the first address when `local` is not ours, as `SocketSet` does).
     public func send(_ bytes: UnsafeRawBufferPointer, from local: SocketAddress, to remote: SocketAddress) -> Bool {
         guard !isClosed, let base = localAddresses.contains(local) ? local : localAddresses.first else { return false }
-        network.send(bytes, from: base, of: self, to: remote)
-        return true
+        return network.send(bytes, from: base, of: self, to: remote)
+    }
+
+    public func addLocalAddress(_ ip: SocketAddress.IP) throws(TransportError) -> SocketAddress {
+        guard !isClosed else { throw TransportError("the endpoint is closed") }
+        let bound = try network.bind([SocketAddress(ip: ip, port: 0)], to: self)
+        localAddresses += bound
+        return bound.first ?? SocketAddress(ip: ip, port: 0)
+    }
+
+    public func removeLocalAddress(_ address: SocketAddress) {
+        guard localAddresses.contains(address) else { return }
+        network.unbind(address, of: self)
+        localAddresses.removeAll { $0 == address }
     }
 
     public func close() {
