@@ -4,8 +4,12 @@ import RTP
 /// what was sent: each requested packet the history still holds, unless it was resent to this
 /// receiver less than its RTT ago (the first copy may still be on its way, and a receiver
 /// repeats its NACK until the packet arrives — a hostile one thousands of times), written by
-/// `rtx` on the RTX stream when one is negotiated. A sender owns one beside its history; a
-/// relay keeps one per player and stream, reading the publisher's shared history. Sans-I/O.
+/// `rtx` on the RTX stream when one is negotiated. A packet older than `maxAge(rtt)` is not
+/// resent: after an outage a receiver asks for everything sent into it, and those resends would
+/// flood the path it just got back and be played seconds late (libwebrtc's history keeps
+/// packets max(1 s, 3 RTT) for the same reason); its keyframe request is the way back. A
+/// sender owns one beside its history; a relay keeps one per player and stream, reading the
+/// publisher's shared history. Sans-I/O.
 public struct NackResponder: Sendable {
     public var suppressor: RetransmissionSuppressor
     /// Our RTX stream for this output (nil: none negotiated, resend as is).
@@ -22,7 +26,12 @@ public struct NackResponder: Sendable {
         public var missed = 0
         /// Resent less than an RTT ago.
         public var suppressed = 0
+        /// Sent longer ago than `maxAge` (too late to be of use).
+        public var tooOld = 0
     }
+
+    /// How old a packet may be and still be resent: max(1 s, 3 RTT).
+    public static func maxAge(rtt: Duration) -> Duration { max(.seconds(1), rtt * 3) }
 
     public init(rtx: RTXWriter? = nil, rtt: Duration = .milliseconds(100)) {
         self.suppressor = RetransmissionSuppressor(interval: rtt)
@@ -46,8 +55,13 @@ public struct NackResponder: Sendable {
         var seen = Set<UInt16>(minimumCapacity: nack.count)
         for requested in nack where seen.insert(requested).inserted {
             statistics.requested += 1
-            guard let number = source(requested), let packet = history.packet(sequenceNumber: number) else {
+            guard let number = source(requested),
+                  let (packet, sentAt) = history.packet(sequenceNumber: number) as (packet: Packet, sentAt: ContinuousClock.Instant)? else {
                 statistics.missed += 1
+                continue
+            }
+            guard now - sentAt <= Self.maxAge(rtt: rtt) else {
+                statistics.tooOld += 1
                 continue
             }
             guard suppressor.shouldResend(requested, now: now) else {

@@ -33,7 +33,10 @@ enum ExchangeOutcome: Sendable, Equatable {
 /// - `disconnected` for `restartAfter` restarts ICE (once per disconnection). The connection
 ///   stays until it fails: its consent checks find a path that comes back within 0.5 s, while
 ///   a new session would take the server's stream from it and start its checks from scratch.
-///   Signaling without ICE restarts (SRS's API) makes a new connection instead.
+///   Signaling without ICE restarts (SRS's API) rides a disconnection out on the connection it
+///   has (a new session during an outage cannot connect either, and would end the one that
+///   can); it makes a new connection when the connection fails or asks for a restart (its
+///   path's address went away).
 /// - A failed connection (consent expired, DTLS failed), a session the server lost, or a restart
 ///   it cannot take, make new connections after the backoff until one connects; an attempt
 ///   that has not connected within `attemptTimeout` gives way to the next.
@@ -85,7 +88,7 @@ struct ReconnectMachine {
     var deadline: ContinuousClock.Instant? {
         switch phase {
         case .connecting(let since): connectTimeout.map { since + $0 }
-        case .disconnected(let since) where policy.enabled: since + policy.restartAfter
+        case .disconnected(let since) where policy.enabled && canRestartIce: since + policy.restartAfter
         case .waiting(_, let until): until
         case .attempting(_, let since?): since + policy.attemptTimeout
         default: nil
@@ -175,7 +178,6 @@ struct ReconnectMachine {
         case .connecting:
             return stop("not connected after \(connectTimeout ?? .zero)")
         case .disconnected:
-            guard canRestartIce else { return reconnect(attempt: 1, why: "disconnected for \(policy.restartAfter)", now: now) }
             phase = .restarting
             return [.restartIce(force: true), .report(.restartingIce)]
         case .waiting(let attempt, _):

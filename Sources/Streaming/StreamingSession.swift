@@ -197,6 +197,9 @@ public final class StreamingSession: Sendable {
         var config = options.configuration
         config.iceServers += options.iceServers
         if let startBitrate { config.startBitrate = startBitrate }
+        // SRS's API cannot restart ICE: a disconnection is ridden out (see ReconnectMachine); the
+        // connection still asks for a restart (a new session) when its path's address goes.
+        if url.hasPrefix("webrtc://") { config.iceRestartAfter = nil }
         let pc = try environment.makePeerConnection(config)
         if let delegate = previous?.pc.delegate { pc.delegate = delegate }
         let client = WHIPClient(endpoint: url, token: options.token, timeout: options.timeout, insecure: options.insecure,

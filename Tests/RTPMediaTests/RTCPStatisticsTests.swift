@@ -144,6 +144,23 @@ import Testing
         #expect(mapped.map(\.requested) == [7] && mapped.map(\.packet) == [[UInt8(1997 & 0xFF)]])
     }
 
+    /// After an outage a receiver NACKs everything sent into it: what is older than
+    /// max(1 s, 3 RTT) is not resent (it would be played seconds late and flood the path back).
+    @Test func packetsOlderThanASecondOrThreeRTTsAreNotResent() {
+        var history = RTPHistory<[UInt8]>(capacity: 256)
+        for i in 0..<100 {   // one packet per 30 ms
+            history.store([UInt8(i)], sequenceNumber: UInt16(i), sentAt: start + .milliseconds(30 * i))
+        }
+        let now = start + .milliseconds(30 * 99)   // 2.97 s
+        var responder = NackResponder(rtt: .milliseconds(50))
+        let resent = responder.respond(to: (0..<100).map(UInt16.init), from: history, now: now).map(\.requested)
+        #expect(resent == Array(66...99).map(UInt16.init), "sent within the last second only: \(resent)")
+        #expect(responder.statistics.tooOld == 66 && responder.statistics.resent == 34)
+        // A long round trip stretches it: 3 × 500 ms.
+        var far = NackResponder(rtt: .milliseconds(500))
+        #expect(far.respond(to: [48, 49], from: history, now: now).map(\.requested) == [49])
+    }
+
     @Test func rtcpSchedulerIsRandomizedButDeterministic() {
         var a = RTCPScheduler(media: .video, start: start)
         var b = RTCPScheduler(media: .video, start: start)

@@ -79,11 +79,14 @@ import Testing
         }
     }
 
-    @Test("without ICE restarts (SRS's API), a disconnection makes a new connection; so does the connection asking for a restart")
+    @Test("without ICE restarts (SRS's API), a disconnection is ridden out until it fails; the connection asking for a restart makes a new one")
     func noRestartSignaling() {
         var m = connected(canRestartIce: false)
         _ = m.connection(.disconnected, now: t0)
-        #expect(m.timeout(now: t0 + .seconds(3)) == [.report(.reconnecting(attempt: 1))])
+        #expect(m.deadline == nil && m.timeout(now: t0 + .seconds(20)).isEmpty)
+        #expect(m.connection(.connected, now: t0 + .seconds(20)).isEmpty, "back on the same connection: nothing to report")
+        _ = m.connection(.disconnected, now: t0 + .seconds(21))
+        #expect(m.connection(.failed, now: t0 + .seconds(51)) == [.report(.reconnecting(attempt: 1))])
         var asked = connected(canRestartIce: false)
         #expect(asked.restartRequested(now: t0) == [.retireConnection, .report(.reconnecting(attempt: 1))])
         var whip = connected()
