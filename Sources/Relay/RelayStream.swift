@@ -30,6 +30,8 @@ final class RelayStream: @unchecked Sendable {
     /// every player may ask for the same packet.
     private var videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
     private var audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
+    /// A publisher silent this long that sends again gets a keyframe request (see `forward`).
+    static let resumeAfter: Duration = .milliseconds(500)
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
@@ -187,6 +189,10 @@ final class RelayStream: @unchecked Sendable {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
         }
         reception[packet.ssrc]?.record(packet, arrival: now)
+        // Back after a silence (an outage, a NAT rebinding): the players lost what was sent into
+        // it and resends of it are too late, so a keyframe is asked for at once rather than
+        // when the first player's own request comes.
+        if let last = lastPublisherPacketAt, now - last >= Self.resumeAfter { requestKeyframe(now: now, untilSent: true) }
         lastPublisherPacketAt = now
         counters.packetsIn += 1
         counters.bytesIn += bytes.count

@@ -50,4 +50,40 @@ import Testing
         await publisher.close()
         await relay.stop()
     }
+
+    /// A publisher that sends again after half a second of silence (an outage, a NAT rebinding)
+    /// is asked for a keyframe at once: its players lost what went into the silence.
+    @Test func aPublisherBackFromSilenceIsAskedForAKeyframe() async throws {
+        let sim = Simulation()
+        let relay = try sim.relay()
+        let publisher = try sim.peer { $0.mediaPipeline = false }
+        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
+        let plis = Locked<[ContinuousClock.Instant]>([])
+        sending.sender.onRTCP = { p in if case .pli = p { plis.withLock { $0.append(sim.loop.now) } } }
+        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "resume")
+        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
+        var timestamp: UInt32 = 0
+        func send(for duration: Duration) {
+            let end = sim.loop.now + duration
+            while sim.loop.now < end {
+                timestamp &+= 3000
+                sending.sender.send(payloadType: pt, payload: [0x41, 1], timestamp: timestamp, marker: true)
+                sim.advance(by: .milliseconds(33))
+            }
+        }
+        send(for: .seconds(1))
+        let before = plis.value.count
+        send(for: .seconds(1))
+        #expect(plis.value.count == before, "no request while the publisher sends steadily")
+        sim.advance(by: .milliseconds(400))   // shorter than resumeAfter: nothing
+        send(for: .milliseconds(100))
+        #expect(plis.value.count == before)
+        sim.advance(by: .milliseconds(600))
+        let resumed = sim.loop.now
+        send(for: .milliseconds(100))
+        #expect(plis.value.count == before + 1, "asked once on its return")
+        if let at = plis.value.last { #expect(at - resumed < .milliseconds(50), "asked \(at - resumed) after the first packet back") }
+        await publisher.close()
+        await relay.stop()
+    }
 }
