@@ -11,6 +11,8 @@ final class SimulatedClock: @unchecked Sendable {
     /// would otherwise spin forever.
     var sameInstantFires = 0
     static let sameInstantLimit = 1_000_000
+    /// Where the timer firing now was scheduled (for the message when the limit trips).
+    var firing: (file: StaticString, line: UInt)?
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     init(start: ContinuousClock.Instant) {
@@ -116,7 +118,8 @@ extension EventLoop {
         } else {
             clock.sameInstantFires += 1
             precondition(clock.sameInstantFires < SimulatedClock.sameInstantLimit,
-                         "\(name): \(SimulatedClock.sameInstantLimit) timers fired at one instant: a timer keeps rescheduling itself for now")
+                         "\(name): \(SimulatedClock.sameInstantLimit) timers fired at one instant: a timer keeps rescheduling itself for now "
+                         + "(the last one was scheduled at \(clock.firing.map { "\($0.file):\($0.line)" } ?? "?"))")
         }
         fire()
         runPending()

@@ -112,8 +112,13 @@ public final class EventLoop: @unchecked Sendable {
     /// Loop work only: a one-shot timer, fired once the loop's `now` reaches `deadline` (timers
     /// with the same deadline fire in the order they were scheduled). Returns an id for `cancelTimer`.
     @discardableResult
-    public func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping () -> Void) -> Int {
+    public func schedule(at deadline: ContinuousClock.Instant, file: StaticString = #fileID, line: UInt = #line,
+                         _ fire: @escaping () -> Void) -> Int {
         preconditionInLoop()
+        // A simulated loop names a timer that keeps rescheduling itself for now (see SimulatedClock).
+        if case .simulated(let clock) = driver {
+            return timers.schedule(at: deadline) { clock.firing = (file, line); fire() }
+        }
         return timers.schedule(at: deadline, fire)
     }
 
