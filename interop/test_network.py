@@ -81,9 +81,9 @@ class Bed:
         t_conn = self.sampler.mark("publisher connected")
         return run, t_conn, self.roles.wait_flow("pub")
 
-    def play(self, stream: str, duration: float) -> tuple[SwiftRun, int]:
+    def play(self, stream: str, duration: float, extra: tuple[str, ...] = ()) -> tuple[SwiftRun, int]:
         self.roles.expect("play")
-        run = self.swift("play", [self.relay.webrtc_url("live", stream), "--duration", str(duration)], "play")
+        run = self.swift("play", [self.relay.webrtc_url("live", stream), "--duration", str(duration), *extra], "play")
         self.relay.wait_event(rf"player \S+ connected \(live/{stream}\)", timeout=20)
         self.sampler.mark("player connected")
         return run, self.roles.wait_flow("play")

@@ -335,11 +335,13 @@ def test_outages_new_session(make_bed, browser, artifact_dir, logs):
     `swiftrtc play` joins: its first frame within 1 s of its start (a keyframe asked for on join)."""
     bed = make_bed(seed=22)
     net = bed.net
-    pub, _t, pub_flow = bed.publish("swift", duration=600)
+    # The first publisher and player stand for clients that went away for good (the new sessions
+    # are the ones coming back): they do not reconnect by themselves.
+    pub, _t, pub_flow = bed.publish("swift", duration=600, extra=("--reconnect", "off"))
     chpub_page, ch_connected = chromium_publisher(browser, bed, "chrome", "chpub", logs, republish=False)
     assert ch_connected, f"Chromium did not publish through the proxy:\n{page_log(chpub_page)}"
     chpub_flow = bed.roles.wait_flow("chpub")
-    play, play_flow = bed.play("swift", duration=600)
+    play, play_flow = bed.play("swift", duration=600, extra=("--reconnect", "off"))
     bed.roles.expect("cplay")
     cplay = bed.swift("play", [bed.relay.webrtc_url("live", "chrome"), "--duration", "600"], "play-chrome")
     bed.relay.wait_event(r"player \S+ connected \(live/chrome\)", timeout=20)
