@@ -30,7 +30,14 @@ extension PeerConnection {
             publishLocalDescription()
             emit(.iceGatheringStateChanged(.complete))
         case .stateChanged(let s):
+            let wasDisconnected = iceState == .disconnected
             if !relayFailed { setIce(IceConnectionState(s)) }
+            // Back from a disconnection: what was sent into it is lost (and too old to resend),
+            // so video goes on from a keyframe rather than waiting for the peer's request,
+            // which may itself have been lost (libwebrtc restarts its encoders so on network up).
+            if wasDisconnected, [.connected, .completed].contains(iceState) {
+                for stream in media.videoSend.values { stream.requestKeyframe() }
+            }
             updateConnectionState()
             armDisconnectedRestart()
         case .selectedPairChanged(let local, let remote):

@@ -11,14 +11,22 @@ import Testing
 /// new session right after another joined would wait for someone else's next request. So a
 /// join's request that the throttle holds back goes out when the throttle allows.
 @Suite struct RelayJoinKeyframeTests {
-    @Test func aSecondPlayerJoiningInsideTheThrottleStillGetsItsKeyframeRequest() async throws {
+    /// A relay with a publisher of `stream` (RTP written by the test), and the times of the
+    /// keyframe requests (PLIs) the publisher gets.
+    func published(_ stream: String) async throws
+        -> (Simulation, RelayServer, PeerConnection, RtpTransceiver, Locked<[ContinuousClock.Instant]>) {
         let sim = Simulation()
         let relay = try sim.relay()
         let publisher = try sim.peer { $0.mediaPipeline = false }
         let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         let plis = Locked<[ContinuousClock.Instant]>([])
         sending.sender.onRTCP = { p in if case .pli = p { plis.withLock { $0.append(sim.loop.now) } } }
-        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "join")
+        try await sim.exchange(relay, publisher, endpoint: "whip", stream: stream)
+        return (sim, relay, publisher, sending, plis)
+    }
+
+    @Test func aSecondPlayerJoiningInsideTheThrottleStillGetsItsKeyframeRequest() async throws {
+        let (sim, relay, publisher, sending, plis) = try await published("join")
         // The relay learns the publisher's SSRC from its packets.
         let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
         for i in 0..<3 {
@@ -54,13 +62,7 @@ import Testing
     /// A publisher that sends again after half a second of silence (an outage, a NAT rebinding)
     /// is asked for a keyframe at once: its players lost what went into the silence.
     @Test func aPublisherBackFromSilenceIsAskedForAKeyframe() async throws {
-        let sim = Simulation()
-        let relay = try sim.relay()
-        let publisher = try sim.peer { $0.mediaPipeline = false }
-        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        let plis = Locked<[ContinuousClock.Instant]>([])
-        sending.sender.onRTCP = { p in if case .pli = p { plis.withLock { $0.append(sim.loop.now) } } }
-        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "resume")
+        let (sim, relay, publisher, sending, plis) = try await published("resume")
         let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
         var timestamp: UInt32 = 0
         func send(for duration: Duration) {
