@@ -331,12 +331,15 @@ public final class RelayServer: Sendable {
                     // coming back on this new session: ICE-lite would notice only after 30 s) or
                     // any, with --takeover, gives way.
                     let quiet = loop.now - (stream.lastPublisherPacketAt ?? p.created)
-                    let silent = p.connected && quiet >= publisherSilence
+                    // One that has not connected a second after its offer is, as a rule, the same
+                    // client's previous attempt (its path is still down): it gives way too, or a
+                    // reconnecting client would get 409s until its `connectTimeout`.
+                    let silent = p.connected ? quiet >= publisherSilence : loop.now - p.created >= publisherSilence
                     if !takeover && !silent {
                         if mayWait && p.connected && quiet >= Self.silenceHint { return .waitForSilence(publisherSilence - quiet) }
                         throw RelayError("stream \(key) is already being published", code: 409)
                     }
-                    remove(p, reason: silent ? "replaced (silent)" : "replaced (takeover)")
+                    remove(p, reason: !silent ? "replaced (takeover)" : p.connected ? "replaced (silent)" : "replaced (never connected)")
                     replaced = p
                 }
                 state.value.reserved.insert(key)

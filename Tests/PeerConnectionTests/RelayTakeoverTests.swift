@@ -157,4 +157,24 @@ final class PatternLog: VideoRenderer, Sendable {
         await a.close()
         await relay.stop()
     }
+
+    /// A reconnecting client's attempt whose path is still down never connects; its next attempt
+    /// must not get 409s until the relay's connect timeout: a publisher session that has not
+    /// connected a second after its offer gives way (one still within that second keeps the name).
+    @Test func aPublisherThatNeverConnectedGivesWayAfterASecond() async throws {
+        let sim = Simulation()
+        let seen = Monitor(Seen())
+        let relay = try relay(sim, takeover: false, seen)
+        let (stalled, body) = try await offer(sim)   // posted, its answer never applied: it never connects
+        #expect(await post(sim, relay, seen, body).response?.status == 201)
+        sim.advance(by: .milliseconds(500))
+        let (early, earlyBody) = try await offer(sim)
+        #expect(await post(sim, relay, seen, earlyBody).response?.status == 409, "inside its first second it keeps the name")
+        sim.advance(by: .milliseconds(600))
+        let (next, nextBody) = try await offer(sim)
+        let taken = await post(sim, relay, seen, nextBody)
+        #expect(taken.response?.status == 201 && !taken.held)
+        for pc in [stalled, early, next] { await pc.close() }
+        await relay.stop()
+    }
 }
