@@ -285,7 +285,10 @@ public final class ICEAgent {
             if let last = lastConsentAt { consider(last + configuration.consentTimeout) }
             if let quiet = lastReceivedAt {
                 if state == .connected || state == .completed { consider(quiet + configuration.receivingTimeout) }
-                consider(nextProbe(quietSince: quiet))
+                // A probe already due waits for the next send slot (`hasPendingRequest`): its
+                // own deadline, past by then, would wake the driver for nothing until the slot —
+                // a busy spin on a thread, a livelock on a simulated clock.
+                if !consentDue { consider(nextProbe(quietSince: quiet)) }
             }
         }
         return earliest

@@ -9,12 +9,7 @@ import Transport
 /// without the send-side estimate starting over from what the outage left of it.
 @Suite("Outage resume")
 struct OutageResumeTests {
-    // Disabled in the suite: about one run in ten trips the simulated loop's same-instant timer
-    // limit during the outage (a timer rescheduling itself for now; it happens without the held
-    // estimate too, and is not found yet), which ends the whole test process. Run alone, it shows
-    // the estimate held (~1 Mb/s back instead of the 400 kb/s floor).
-    @Test("after a 6 s outage the estimate is what it was before, not what the outage left of it",
-          .disabled("a same-instant timer livelock in about 1 run in 10 under this outage; see the comment"))
+    @Test("after a 6 s outage the estimate is what it was before, not what the outage left of it")
     func resumesCleanly() async throws {
         let sim = Simulation()
         let endpoint = Holder<VirtualEndpoint>()
