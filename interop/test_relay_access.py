@@ -56,8 +56,10 @@ def test_relay_access_control(secured, swift_bin, artifact_dir, logs):
     wrong = cli(swift_bin, "publish", whip, "--token", "play-secret", "--duration", "2", "--size", "320x180")
     assert wrong.returncode != 0 and "403" in wrong.stderr and "wrong token for publishing" in wrong.stderr, wrong.stderr
 
+    # --reconnect off: this publisher is to stay kicked (by default a client comes back on a new
+    # session, which only revoking its token prevents).
     pub = SwiftRun(swift_bin, "publish", [whip, "--token", "pub-secret", "--source", "testsrc", "--size", "640x360",
-                                          "--duration", "8"], artifact_dir, "publish")
+                                          "--duration", "8", "--reconnect", "off"], artifact_dir, "publish")
     logs.append(("publish", pub.text))
     try:
         relay.wait_event(r"publisher \S+ connected \(live/guarded\)", timeout=15)
@@ -400,12 +402,15 @@ def test_sigterm_ends_sessions_gracefully(swift_bin, artifact_dir, logs):
     failed, not a consent timeout) within a few seconds and end."""
     relay = Relay(swift_bin, artifact_dir / "relay.log")
     logs.append(("relay output", relay.text))
+    # --reconnect off: the clients are to end with the relay (by default they would wait for it to
+    # come back, reconnecting with backoff).
     pub = SwiftRun(swift_bin, "publish", [relay.whip_url("live", "term"), "--source", "testsrc", "--size", "320x180",
-                                          "--duration", "60"], artifact_dir, "publish")
+                                          "--duration", "60", "--reconnect", "off"], artifact_dir, "publish")
     logs.append(("publish", pub.text))
     try:
         relay.wait_event(r"publisher \S+ connected \(live/term\)", timeout=15)
-        player = SwiftRun(swift_bin, "play", [relay.whep_url("live", "term"), "--duration", "60"], artifact_dir, "play")
+        player = SwiftRun(swift_bin, "play", [relay.whep_url("live", "term"), "--duration", "60", "--reconnect", "off"],
+                          artifact_dir, "play")
         logs.append(("play", player.text))
         relay.wait_event(r"player \S+ connected \(live/term\)", timeout=15)
         time.sleep(2)

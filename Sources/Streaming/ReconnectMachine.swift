@@ -2,8 +2,11 @@ import PeerConnection
 
 /// What a session tells its app about recovering its connection.
 public enum ReconnectEvent: Sendable, Equatable {
-    /// ICE is being restarted over the session's signaling; the connection and media stay.
+    /// ICE is being restarted over the session's signaling (the path was lost); the connection
+    /// and media stay.
     case restartingIce
+    /// That restart found a path: the connection is up again (no new connection was needed).
+    case iceRestarted
     /// The connection is lost; a new one is made after the backoff (attempts count from 1 and
     /// start again from 1 once one connects).
     case reconnecting(attempt: Int)
@@ -73,6 +76,8 @@ struct ReconnectMachine {
     /// Whether the signaling can restart ICE; without (SRS's API) a new session takes its place.
     let canRestartIce: Bool
     private(set) var phase: Phase
+    /// The restart under way was announced (`restartingIce`): its success is too.
+    private var restartAnnounced = false
     private var backoff: Backoff
 
     init(policy: ReconnectPolicy, connectTimeout: Duration?, canRestartIce: Bool = true,
@@ -102,9 +107,13 @@ struct ReconnectMachine {
         switch (state, phase) {
         case (_, .stopped):
             return []
-        case (.connected, .connecting), (.connected, .disconnected), (.connected, .restarting):
+        case (.connected, .connecting), (.connected, .disconnected):
             phase = .connected
             return []
+        case (.connected, .restarting):
+            phase = .connected
+            defer { restartAnnounced = false }
+            return restartAnnounced ? [.report(.iceRestarted)] : []
         case (.connected, .waiting), (.connected, .attempting):
             phase = .connected
             return [.report(.reconnected)]
@@ -146,8 +155,12 @@ struct ReconnectMachine {
         case .connected, .disconnected:
             guard policy.enabled else { return [] }
             guard canRestartIce else { return replace(attempt: 1, why: "the connection asked for an ICE restart", now: now) }
+            // Asked for on a connection that is up (the app's restartIce(), an address that
+            // appeared): signalled, but nothing was lost, so nothing is announced.
+            let lost = phase != .connected
             phase = .restarting
-            return [.restartIce(force: false), .report(.restartingIce)]
+            restartAnnounced = lost
+            return lost ? [.restartIce(force: false), .report(.restartingIce)] : [.restartIce(force: false)]
         case .restarting:
             return [.restartIce(force: false)]   // another change of path while one restart is under way
         default:
@@ -179,6 +192,7 @@ struct ReconnectMachine {
             return stop("not connected after \(connectTimeout ?? .zero)")
         case .disconnected:
             phase = .restarting
+            restartAnnounced = true
             return [.restartIce(force: true), .report(.restartingIce)]
         case .waiting(let attempt, _):
             phase = .attempting(attempt: attempt, since: nil)

@@ -333,7 +333,7 @@ extension StreamingSession: Reconnectable {
 
     func report(_ event: ReconnectEvent) {
         let delegate = state.withLock { s in
-            s.recovery = event == .reconnected ? nil : event
+            s.recovery = event == .reconnected || event == .iceRestarted ? nil : event
             return s.delegate
         }
         delegate?.streamingSession(self, didReport: event)

@@ -33,6 +33,7 @@ enum ReconnectOptions {
     static func describe(_ event: ReconnectEvent) -> String {
         switch event {
         case .restartingIce: "connection lost, restarting ICE"
+        case .iceRestarted: "connected again (ICE restarted)"
         case .reconnecting(let attempt): "reconnecting (attempt \(attempt))"
         case .reconnected: "reconnected"
         case .failed(let why): why

@@ -15,7 +15,7 @@ extension StreamingReconnectTests {
         let before = log.count
         #expect(await feed.run(rig.activity, within: .seconds(5)) { iceUfrag(pc) != ufrag && log.count >= before + 30 })
         #expect(publisher.peerConnection === pc, "no new connection")
-        #expect(events.all == [.restartingIce], "\(events.all)")
+        #expect(events.all.isEmpty, "a restart asked for on a healthy connection is not a recovery: \(events.all)")
         #expect(await restartedPairSelected(pc))
         #expect(rig.relayLog.withLock { $0 }.contains { $0.contains("restarted ICE") })
         await streams.stop()

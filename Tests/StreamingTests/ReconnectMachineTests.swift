@@ -90,7 +90,12 @@ import Testing
         var asked = connected(canRestartIce: false)
         #expect(asked.restartRequested(now: t0) == [.retireConnection, .report(.reconnecting(attempt: 1))])
         var whip = connected()
-        #expect(whip.restartRequested(now: t0) == [.restartIce(force: false), .report(.restartingIce)])
+        #expect(whip.restartRequested(now: t0) == [.restartIce(force: false)], "asked for on a healthy connection: not announced")
+        #expect(whip.connection(.connected, now: t0 + .seconds(1)).isEmpty)
+        var lost = connected()
+        _ = lost.connection(.disconnected, now: t0)
+        #expect(lost.restartRequested(now: t0 + .seconds(1)) == [.restartIce(force: false), .report(.restartingIce)])
+        #expect(lost.connection(.connected, now: t0 + .seconds(2)) == [.report(.iceRestarted)], "the announced restart's success is too")
     }
 
     @Test("the server drops the session (404): a new connection; a refusal for good (401/403) stops; attempts can be limited")
