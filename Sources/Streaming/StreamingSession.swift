@@ -131,7 +131,13 @@ public final class StreamingSession: Sendable {
             throw error
         }
         driver.start(self)
-        guard waitForConnection else { return }
+        if waitForConnection { try await self.waitForConnection() }
+    }
+
+    /// Returns once the first connection is up, or throws (and shuts the session down) when it
+    /// fails: what `publish`/`play` do unless told `waitForConnection: false` — so an app can
+    /// attach renderers to `play`'s tracks before the first frame is decoded, then wait.
+    public func waitForConnection() async throws {
         if let why = await driver.firstConnection() {
             await shutDown()
             throw PeerConnectionError(.transport, "\(role.rawValue) \(url): \(why)")

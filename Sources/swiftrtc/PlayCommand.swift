@@ -49,14 +49,16 @@ enum PlayCommand {
         say("play: \(url)")
         let tracks: (video: VideoTrack?, audio: AudioTrack?)
         do {
-            tracks = try await session.play()
+            // The recorder and checks are on the tracks before the first frame can be decoded.
+            tracks = try await session.play(waitForConnection: false)
+            playback.attach(video: tracks.video, audio: tracks.audio)
+            try await session.waitForConnection()
         } catch {
             await session.close()
             throw error
         }
         let connectMs = (now() - started) * 1000
         say("play: connected in \(Int(connectMs)) ms")
-        playback.attach(video: tracks.video, audio: tracks.audio)
         let speaker: AudioPlayout?
         do {
             speaker = try AudioOptions.startSpeaker(speakerSpec, echo: nil, command: "play")
