@@ -16,7 +16,7 @@ public final class CameraCapturer: VideoCapturer, Sendable {
     let controller: CameraController
     let framePath = Locked(FramePath())
     let faceState = Locked(FaceState())
-    private let listeners = Locked(Listeners())
+    private let listeners = Broadcast<CameraEvent>(replaysLast: false, buffering: .bufferingNewest(256))
 
     struct FramePath {
         var delegate: (any VideoCapturerDelegate)?
@@ -35,10 +35,6 @@ public final class CameraCapturer: VideoCapturer, Sendable {
         var lastFrameSize: (width: Int, height: Int)?
     }
 
-    private struct Listeners {
-        var streams: [UInt64: AsyncStream<CameraEvent>.Continuation] = [:]
-        var next: UInt64 = 0
-    }
 
     /// How long to wait between attempts to reopen a device that failed.
     public let restartInterval: Duration
@@ -56,7 +52,7 @@ public final class CameraCapturer: VideoCapturer, Sendable {
         controller.stopImmediately()
         // The face worker waits for frames on a thread of its own: end it with the capturer.
         faceState.withLock { $0.worker }?.stop()
-        listeners.withLock { l in for c in l.streams.values { c.finish() } }
+        listeners.finish()
     }
 
     // MARK: - Configuration
@@ -264,20 +260,8 @@ public final class CameraCapturer: VideoCapturer, Sendable {
     /// a reader). Frames go to the `VideoCapturerDelegate`; the events are warnings,
     /// interruptions, restarts, switches and controls.
     public func events() -> AsyncStream<CameraEvent> {
-        let (stream, continuation) = AsyncStream<CameraEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let id = listeners.withLock { l in
-            l.next += 1
-            l.streams[l.next] = continuation
-            return l.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.listeners.withLock { $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        listeners.stream()
     }
 
-    func emit(_ event: CameraEvent) {
-        let streams = listeners.withLock { Array($0.streams.values) }
-        for s in streams { s.yield(event) }
-    }
+    func emit(_ event: CameraEvent) { listeners.yield(event) }
 }

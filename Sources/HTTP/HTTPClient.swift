@@ -10,8 +10,16 @@ public struct HTTPClientResponse: Sendable {
     public var reason: String
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// The URL that produced this response, after redirects.
+    /// The URL that produced this response, after redirects (`Location` resolves against it).
     public var finalURL: String
+
+    public init(status: Int, reason: String, headers: HTTPHeaders = [], body: [UInt8] = [], finalURL: String) {
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.finalURL = finalURL
+    }
 
     /// The body as UTF-8 text (invalid sequences replaced).
     public var text: String { String(decoding: body, as: UTF8.self) }

@@ -55,8 +55,7 @@ public struct NackResponder: Sendable {
         var seen = Set<UInt16>(minimumCapacity: nack.count)
         for requested in nack where seen.insert(requested).inserted {
             statistics.requested += 1
-            guard let number = source(requested),
-                  let (packet, sentAt) = history.packet(sequenceNumber: number) as (packet: Packet, sentAt: ContinuousClock.Instant)? else {
+            guard let number = source(requested), let (packet, sentAt) = history.sent(sequenceNumber: number) else {
                 statistics.missed += 1
                 continue
             }

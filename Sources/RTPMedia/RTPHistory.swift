@@ -30,17 +30,13 @@ public struct RTPHistory<Packet: Sendable>: Sendable {
     }
 
     public func packet(sequenceNumber: UInt16) -> Packet? {
-        entry(sequenceNumber)?.packet
+        sent(sequenceNumber: sequenceNumber)?.packet
     }
 
     /// The packet and when it was sent.
-    public func packet(sequenceNumber: UInt16) -> (packet: Packet, sentAt: ContinuousClock.Instant)? {
-        entry(sequenceNumber).map { ($0.packet, $0.sentAt) }
-    }
-
-    private func entry(_ sequenceNumber: UInt16) -> Entry? {
+    public func sent(sequenceNumber: UInt16) -> (packet: Packet, sentAt: ContinuousClock.Instant)? {
         guard let e = slots[Int(sequenceNumber) & mask], e.sequenceNumber == sequenceNumber else { return nil }
-        return e
+        return (e.packet, e.sentAt)
     }
 }
 

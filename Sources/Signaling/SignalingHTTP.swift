@@ -11,12 +11,11 @@ struct SignalingHTTP: Sendable {
     var exchange: SignalingExchange? = nil
 
     @inline(never)   // works around a swift-frontend 6.3.1 crash (coro-split) in release builds
-    func send(method: String, url: String, headers: HTTPHeaders = [], body: [UInt8] = []) async throws -> SignalingResponse {
+    func send(method: String, url: String, headers: HTTPHeaders = [], body: [UInt8] = []) async throws -> HTTPClientResponse {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
             throw SignalingError("\(url): only http:// and https:// URLs are supported")
         }
         if let exchange { return try await exchange(SignalingRequest(method: method, url: url, headers: headers, body: body)) }
-        let r = try await HTTPClient(timeout: timeout, insecure: insecure).send(method: method, url: url, headers: headers, body: body)
-        return SignalingResponse(status: r.status, reason: r.reason, headers: r.headers, body: r.body, finalURL: r.finalURL)
+        return try await HTTPClient(timeout: timeout, insecure: insecure).send(method: method, url: url, headers: headers, body: body)
     }
 }

@@ -77,7 +77,7 @@ public struct WHIPClient: Sendable {
     /// PATCHes an `application/trickle-ice-sdpfrag` body to the session resource (RFC 9725
     /// §4.3: trickle candidates, or an ICE restart with `If-Match: "*"`). Returns the response
     /// whatever its status: 405/501/422 tell the caller the server does not take it.
-    public func patch(_ session: Session, fragment: String, ifMatch: String?) async throws -> SignalingResponse {
+    public func patch(_ session: Session, fragment: String, ifMatch: String?) async throws -> HTTPClientResponse {
         guard let resource = session.resource else {
             throw SignalingError("\(endpoint) gave no session resource (Location) to PATCH")
         }

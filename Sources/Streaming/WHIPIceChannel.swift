@@ -184,7 +184,7 @@ final class WHIPIceChannel: Sendable {
                ufrag == current.media.first?.iceUfrag ?? current.iceUfrag || ufrag == refusedUfrag {
                 return false
             }
-            let response: SignalingResponse
+            let response: HTTPClientResponse
             do {
                 response = try await client.patch(session, fragment: fragment.serialize(), ifMatch: "*")
             } catch {

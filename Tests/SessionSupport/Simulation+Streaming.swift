@@ -24,8 +24,8 @@ extension Simulation {
         environment.exchange = { [self] request in
             let target = Self.target(of: request.url)
             let response = await self.request(relay, request.method, target, body: request.body, headers: request.headers, client: client)
-            return SignalingResponse(status: response.status, reason: response.reason, headers: response.headers,
-                                     body: response.body, finalURL: request.url)
+            return HTTPClientResponse(status: response.status, reason: response.reason, headers: response.headers,
+                                      body: response.body, finalURL: request.url)
         }
         return environment
     }

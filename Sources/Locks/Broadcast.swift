@@ -1,8 +1,7 @@
-import Locks
-
 /// Values to any number of `AsyncStream`s: each `stream()` is new, gets the last value at once
-/// when `replaysLast` (a state), then every value until `finish()`.
-final class Broadcast<Element: Sendable>: Sendable {
+/// when `replaysLast` (a state), then every value until `finish()`, keeping what its reader has
+/// not taken yet as `buffering` says.
+public final class Broadcast<Element: Sendable>: Sendable {
     private struct Listeners {
         var last: Element?
         var finished = false
@@ -11,16 +10,19 @@ final class Broadcast<Element: Sendable>: Sendable {
     }
     private let listeners: Locked<Listeners>
     private let replaysLast: Bool
+    private let buffering: AsyncStream<Element>.Continuation.BufferingPolicy
 
-    init(initial: Element? = nil, replaysLast: Bool) {
+    public init(initial: Element? = nil, replaysLast: Bool,
+                buffering: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {
         listeners = Locked(Listeners(last: initial))
         self.replaysLast = replaysLast
+        self.buffering = buffering
     }
 
-    var last: Element? { listeners.withLock { $0.last } }
+    public var last: Element? { listeners.withLock { $0.last } }
 
-    func stream() -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+    public func stream() -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: buffering)
         let id = listeners.withLock { l -> Int in
             if replaysLast, let last = l.last { continuation.yield(last) }
             if l.finished { continuation.finish() } else { l.streams[l.next] = continuation }
@@ -31,7 +33,7 @@ final class Broadcast<Element: Sendable>: Sendable {
         return stream
     }
 
-    func yield(_ value: Element) {
+    public func yield(_ value: Element) {
         listeners.withLock { l in
             guard !l.finished else { return }
             l.last = value
@@ -39,7 +41,7 @@ final class Broadcast<Element: Sendable>: Sendable {
         }
     }
 
-    func finish() {
+    public func finish() {
         let streams = listeners.withLock { l in
             l.finished = true
             defer { l.streams.removeAll() }
