@@ -211,8 +211,8 @@ public final class LibAVVideoReader {
 }
 
 /// Helpers for libav error codes.
-enum LibAV {
-    static func message(_ code: Int32) -> String {
+public enum LibAV {
+    public static func message(_ code: Int32) -> String {
         var buf = [CChar](repeating: 0, count: 256)
         if av_strerror(code, &buf, buf.count) < 0 { return "error \(code)" }
         return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

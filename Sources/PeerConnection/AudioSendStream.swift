@@ -95,6 +95,7 @@ final class AudioSendStream: AudioRenderer, @unchecked Sendable {
                 $0.totalEnergy += energy / (32768.0 * 32768.0) * 0.02
                 $0.lastLevel = energy.squareRoot() / 32768
             }
+            sender.onEncodedAudio?(packet, timestampNs)
             sender.sendPayloads([packetizer.packetize(packet)], payloadType: payloadType, timestamp: timestamp)
         } catch {
             counters.withLock { $0.encodeErrors += 1 }

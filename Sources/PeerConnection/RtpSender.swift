@@ -33,6 +33,8 @@ public final class RtpSender: @unchecked Sendable {
         var onTrackChanged: (@Sendable () -> Void)?
         var onParametersChanged: (@Sendable (RtpSendParameters) -> Void)?
         var onAudioProcessingChanged: (@Sendable (AudioProcessingOptions?) -> Void)?
+        var onEncodedVideo: (@Sendable (EncodedFrame) -> Void)?
+        var onEncodedAudio: (@Sendable ([UInt8], Int64) -> Void)?
     }
 
     // MARK: loop state (set at negotiation; what a forwarding snapshot copies bumps `ForwardingEpoch`)
@@ -98,6 +100,19 @@ public final class RtpSender: @unchecked Sendable {
     public var onRTCP: (@Sendable (RTCPPacket) -> Void)? {
         get { handlers.withLock { $0.onRTCP } }
         set { handlers.withLock { $0.onRTCP = newValue } }
+    }
+
+    /// Every frame this sender's encoder makes, before packetization (on the encode queue): what
+    /// is sent, for a recorder. A tap like `onRTCP`.
+    public var onEncodedVideo: (@Sendable (EncodedFrame) -> Void)? {
+        get { handlers.withLock { $0.onEncodedVideo } }
+        set { handlers.withLock { $0.onEncodedVideo = newValue } }
+    }
+
+    /// Every Opus packet this sender's encoder makes, with its capture time (CLOCK_MONOTONIC ns).
+    public var onEncodedAudio: (@Sendable ([UInt8], Int64) -> Void)? {
+        get { handlers.withLock { $0.onEncodedAudio } }
+        set { handlers.withLock { $0.onEncodedAudio = newValue } }
     }
 
     /// Called when the track changes so the media stream can move its sink. Loop or caller thread.

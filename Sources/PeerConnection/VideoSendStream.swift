@@ -177,6 +177,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             }
             let encodeTime = ContinuousClock.now - started
             dropper.encoded(bytes: encoded.data.count)
+            sender.onEncodedVideo?(encoded)
             // As libwebrtc: on keyframes, on a change, and whenever the rotation is not 0 (receivers
             // that lost the keyframe's element still turn the picture).
             var lastPacketExtensions: [RTPHeaderExtension] = []

@@ -46,5 +46,5 @@ public enum AnnexB {
         return ranges
     }
 
-    static let startCode: [UInt8] = [0, 0, 0, 1]
+    public static let startCode: [UInt8] = [0, 0, 0, 1]
 }

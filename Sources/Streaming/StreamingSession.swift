@@ -70,6 +70,10 @@ public final class StreamingSession: Sendable {
         /// The last event the session reported (the status line shows it until connected).
         var recovery: ReconnectEvent?
         var closed = false
+        /// Taps for every connection's transceivers (`forEachConnection`).
+        var observers: [@Sendable (PeerConnection) -> Void] = []
+        /// The connection whose transceivers are set up, once they are.
+        var ready: PeerConnection?
     }
 
     /// What the session sends or receives, for every connection it makes.
@@ -99,6 +103,17 @@ public final class StreamingSession: Sendable {
 
     /// The current connection (a new one after each reconnection).
     public var peerConnection: PeerConnection { state.withLock { $0.link.pc } }
+
+    /// Calls `body` with each connection's peer connection once its transceivers are set up and
+    /// before media flows: the current one at once if it is that far, then each one reconnection
+    /// makes. For per-packet taps that must follow the session (a recorder).
+    public func forEachConnection(_ body: @escaping @Sendable (PeerConnection) -> Void) {
+        let ready = state.withLock {
+            $0.observers.append(body)
+            return $0.ready
+        }
+        if let ready { body(ready) }
+    }
 
     /// Publishes the tracks (either may be nil); returns once media can flow, or with
     /// `waitForConnection: false` once the server has answered (`states` and `events` tell the rest).
@@ -281,6 +296,11 @@ public final class StreamingSession: Sendable {
             state.withLock { $0.remote }?.follow(video: pc.transceivers.first { $0.kind == .video }?.receiver.videoTrack,
                                                   audio: pc.transceivers.first { $0.kind == .audio }?.receiver.audioTrack)
         }
+        let observers = state.withLock {
+            $0.ready = pc
+            return $0.observers
+        }
+        for observe in observers { observe(pc) }
         let trickle = link.ice != nil && options.trickle && WHIPIceChannel.trickles(to: url)
         if trickle { link.ice?.attach() }
         let offer = try await pc.createOffer()

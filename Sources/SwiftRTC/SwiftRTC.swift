@@ -9,3 +9,4 @@
 @_exported import Camera
 @_exported import AudioDevice
 @_exported import AudioProcessing
+@_exported import Recording

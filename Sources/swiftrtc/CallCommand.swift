@@ -7,7 +7,7 @@ enum CallCommand {
     static let usage = """
     usage: swiftrtc call URL_SELF URL_PEER [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N] [--window]
                          [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
-                         [--duration SEC] [--stats-json PATH] [--insecure] [--reconnect on|off]
+                         [--duration SEC] [--stats-json PATH] [--record PATH] [--insecure] [--reconnect on|off]
 
     A video call through a server: publishes our video and audio to URL_SELF and plays URL_PEER
     (webrtc:// for SRS's API, http(s):// for WHIP/WHEP). The peer does the same with the URLs
@@ -24,6 +24,8 @@ enum CallCommand {
       --window         show local preview and remote video in windows (SDL2)
       --duration SEC   call length (default: until Ctrl-C)
       --stats-json P   write both sessions' stats and a summary
+      --record PATH    the peer's stream: .mp4 (H.264), .webm (VP8), .mkv (either) with its audio,
+                       not re-encoded; .y4m: decoded frames, raw
       --insecure       accept any https certificate (self-signed included); not verified, warned
     \(ReconnectOptions.usage)
     \(IceOptions.usage)
@@ -39,6 +41,7 @@ enum CallCommand {
         let window = a.flag("window")
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
+        let record = try a.option("record")
         let audioSpec = try a.option("audio") ?? "tone"
         let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
         let speakerSpec = try a.option("speaker")
@@ -48,6 +51,7 @@ enum CallCommand {
         let reconnect = try ReconnectOptions.parse(&a)
         let ice = try IceOptions.parse(&a, command: "swiftrtc call")
         try a.finish()
+        let (y4m, recorder) = try RecordOption.open(record)
         if let speakerSpec, speakerSpec != "none" { try AudioOptions.requireDevice(speakerSpec, .output, command: "swiftrtc call") }
         var options = StreamingSession.Options()
         options.insecure = insecure
@@ -77,6 +81,7 @@ enum CallCommand {
         let giveUp = now() + 30
         while player == nil {
             let attempt = try StreamingSession(role: .play, url: peerURL, options: options)
+            if let recorder { attempt.forEachConnection { recorder.record(receiving: $0) } }
             do {
                 tracks = try await attempt.play()
                 player = attempt
@@ -104,7 +109,7 @@ enum CallCommand {
         let remoteStats = StatsRenderer()
         let checker = PatternChecker()
         let remoteWindow: SDLWindowRenderer? = window ? try SDLWindowRenderer(title: "swiftrtc call — peer", width: 640, height: 360) : nil
-        for r in [remoteStats, checker] + [remoteWindow].compactMap({ $0 }) as [any VideoRenderer] { tracks.video?.addRenderer(r) }
+        for r in [remoteStats, checker] + [remoteWindow as (any VideoRenderer)?, y4m].compactMap({ $0 }) as [any VideoRenderer] { tracks.video?.addRenderer(r) }
 
         let status = StatusLine()
         var meter = RateMeter()
@@ -129,6 +134,11 @@ enum CallCommand {
         speaker?.stop()
         preview?.close()
         remoteWindow?.close()
+        y4m?.close()
+        if let recorder {
+            RecordOption.finish(recorder)
+            say("call: " + RecordOption.describe(recorder))
+        }
         let peerFrames = remoteStats.snapshot().framesRendered
         let pattern = checker.result
         say("call: \(peerFrames > 0 ? "done" : "FAILED") — decoded \(peerFrames) frames of the peer"
@@ -137,6 +147,7 @@ enum CallCommand {
             var summary: [String: Any] = ["peerFramesDecoded": peerFrames, "patternFrames": pattern.read, "patternVerified": pattern.verified,
                                           "publish": (await publisher.stats()).jsonObject, "play": (await player.stats()).jsonObject]
             if let speaker { summary["playout"] = AudioOptions.json(speaker.stats, device: speaker.device) }
+            if let recorder { summary["recording"] = RecordOption.json(recorder) }
             if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             if let echo = audio.echo { summary["echo"] = ["streamDelayMs": echo.streamDelayMs, "estimatedDelayMs": echo.processor.estimatedEchoDelayMs.map { $0 as Any } ?? NSNull(),
                                                          "referenceResyncs": echo.processor.echoReferenceResyncs] as [String: Any] }

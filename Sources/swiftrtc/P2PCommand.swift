@@ -6,7 +6,7 @@ enum P2PCommand {
     static let usage = """
     usage: swiftrtc p2p URL [--source testsrc|file:PATH|camera[:ID]] [--size WxH] [--fps N]
                             [--audio tone|file:PATH|mic[:ID]|none] [--audio-processing P] [--speaker ID|none]
-                            [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
+                            [--record out.mp4|webm|mkv|y4m] [--snapshot out.png] [--window] [--duration SEC] [--stats-json PATH]
                             [--ice-server URL]... [--ice-username U] [--ice-credential P] [--ice-ca-file PATH]
                             [--ice-transport-policy all|relay] [--insecure] [--token T] [--reconnect on|off]
                             [camera flags]
@@ -29,7 +29,7 @@ enum P2PCommand {
       --audio-processing P  for mic: all (default), none, or aec,agc,ns,hpf; the echo canceller's
                           reference is what the speaker plays
       --speaker ID|none   where the peer's audio plays (default: the default output if any)
-      --record PATH       write the peer's video as Y4M        --snapshot PATH   a PNG of it
+      --record PATH       the peer's stream (.mp4/.webm/.mkv; .y4m raw)       --snapshot PATH   a PNG of it
       --window            the peer's video full size with our preview (SDL2; needs a display)
       --duration SEC      stop after SEC seconds (default: until Ctrl-C or hang-up)
       --stats-json PATH   the final W3C stats and a summary (the keys `play` writes, plus chat counts)
@@ -110,6 +110,7 @@ enum P2PCommand {
                     status.say(offerer ? "p2p: the peer joined; offering" : "p2p: offer received; answering")
                 case .remoteTracks(let video, let remoteAudio):
                     playback.attach(video: video, audio: remoteAudio)
+                    playback.recorder?.record(receiving: call.peerConnection)
                     if let speaker, let remoteAudio { speaker.add(remoteAudio) }
                 case .chatOpen(let channel):
                     status.say("p2p: chat open (type a line to send it)")

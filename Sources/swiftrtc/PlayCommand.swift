@@ -5,7 +5,7 @@ import Locks
 /// `swiftrtc play URL`: the reference app's player.
 enum PlayCommand {
     static let usage = """
-    usage: swiftrtc play URL [--record out.y4m] [--snapshot out.png] [--window] [--duration SEC]
+    usage: swiftrtc play URL [--record out.mp4|webm|mkv|y4m] [--snapshot out.png] [--window] [--duration SEC]
                              [--speaker ID|none] [--stats-json PATH] [--token T] [--api URL] [--insecure]
                              [--no-trickle] [--reconnect on|off]
 
@@ -13,7 +13,8 @@ enum PlayCommand {
     Decodes H.264/VP8 video and Opus audio, shows a live status line, and checks the frame
     numbers a SwiftRTC test pattern carries. Exit code 0 only if frames were decoded.
 
-      --record PATH      write the decoded video as Y4M
+      --record PATH      .mp4 (H.264), .webm (VP8), .mkv (either): the stream with its audio, as
+                         it came (no re-encoding; survives reconnections); .y4m: decoded frames, raw
       --snapshot PATH    write a PNG of a decoded frame (the first, replaced by one near the end)
       --window           show the video in a window (SDL2; needs a display)
       --duration SEC     stop after SEC seconds (default: until Ctrl-C)
@@ -47,6 +48,7 @@ enum PlayCommand {
         let started = now()
         let playback = try RemotePlayback(record: record, snapshot: snapshot, window: window, title: "swiftrtc play \(url)")
         say("play: \(url)")
+        if let recorder = playback.recorder { session.forEachConnection { recorder.record(receiving: $0) } }
         let tracks: (video: VideoTrack?, audio: AudioTrack?)
         do {
             // The recorder and checks are on the tracks before the first frame can be decoded.

@@ -8,7 +8,7 @@ enum PublishCommand {
                                 [--bitrate KBPS] [--min-bitrate KBPS] [--max-fps N] [--degradation PREF]
                                 [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
                                 [--audio-processing all|none|aec,agc,ns,hpf]
-                                [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--token T] [--api URL]
+                                [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--record PATH] [--token T] [--api URL]
                                 [--insecure] [--no-trickle] [--reconnect on|off]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
@@ -32,6 +32,8 @@ enum PublishCommand {
       --disable-after SEC disable the video track after SEC seconds (black frames from then on)
       --duration SEC      stop after SEC seconds (default: until Ctrl-C)
       --stats-json PATH   write the final W3C stats and a summary
+      --record PATH       what is sent, as the encoders made it (with audio): .mp4 (H.264), .webm (VP8)
+                          or .mkv (either)
       --api URL          SRS API URL for webrtc:// URLs (default http://HOST:1985/rtc/v1/…)
       --token T           WHIP bearer token
       --insecure          accept any https certificate (self-signed included); not verified, warned
@@ -67,6 +69,7 @@ enum PublishCommand {
         let disableAfter: Double? = try a.number("disable-after", in: 0...maxSeconds)
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
         let statsPath = try a.option("stats-json")
+        let record = try a.option("record")
         var options = try parseSessionOptions(&a)
         let url = try a.positional("URL")
         try a.finish()
@@ -77,6 +80,15 @@ enum PublishCommand {
         case "vp8": codec = .vp8
         default: throw UsageError("swiftrtc publish: --codec must be h264 or vp8, not \"\(codecName)\"")
         }
+        if let record, let container = RecordingContainer(path: record) {
+            let type: VideoCodecType = codec.mimeType.lowercased().hasSuffix("vp8") ? .vp8 : .h264
+            guard container.supports(type) else {
+                throw UsageError("swiftrtc publish: --record \(record): \(type.rawValue) does not go in .\(container.rawValue); use \(RecordingContainer.suggestion(for: type))")
+            }
+        } else if let record, record.lowercased().hasSuffix(".y4m") {
+            throw UsageError("swiftrtc publish: --record \(record): publish records what it sends (.mp4, .webm, .mkv); .y4m is for play")
+        }
+        let (_, recorder) = try RecordOption.open(record)
 
         // Capture → processors → source → track.
         let source = VideoSource()
@@ -89,6 +101,7 @@ enum PublishCommand {
         let audioTrack = audio.track
         options.videoCodecs = [codec]
         let session = try StreamingSession(role: .publish, url: url, options: options)
+        if let recorder { session.forEachConnection { recorder.record(sending: $0) } }
         let started = now()
         say("publish: \(url) (\(codec.name), \(size.width)x\(size.height)@\(Int(fps)), audio \(audioSpec))")
         do {
@@ -141,6 +154,10 @@ enum PublishCommand {
         status.finish()
         await capture.stop()
         audio.stop()
+        if let recorder {
+            RecordOption.finish(recorder)
+            say("publish: " + RecordOption.describe(recorder))
+        }
         let report = await session.stats()
         let state = session.peerConnection.connectionState
         let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
@@ -162,6 +179,7 @@ enum PublishCommand {
             summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
             summary["trickledCandidates"] = session.trickledCandidates
             if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
+            if let recorder { summary["recording"] = RecordOption.json(recorder) }
             try writeJSON(summary, to: statsPath)
         }
         await session.close()

@@ -2,7 +2,7 @@ import Foundation
 import SwiftRTC
 
 /// What `play` and `p2p` do with the media they receive: renderers (stats, the test-pattern
-/// check, `--record` Y4M, `--snapshot` PNG, `--window`), an audio meter, the status line and
+/// check, `--record` MP4/WebM/MKV or raw Y4M, `--snapshot` PNG, `--window`), an audio meter, the status line and
 /// the `--stats-json` summary with the same keys for both. Any thread (p2p attaches from its
 /// event task while the main loop shows status).
 final class RemotePlayback: @unchecked Sendable {
@@ -12,6 +12,8 @@ final class RemotePlayback: @unchecked Sendable {
     let checker = PatternChecker()
     let audioMeter = AudioMeter()
     let y4m: Y4MFileRenderer?
+    /// `--record out.mp4|webm|mkv`: the received stream as it came, audio included.
+    let recorder: Recorder?
     let png: PNGSnapshotRenderer?
     let sdl: SDLWindowRenderer?
     private var video: VideoTrack?
@@ -20,7 +22,7 @@ final class RemotePlayback: @unchecked Sendable {
     private var snapshotRequested = false
 
     init(record: String?, snapshot: String?, window: Bool, title: String) throws {
-        y4m = record.map { Y4MFileRenderer(path: $0) }
+        (y4m, recorder) = try RecordOption.open(record)
         png = snapshot.map { PNGSnapshotRenderer(path: $0) }
         sdl = window ? try SDLWindowRenderer(title: title, width: 1280, height: 720) : nil
     }
@@ -58,6 +60,7 @@ final class RemotePlayback: @unchecked Sendable {
     func finish() {
         lock.withLock { detachLocked() }
         y4m?.close()
+        if let recorder { RecordOption.finish(recorder) }
         png?.waitUntilIdle()
         sdl?.close()
     }
@@ -76,6 +79,7 @@ final class RemotePlayback: @unchecked Sendable {
         return "\(frames > 0 ? "done" : "FAILED") — \(frames) frames \(render.width ?? 0)x\(render.height ?? 0)"
             + (pattern.read > 0 ? ", test pattern read on \(pattern.read) (\(pattern.verified ? "verified" : "NOT verified"))" : "")
             + (y4m.map { ", \($0.framesWritten) frames to \($0.path)" } ?? "")
+            + (recorder.map { ", " + RecordOption.describe($0) } ?? "")
     }
 
     /// `--stats-json`: the keys `play` has always written.
@@ -98,6 +102,7 @@ final class RemotePlayback: @unchecked Sendable {
         ]
         summary.merge(checker.quality) { current, _ in current }
         if let inbound { summary["inbound"] = StatsReport.json(inbound) }
+        if let recorder { summary["recording"] = RecordOption.json(recorder) }
         return summary
     }
 }
