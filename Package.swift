@@ -103,7 +103,7 @@ let package = Package(
                                                         "Transport"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg",
-                                                         "AudioCodecs", "AudioProcessing", "AudioDevice"], path: "Sources/bench"),
+                                                         "AudioCodecs", "AudioProcessing", "AudioDevice", "Recording", "RTPMedia"], path: "Sources/bench"),
 
         // What the test targets share: waiting on events (never on time), hex, temporary
         // directories. SplitMix64 is the library's own (SeededRandom).

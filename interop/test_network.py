@@ -34,6 +34,7 @@ from interop.netem import impaired_relay
 from interop.network_helpers import (GAP_MONITOR_JS, MBIT, NET_STATS_JS, Checks, NetSampler, RoleFlows, interpolate, percentile,
                                      status_series, with_pattern)
 from interop.relay_helpers import READ_PATTERN_JS, SwiftRun, close_page, open_player_page, page_log
+from interop.media_files import decode_errors, ffprobe
 
 LOSSY = "loss=5%,delay=25ms,jitter=10ms"
 FAKE_CAMERA_FLAGS = ("--use-fake-device-for-media-stream=fps=30",)  # default fake camera is 20 fps
@@ -197,13 +198,17 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir):
     bed = make_bed(roles, seed=11 if legs == "publisher-leg" else 12)
     pub, t_conn, pub_flow = bed.publish("lossy", duration=MEDIA_SECONDS + 3)
     time.sleep(0.5)
-    player, play_flow = bed.play("lossy", duration=MEDIA_SECONDS)
+    # The viewer also records what it receives: 5% loss must not reach the file as decode errors.
+    recording = artifact_dir / "lossy.mp4"
+    player, play_flow = bed.play("lossy", duration=MEDIA_SECONDS, extra=("--record", str(recording)))
     play_code = player.wait(timeout=MEDIA_SECONDS + 25)
     pub_code = pub.wait(timeout=20)
     t_end = bed.net.now()
     bed.close()
     play, pubs = player.stats(), pub.stats()
     p, ps = player_summary(play), publisher_summary(pubs)
+    errors = decode_errors(recording) if recording.is_file() else "no file"
+    recorded = ffprobe(recording).get("video", {}).get("packets", 0) if recording.is_file() else 0
     legs_doc = {"publisher": leg_report(bed, pub_flow, t_conn, t_end), "player": leg_report(bed, play_flow, t_conn, t_end)}
 
     c = Checks()
@@ -220,6 +225,9 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir):
             "<= 1 s")
     c.check("latency p95 (pattern capture → decode)", p["patternLatencyMsP95"] is not None and p["patternLatencyMsP95"] <= 300,
             f"p95 {p['patternLatencyMsP95']} ms, p50 {p['patternLatencyMsP50']} ms", "<= 300 ms")
+    c.check("the recording decodes without an error (ffmpeg -v error)", errors == "", errors[:300] or "clean", "nothing printed")
+    c.check("the recording has the frames played", recorded >= 0.98 * (p["framesDecoded"] or 0),
+            f"{recorded} recorded, {p['framesDecoded']} decoded", ">= 98%")
     # The method: the impairment really hit the leg(s) it was meant for.
     for role, flow_doc in legs_doc.items():
         impaired = role == "publisher" or legs == "both-legs"

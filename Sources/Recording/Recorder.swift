@@ -30,6 +30,7 @@ public final class Recorder: @unchecked Sendable {
         public var dropped = 0
         /// Why writing stopped, if it did.
         public var error: String?
+        public init() {}
     }
 
     public let path: String

@@ -34,6 +34,9 @@ Measures, in one run, and prints a table (name, value, unit, target, pass/FAIL):
      p50/p95 over --reconnect-runs runs (bench/reconnect_bench.py: the relay behind interop/netem.py
      in a network namespace of its own; targets 3 s and 2 s; about 12 minutes for 10 runs: the
      product has no consent-timeout setting, so each outage really lasts 40 s)
+ 12. recording: the Recorder fed 10 s of a received 720p30 H.264 + Opus stream as RTP into a
+     fragmented MP4, CPU per packet and per frame, vs forwarding the same packets to one receiver
+     (the recv + sendmmsg floor) in the same run (target: <= 0.1)
 Always exits 0 when the measurements ran: benchmarks report, they do not gate.
 Child logs and stats files go to a temporary directory, removed at the end unless the
 environment has SWIFTRTC_BENCH_KEEP set.
@@ -55,7 +58,7 @@ environment has SWIFTRTC_BENCH_KEEP set.
   --fanout-budget S    wall seconds the fan-out steps may take in all (default 120)
   --reconnect-runs N   runs per reconnect scenario (default 10)
   --only PHASE,…       run only these of: srtp, connect, memory, media, pipeline, latency, relay,
-                       camera, datachannel, audio, reconnect
+                       camera, datachannel, audio, reconnect, recording
 """
 
 struct Options {
@@ -80,7 +83,7 @@ struct Options {
 }
 
 let phases: Set<String> = ["srtp", "connect", "memory", "media", "pipeline", "latency", "relay", "camera", "datachannel", "audio",
-                           "reconnect"]
+                           "reconnect", "recording"]
 
 func parseOptions(_ args: [String]) -> Options? {
     var options = Options()
@@ -282,6 +285,12 @@ if options.runs("audio") {
 if options.runs("reconnect") {
     progress("reconnect: 40 s outages and address changes, \(options.reconnectRuns) runs each (bench/reconnect_bench.py; ~12 min for 10)")
     rows += reconnectBenchmarks(python: options.python, swiftrtc: options.swiftrtc, runs: options.reconnectRuns)
+}
+
+// 12. Recording
+if options.runs("recording") {
+    progress("recording: 10 s of 720p30 H.264 + Opus RTP into a fragmented MP4, vs forwarding the same packets")
+    rows += recordingBenchmarks()
 }
 
 let elapsed = millisecondsSince(benchStarted) / 1000
