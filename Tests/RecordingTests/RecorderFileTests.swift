@@ -88,6 +88,43 @@ struct RecorderFileTests {
         #expect(read == Array(0..<90))
     }
 
+    /// A camera switch or a layer change: the size changes at a keyframe carrying new parameter
+    /// sets in band; the file decodes through it, both sizes, every frame.
+    @Test(arguments: [("mp4", VideoCodecType.h264), ("webm", .vp8)])
+    func aResolutionChangeMidStreamStaysDecodable(ext: String, codec: VideoCodecType) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("switch.\(ext)")
+        var tl = RecordingTimeline()
+        var samples: [RecordingTimeline.Sample] = []
+        for (part, size) in [(0, (320, 180)), (1, (640, 360))] {
+            let settings = VideoEncoderSettings(width: size.0, height: size.1, framerate: 30, bitrate: 800_000)
+            let encoder: any VideoEncoder = codec == .h264 ? try OpenH264Encoder(settings: settings) : try VP8Encoder(settings: settings)
+            for i in part * 30..<(part + 1) * 30 {
+                let buffer = VideoFrameBuffer(format: .i420, width: size.0, height: size.1)
+                TestPattern.render(frameNumber: UInt32(i), wallClockMs: UInt64(i) * 33, width: size.0, height: size.1, into: buffer)
+                let t = Double(i) / 30
+                let e = try #require(try encoder.encode(VideoFrame(buffer: buffer, timestampNs: Int64(t * 1e9)), rtpTimestamp: UInt32(i * 3000),
+                                                        forceKeyframe: i == part * 30))
+                tl.add(track: .video, captureTime: t, data: e.data, isKeyframe: e.isKeyframe)
+                samples += tl.poll(now: t)
+            }
+        }
+        samples += tl.flush()
+        let writer = try ContainerWriter(path: path, container: RecordingContainer(path: path)!,
+                                         video: .init(codec: codec, width: 320, height: 180,
+                                                      extradata: codec == .h264 ? SampleFormat.parameterSets(samples[0].data) : []),
+                                         audioChannels: nil)
+        for x in samples { try writer.write(x) }
+        try writer.finish()
+        #expect(try FileProbe(path).video?.packets == 60)
+        #expect(try FileProbe(path).video?.keyframes == 2)
+        let reader = try LibAVVideoReader(path: path)
+        var frames = 0
+        while try reader.readFrame() != nil { frames += 1 }
+        #expect(frames == 60)
+    }
+
     @Test func aKilledRecordingPlaysToItsLastFragment() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
