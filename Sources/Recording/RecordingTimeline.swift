@@ -38,6 +38,9 @@ public struct RecordingTimeline: Sendable {
         /// A sample this far behind its track's last one is stale (a retransmission after the
         /// fact) and is dropped rather than written out of order.
         public var maxBackstep: Double = 1.0
+        /// Arrival minus capture changing by more than this means the RTP clock jumped rather
+        /// than the network slowing down.
+        public var maxClockJump: Double = 2.0
         public init() {}
     }
 
@@ -226,11 +229,23 @@ public struct RecordingTimeline: Sendable {
         case .capture: return p.capture
         case .undecided: return nil
         case .arrival:
-            guard s.ssrc == p.ssrc, let offset = s.arrivalOffset else { return nil }
-            return Double(p.extended) / rate + offset
+            guard s.ssrc == p.ssrc, var offset = s.arrivalOffset else { return nil }
+            var capture = Double(p.extended) / rate + offset
+            if let t = s.transit, abs(p.arrival - capture - t) > configuration.maxClockJump {
+                // The RTP clock jumped (a sender restarted under the same SSRC): re-anchored
+                // at the transit seen so far.
+                offset = p.arrival - t - Double(p.extended) / rate
+                states[p.track.rawValue].arrivalOffset = offset
+                capture = p.arrival - t
+            }
+            states[p.track.rawValue].transit = p.arrival - capture
+            return capture
         case .senderReports:
             guard s.ssrc == p.ssrc, let report = s.report else { return nil }
             let capture = report.seconds + Double(Int32(bitPattern: p.rtpTimestamp &- report.rtp)) / rate
+            // A report from before a jump of the RTP clock: the sample waits for the next one
+            // (or, late, is placed by the transit so far).
+            if let t = s.transit, abs(p.arrival - capture - t) > configuration.maxClockJump { return nil }
             states[p.track.rawValue].transit = p.arrival - capture
             return capture
         }

@@ -218,6 +218,38 @@ struct RecordingTimelineTests {
         #expect(zip(video, video.dropFirst()).allSatisfy { $0.time < $1.time })
     }
 
+    /// A sender that restarts under the same SSRC with a new RTP base (a relay's rewriter that
+    /// keeps the SSRC): neither clock writes the jump into the file as hours of gap.
+    @Test(arguments: [true, false])
+    func anRTPClockJumpUnderOneSSRCIsNotAGapOfHours(reports: Bool) {
+        var tl = RecordingTimeline()
+        var s = Sender()
+        var out: [RecordingTimeline.Sample] = []
+        func report(_ t: Double) {
+            guard reports else { return }
+            tl.senderReport(track: .video, ssrc: 1, ntp: Self.ntp(s.ntpEpoch + t), rtpTimestamp: s.videoRTP(t))
+            tl.senderReport(track: .audio, ssrc: 2, ntp: Self.ntp(s.ntpEpoch + t), rtpTimestamp: s.audioRTP(t))
+        }
+        func send(_ range: Range<Int>, keyAt: Int) {
+            for i in range {
+                let t = Double(i) * 0.02
+                if i % 50 == 0 { report(t) }
+                tl.add(track: .audio, ssrc: 2, rtpTimestamp: s.audioRTP(t), arrival: t, data: [0x78], isKeyframe: true, duration: 20_000)
+                if i % 2 == 0 { tl.add(track: .video, ssrc: 1, rtpTimestamp: s.videoRTP(t), arrival: t, data: [1], isKeyframe: i == keyAt) }
+                out += tl.poll(now: t)
+            }
+        }
+        send(0..<150, keyAt: 0)
+        s.videoBase &+= 0x7000_0000   // hours away on both clocks
+        s.audioBase &+= 0x3000_0000
+        send(200..<350, keyAt: 200)
+        out += tl.flush()
+        let video = out.filter { $0.track == .video }
+        let last = video.last?.time ?? 0
+        #expect(abs(last - 6_980_000) <= 30_000, "the last frame is at \(last) µs, captured at 6.98 s")
+        #expect(video.count >= 140)
+    }
+
     @Test func sentSamplesUseTheirCaptureTimes() {
         var tl = RecordingTimeline()
         var out: [RecordingTimeline.Sample] = []
