@@ -223,6 +223,11 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir):
             (p["freezeSecondsOver500Ms"] or 0) <= 1.0 and p["freezeSecondsOver500Ms"] is not None,
             f"{p['freezeSecondsOver500Ms']} s in {p['freezesOver500Ms']} freezes, longest gap {p['longestFrameGapMs']} ms",
             "<= 1 s")
+    # W3C freezes (gaps > max(3 × mean, mean + 150 ms)): a frame waiting for a retransmission is
+    # shown on time (the playout delay), not a round trip late.
+    w3c = p["inbound"].get("totalFreezesDuration")
+    c.check("W3C totalFreezesDuration (inbound-rtp)", w3c is not None and w3c <= 1.0,
+            f"{w3c} s in {p['inbound'].get('freezeCount')} freezes", "<= 1 s")
     c.check("latency p95 (pattern capture → decode)", p["patternLatencyMsP95"] is not None and p["patternLatencyMsP95"] <= 300,
             f"p95 {p['patternLatencyMsP95']} ms, p50 {p['patternLatencyMsP50']} ms", "<= 300 ms")
     c.check("the recording decodes without an error (ffmpeg -v error)", errors == "", errors[:300] or "clean", "nothing printed")

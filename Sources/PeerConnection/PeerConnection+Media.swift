@@ -286,6 +286,7 @@ extension PeerConnection {
             i["totalFreezesDuration"] = .double(c.freezes.totalFreezesDuration.seconds)
             i["totalInterFrameDelay"] = .double(c.freezes.totalInterFrameDelay.seconds)
             i["jitterBufferDelay"] = .double(c.jitterBufferDelay.seconds)
+            i["jitterBufferTargetDelay"] = .double(c.jitterBufferTargetDelay.seconds)
             i["jitterBufferEmittedCount"] = .int(c.jitterBufferEmittedCount)
             i["retransmittedPacketsReceived"] = .int(j.retransmissionsReceived)
             // Not in W3C stats: how much later the video plays than the audio captured with it,

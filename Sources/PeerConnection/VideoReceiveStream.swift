@@ -33,6 +33,9 @@ final class VideoReceiveStream: @unchecked Sendable {
     /// When each frame's first packet arrived, by RTP timestamp, until the frame leaves the
     /// jitter buffer (W3C jitterBufferDelay; loop thread, at most 256 frames).
     private var frameArrivals: [UInt32: ContinuousClock.Instant] = [:]
+    /// When each frame is shown: late enough that frames waiting for a retransmission are
+    /// still on time (loop thread).
+    private var playout = PlayoutDelay()
 
     init(codec: VideoCodecType, track: VideoTrack, feedbackSSRC: UInt32, videoOrientationID: UInt8?,
          transport: MediaTransport, loop: EventLoop, execution: CodecExecution) {
@@ -89,15 +92,20 @@ final class VideoReceiveStream: @unchecked Sendable {
 
     private func pump(_ now: ContinuousClock.Instant) {
         while let frame = buffer.pollFrame() {
-            let waited = frameArrivals.removeValue(forKey: frame.rtpTimestamp).map { now - $0 }
+            let renderAt = playout.frameComplete(rtpTimestamp: frame.rtpTimestamp, now: now)
+            // W3C jitterBufferDelay: from the first packet to leaving the buffer, the hold for
+            // playout included.
+            let waited = frameArrivals.removeValue(forKey: frame.rtpTimestamp).map { renderAt - $0 }
+            let target = playout.target
             counters.withLock {
                 $0.framesAssembled += 1
                 if let waited {
                     $0.jitterBufferDelay += waited
+                    $0.jitterBufferTargetDelay += target
                     $0.jitterBufferEmittedCount += 1
                 }
             }
-            queue.async { [self] in decode(frame) }
+            queue.async { [self] in decode(frame, showAt: renderAt) }
         }
         if let lost = buffer.pollNack(now: now), let ssrc = buffer.ssrc {
             transport?.sendRTCP(RTCPPacket.serializeCompound([.nack(GenericNACK(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lostSequenceNumbers: lost))]))
@@ -122,22 +130,24 @@ final class VideoReceiveStream: @unchecked Sendable {
 
     // MARK: decode queue
 
-    private func decode(_ encoded: EncodedFrame) {
+    private func decode(_ encoded: EncodedFrame, showAt: ContinuousClock.Instant) {
         let started = ContinuousClock.now
         do {
             if decoder == nil { decoder = try factory.makeDecoder(codec) }
-            guard let decoder, var frame = try decoder.decode(encoded) else { return }
+            guard let decoder, let frame = try decoder.decode(encoded) else { return }
             let decodeTime = ContinuousClock.now - started
-            frame.timestampNs = monotonicNanoseconds()
             counters.withLock {
                 $0.framesDecoded += 1
                 if encoded.isKeyframe { $0.keyFramesDecoded += 1 }
                 $0.frameWidth = frame.width
                 $0.frameHeight = frame.height
                 $0.totalDecodeTime += decodeTime
-                $0.freezes.frameRendered(at: inline ? loop.now : .now)
             }
-            track.source.deliverCapturedFrame(frame)
+            if inline {
+                show(frame, at: showAt)
+            } else {
+                loop.execute { [weak self] in self?.show(frame, at: showAt) }
+            }
         } catch {
             counters.withLock { $0.decodeErrors += 1 }
             loop.execute { [weak self] in
@@ -149,12 +159,27 @@ final class VideoReceiveStream: @unchecked Sendable {
     }
 }
 
+extension VideoReceiveStream {
+    /// Loop thread: the frame goes to the track at its playout time (frames in order: their
+    /// times increase and same-deadline timers fire in order).
+    private func show(_ frame: VideoFrame, at time: ContinuousClock.Instant) {
+        guard !closed else { return }
+        loop.schedule(at: time) { [weak self] in
+            guard let self, !self.closed else { return }
+            var shown = frame
+            shown.timestampNs = monotonicNanoseconds()
+            self.counters.withLock { $0.freezes.frameRendered(at: self.inline ? self.loop.now : .now) }
+            self.track.source.deliverCapturedFrame(shown)
+        }
+    }
+}
+
 struct VideoReceiveCounters: Sendable {
     var framesAssembled = 0, framesDecoded = 0, keyFramesDecoded = 0, frameWidth = 0, frameHeight = 0
     var decodeErrors = 0, nackCount = 0, pliCount = 0
     var totalDecodeTime: Duration = .zero
     var freezes = FreezeDetector()
-    var jitterBufferDelay: Duration = .zero, jitterBufferEmittedCount = 0
+    var jitterBufferDelay: Duration = .zero, jitterBufferTargetDelay: Duration = .zero, jitterBufferEmittedCount = 0
 }
 
 /// How long a gap may stay open before it is NACKed: packets of one frame leave within a few
