@@ -59,6 +59,7 @@ final class ContainerWriter {
             par.pointee.codec_type = AVMEDIA_TYPE_AUDIO
             par.pointee.codec_id = AV_CODEC_ID_OPUS
             par.pointee.sample_rate = 48_000
+            par.pointee.frame_size = 960   // 20 ms, WebRTC's packet size
             av_channel_layout_default(&par.pointee.ch_layout, Int32(audioChannels))
             Self.setExtradata(par, Self.opusHead(channels: audioChannels))
             st.pointee.time_base = AVRational(num: 1, den: 48_000)
@@ -87,7 +88,20 @@ final class ContainerWriter {
 
     deinit { release() }
 
+    /// The last video sample, written when the next one says how long it lasts (the MP4
+    /// muxer otherwise guesses a fragment's last duration).
+    private var heldVideo: RecordingTimeline.Sample?
+
     func write(_ sample: RecordingTimeline.Sample) throws(MediaError) {
+        guard sample.track == .video else { return try mux(sample) }
+        if var held = heldVideo {
+            held.duration = max(sample.time - held.time, 1)
+            try mux(held)
+        }
+        heldVideo = sample
+    }
+
+    private func mux(_ sample: RecordingTimeline.Sample) throws(MediaError) {
         guard !finished, let context, let packet, let stream = streams[sample.track] else { return }
         guard av_new_packet(packet, Int32(sample.data.count)) >= 0 else { throw MediaError("\(path): out of memory") }
         sample.data.withUnsafeBytes { _ = memcpy(packet.pointee.data, $0.baseAddress!, $0.count) }
@@ -105,6 +119,12 @@ final class ContainerWriter {
     /// Writes the trailer (MP4: the fragment index; Matroska: cues and duration) and closes.
     func finish() throws(MediaError) {
         guard !finished, let context else { return }
+        if var held = heldVideo {
+            // The last frame lasts as long as a frame at 30 fps, unless it said otherwise.
+            if held.duration == 0 { held.duration = 33_333 }
+            heldVideo = nil
+            try mux(held)
+        }
         finished = true
         let rc = av_write_trailer(context)
         bytesWritten = avio_tell(context.pointee.pb)

@@ -86,6 +86,7 @@ public final class Recorder: @unchecked Sendable {
             if videoCodec != codec || videoBuffer == nil {
                 videoCodec = codec
                 videoBuffer = VideoJitterBuffer(codec: codec)
+                timeline.expectVideo()
             }
             let seconds = self.seconds(arrival)
             if let d = videoBuffer!.nextDeadline(), d <= arrival { videoBuffer!.handleTimeout(now: arrival) }
@@ -148,21 +149,25 @@ public final class Recorder: @unchecked Sendable {
     /// Writes what is held and finishes the file (MP4 index, Matroska cues). Idempotent.
     @discardableResult
     public func close() -> Statistics {
-        queue.sync {
-            guard !closed else { return }
-            closed = true
-            write(timeline.flush(), final: true)
-            if let writer {
-                do { try writer.finish() } catch { fail(String(describing: error)) }
-                stats.bytes = writer.bytesWritten
-            }
-            writer = nil
-            publish()
-        }
+        queue.sync { finish() }
         return statistics
     }
 
-    deinit { if !closed { close() } }
+    // The last reference may go inside one of the queue's own blocks: no `queue.sync` here.
+    // Nothing else can run on the queue then (every block holds the recorder).
+    deinit { finish() }
+
+    private func finish() {
+        guard !closed else { return }
+        closed = true
+        write(timeline.flush(), final: true)
+        if let writer {
+            do { try writer.finish() } catch { fail(String(describing: error)) }
+            stats.bytes = writer.bytesWritten
+        }
+        writer = nil
+        publish()
+    }
 
     // MARK: queue
 

@@ -102,12 +102,17 @@ public struct RecordingTimeline: Sendable {
     private var pending: [Pending] = []
     private var firstArrival: Double?
     private var captureInput = false
+    private var videoExpected = false
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
     public var pendingCount: Int { pending.count }
+
+    /// Video is on its way (its packets arrive, no frame is complete yet): the start waits for
+    /// its keyframe (up to `keyframeWindow`) rather than starting an audio-only file.
+    public mutating func expectVideo() { videoExpected = true }
 
     // MARK: input
 
@@ -197,7 +202,7 @@ public struct RecordingTimeline: Sendable {
         guard let firstArrival, !pending.isEmpty else { return false }
         let waited = now - firstArrival
         // Video before its first keyframe cannot be decoded: it never starts a file (`place`).
-        let hasVideo = pending.contains { $0.track == .video }
+        let hasVideo = videoExpected || pending.contains { $0.track == .video }
         let hasKeyframe = pending.contains { $0.track == .video && $0.isKeyframe }
         if hasVideo && !hasKeyframe && waited < configuration.keyframeWindow { return false }
         let present = Set(pending.map(\.track)).filter { $0 != .video || hasKeyframe }
