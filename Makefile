@@ -4,7 +4,7 @@ APT_PACKAGES := libssl-dev libsrtp2-dev libusrsctp-dev pkg-config chromium iprou
   libyuv-dev libopenh264-dev libvpx-dev libopus-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev \
   libwebrtc-audio-processing-dev libspeexdsp-dev libsdl2-dev zlib1g-dev libjpeg62-turbo-dev linux-libc-dev \
   xvfb x11-apps imagemagick coturn nftables libpulse-dev pulseaudio pulseaudio-utils \
-  libopencv-objdetect-dev opencv-data python-matplotlib-data
+  libopencv-objdetect-dev opencv-data python-matplotlib-data ffmpeg
 VENV := .venv
 PY := $(VENV)/bin/python
 SWIFT_BUILD := swift build

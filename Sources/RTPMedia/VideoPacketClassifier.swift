@@ -1,19 +1,23 @@
 import Media
 
-/// What the jitter buffer needs to know about one video payload before the frame is whole.
-struct VideoPacketInfo: Sendable {
+/// What the jitter buffer needs to know about one video payload before the frame is whole
+/// (and a recorder that cuts files: where a keyframe starts).
+public struct VideoPacketInfo: Sendable {
     /// Empty payload: padding (probing); it fills its sequence slot but belongs to no frame.
     var isPadding = false
     /// Could be the first packet of a frame (H.264 single NAL / STAP-A / FU-A start; VP8 S=1 PID=0).
-    var startsFrame = false
+    public var startsFrame = false
     /// Starts a frame whatever came before it (VP8 S=1 PID=0; H.264 beginning with an AUD or SPS).
     var certainStart = false
     /// May belong to a keyframe (H.264 IDR slice; VP8 first partition with P=0), so worth
     /// assembling to find out.
-    var keyHint = false
+    public var keyHint = false
     var malformed = false
 
-    init(codec: VideoCodecType, payload: [UInt8]) {
+    /// The first packet of a (likely) keyframe.
+    public var startsKeyframe: Bool { startsFrame && keyHint }
+
+    public init(codec: VideoCodecType, payload: [UInt8]) {
         guard let b0 = payload.first else {
             isPadding = true
             return

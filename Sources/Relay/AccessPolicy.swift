@@ -112,14 +112,8 @@ public struct AccessPolicy: Sendable {
     /// Asks the hook; any failure to get a clear yes is a no (fail closed).
     func askHook(action: String, app: String, stream: String, param: String, ip: String, client: String) async -> Decision {
         guard let hook else { return .allow }
-        let body: [String: Any] = ["action": action, "app": app, "stream": stream, "param": param, "ip": ip,
-                                   "client_id": client, "vhost": "__defaultVhost__", "server_id": "swiftrtc"]
-        guard let data = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]) else {
-            return .deny(status: 403, message: "\(action) hook: cannot encode the request")
-        }
         do {
-            let response = try await HTTPClient(timeout: .seconds(5), maxRedirects: 0)
-                .send(method: "POST", url: hook, headers: ["Content-Type": "application/json"], body: Array(data))
+            let response = try await postHook(hook, Self.hookBody(action: action, app: app, stream: stream, param: param, ip: ip, client: client))
             guard (200..<300).contains(response.status) else {
                 return .deny(status: 403, message: "\(action) denied by the hook (HTTP \(response.status))")
             }
@@ -131,6 +125,34 @@ public struct AccessPolicy: Sendable {
         } catch {
             return .deny(status: 403, message: "\(action) hook \(hook) failed: \(error)")
         }
+    }
+
+    /// Tells the hook of an event whose answer changes nothing (SRS's `on_dvr`): nil when it
+    /// took it (2xx), else why not, for the log. `extra` adds to SRS's common fields.
+    func notifyHook(action: String, app: String, stream: String, param: String, ip: String, client: String,
+                    extra: [String: String] = [:]) async -> String? {
+        guard let hook else { return nil }
+        var body = Self.hookBody(action: action, app: app, stream: stream, param: param, ip: ip, client: client)
+        for (key, value) in extra { body[key] = value }
+        do {
+            let response = try await postHook(hook, body)
+            return (200..<300).contains(response.status) ? nil : "\(action) hook \(hook) answered HTTP \(response.status)"
+        } catch {
+            return "\(action) hook \(hook) failed: \(error)"
+        }
+    }
+
+    /// SRS's hook body: the fields every action has.
+    private static func hookBody(action: String, app: String, stream: String, param: String, ip: String, client: String) -> [String: Any] {
+        ["action": action, "app": app, "stream": stream, "param": param, "ip": ip,
+         "client_id": client, "vhost": "__defaultVhost__", "server_id": "swiftrtc"]
+    }
+
+    /// The one POST to the hook (5 s, no redirects), for asking and for telling.
+    private func postHook(_ hook: String, _ body: [String: Any]) async throws -> HTTPClientResponse {
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        return try await HTTPClient(timeout: .seconds(5), maxRedirects: 0)
+            .send(method: "POST", url: hook, headers: ["Content-Type": "application/json"], body: Array(data))
     }
 }
 

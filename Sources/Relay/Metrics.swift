@@ -46,6 +46,11 @@ enum RelayMetrics {
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",
                streams.map { (labels($0), Double($0.bitrate.kbps(now: $0.loop.now))) })
+        let recorded = streams.filter { $0.recording != nil }
+        if !recorded.isEmpty {
+            metric("swiftrtc_stream_recording", "gauge", "1 while the stream is being recorded to a file (--record).",
+                   recorded.map { (labels($0), $0.recording?.active == true ? 1 : 0) })
+        }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6

@@ -47,13 +47,15 @@ public final class RelayServer: Sendable {
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
     public let advertisedAddress: SocketAddress
+    /// `--record`: the DVR; nil when off.
+    let dvr: RelayDVR?
 
     /// An open `policy` (no tokens, no hook) binds loopback only, unless `allowOpenOnNetwork`
     /// (`--no-auth`): anyone who reaches the port could otherwise publish, play and list.
     public convenience init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
                             candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
                             preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
-                            maxPendingPerAddress: Int = 64,
+                            maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil,
                             log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
@@ -68,7 +70,7 @@ public final class RelayServer: Sendable {
         let mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         try self.init(loop: loop, media: mux, httpHost: httpHost, httpPort: httpPort, candidate: candidate, policy: policy,
                       preferredVideoCodec: preferredVideoCodec, connectTimeout: connectTimeout, takeover: takeover,
-                      maxPendingPerAddress: maxPendingPerAddress, log: log)
+                      maxPendingPerAddress: maxPendingPerAddress, recording: recording, log: log)
     }
 
     /// The relay on `media`'s loop and shared socket. `httpPort` nil: no HTTP server and no
@@ -76,7 +78,8 @@ public final class RelayServer: Sendable {
     /// simulated loop and a `VirtualMux`, for tests that run whole sessions in virtual time).
     package init(loop: EventLoop, media: any SharedSocket, httpHost: String = "127.0.0.1", httpPort: UInt16?, candidate: String? = nil,
          policy: AccessPolicy = .init(), preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
-         takeover: Bool = false, maxPendingPerAddress: Int = 64, log: @escaping @Sendable (String) -> Void) throws {
+         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil,
+         log: @escaping @Sendable (String) -> Void) throws {
         self.loop = loop
         self.mux = media
         self.udpAddress = media.localAddress
@@ -90,8 +93,12 @@ public final class RelayServer: Sendable {
         } else {
             advertisedAddress = udpAddress
         }
-        self.log = { log(escapedForLog($0)) }
+        let escapedLog: @Sendable (String) -> Void = { log(escapedForLog($0)) }
+        self.log = escapedLog
         self.policy = policy
+        dvr = recording.map { options in
+            RelayDVR(options: options, loop: loop, log: escapedLog, onClosed: Self.recordedFile(policy: policy, log: escapedLog))
+        }
         self.preferredVideoCodec = preferredVideoCodec
         self.connectTimeout = connectTimeout
         self.takeover = takeover
@@ -148,6 +155,9 @@ public final class RelayServer: Sendable {
         let server = http.withLock { s -> HTTPServer? in defer { s = nil }; return s }
         server?.stop()
         let sessions = (try? await loop.submit { [state] in Array(state.value.sessions.values) }) ?? []
+        // Every recording gets its trailer (and the hook its on_dvr) before the loop goes.
+        _ = try? await loop.submit { [state] in for stream in state.value.streams.values { stream.recording?.stop() } }
+        await dvr?.idle()
         for s in sessions { await s.pc.close() }
         _ = try? await loop.submit { [mux] in mux.close() }
         loop.shutdown()
@@ -297,7 +307,7 @@ public final class RelayServer: Sendable {
         if let replaced { await replaced.pc.close() }
         do {
             return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
-                                           published: published)
+                                           published: published, param: param)
         } catch {
             if role == .publisher { _ = try? await loop.submit { [state] in state.value.reserved.remove(key) } }
             throw error
@@ -361,7 +371,7 @@ public final class RelayServer: Sendable {
     }
 
     private func attachSession(role: RelaySession.Role, key: String, app: String, name: String, id: String, offer: String,
-                               remote: String, published: [MediaKind: RtpCodecParameters]) async throws -> (RelaySession, String) {
+                               remote: String, published: [MediaKind: RtpCodecParameters], param: String) async throws -> (RelaySession, String) {
         let pc: PeerConnection
         switch role {
         case .publisher:
@@ -373,7 +383,8 @@ public final class RelayServer: Sendable {
                                          audioCodecs: RelayCodecs.player(published[.audio], kind: .audio),
                                          videoCodecs: RelayCodecs.player(published[.video], kind: .video))
         }
-        let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote, created: loop.now)
+        let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote, created: loop.now,
+                                   param: param)
         let sdp: String
         do { sdp = try await answer(pc, offer: offer) } catch {
             await pc.close()
@@ -384,8 +395,8 @@ public final class RelayServer: Sendable {
             throw RelayError("the player's offer accepts none of the codecs stream \(key) is published with "
                              + "(\(published.values.map(\.mimeType).sorted().joined(separator: ", ")))", code: 400)
         }
-        try await loop.submit { [state, log, loop] in
-            let stream = state.value.streams[key] ?? RelayStream(app: app, name: name, loop: loop)
+        try await loop.submit { [state, log, loop, dvr] in
+            let stream = state.value.streams[key] ?? RelayStream(app: app, name: name, loop: loop, dvr: dvr)
             state.value.streams[key] = stream
             state.value.sessions[id] = session
             if role == .publisher {
@@ -433,7 +444,7 @@ public final class RelayServer: Sendable {
         let relay = state.value
         guard relay.sessions.removeValue(forKey: session.id) != nil else { return }
         if let stream = relay.streams[session.stream] {
-            if stream.publisher === session { stream.publisher = nil }
+            if stream.publisher === session { stream.publisherLeft() }
             stream.players[session.id] = nil
             if stream.publisher == nil && stream.players.isEmpty {
                 relay.retired = relay.retired + stream.counters
@@ -508,6 +519,12 @@ public final class RelayServer: Sendable {
         }
         if let a = s.publishedCodec(.audio) {
             row["audio"] = ["codec": a.mimeType.split(separator: "/").last.map(String.init) ?? a.mimeType, "sample_rate": a.clockRate]
+        }
+        if let recording = s.recording {
+            var dvr: [String: Any] = ["active": recording.active]
+            if let file = recording.file { dvr["file"] = file }
+            if let failure = recording.failure { dvr["error"] = failure }
+            row["recording"] = dvr
         }
         return SendableDictionary(value: row)
     }

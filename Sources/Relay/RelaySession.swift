@@ -17,6 +17,8 @@ final class RelaySession: @unchecked Sendable {
     let stream: String
     let remoteAddress: String
     let created: ContinuousClock.Instant
+    /// The query the client published or played with (SRS's hook `param`).
+    let param: String
     /// Its connection's delegate (the connection holds it weakly). Set once, on the loop thread.
     var delegate: (any PeerConnectionDelegate)?
     /// Whether media goes to it (a player) or comes from it; changing it remakes the
@@ -33,7 +35,7 @@ final class RelaySession: @unchecked Sendable {
     let outputs: UnsafeMutablePointer<PlayerOutput>
 
     init(id: String, secret: String, role: Role, pc: PeerConnection, stream: String, remoteAddress: String,
-         created: ContinuousClock.Instant) {
+         created: ContinuousClock.Instant, param: String = "") {
         self.id = id
         self.secret = secret
         self.role = role
@@ -41,6 +43,7 @@ final class RelaySession: @unchecked Sendable {
         self.stream = stream
         self.remoteAddress = remoteAddress
         self.created = created
+        self.param = param
         outputs = .allocate(capacity: 2)
         outputs.initialize(repeating: PlayerOutput(), count: 2)
     }

@@ -60,12 +60,21 @@ final class RelayStream: @unchecked Sendable {
     /// The relay's loop: its clock is the stream's (simulated in tests).
     let loop: EventLoop
     let created: ContinuousClock.Instant
+    /// `--record`: the publisher's packets to a file (RelayRecording.swift); nil when off.
+    private(set) var recording: StreamRecording?
 
-    init(app: String, name: String, loop: EventLoop) {
+    init(app: String, name: String, loop: EventLoop, dvr: RelayDVR? = nil) {
         self.app = app
         self.name = name
         self.loop = loop
         created = loop.now
+        // The recorder's keyframe requests take the same throttled path as players'.
+        recording = dvr.map { dvr in
+            StreamRecording(dvr: dvr, app: app, name: name) { [weak self] in
+                guard let self else { return }
+                self.requestKeyframe(now: self.loop.now, untilSent: true)
+            }
+        }
     }
 
     var id: String { "\(app)/\(name)" }
@@ -101,9 +110,17 @@ final class RelayStream: @unchecked Sendable {
                 let now = self.loop.now
                 self.reception[sr.ssrc]?.recordSenderReport(sr, arrival: now)
                 self.senderReports[kind, default: SenderReportTranslator(clockRate: self.clockRate(kind))].record(sr, arrival: now)
+                self.recording?.senderReport(sr, video: kind == .video)
             }
         }
         for player in players.values { player.mapCodecs(from: self) }
+        recording?.start(session, video: publishedCodec(.video), audio: publishedCodec(.audio))
+    }
+
+    /// The publisher left (ended, failed, replaced): its recording ends.
+    func publisherLeft() {
+        publisher = nil
+        recording?.stop()
     }
 
     func attachPlayer(_ session: RelaySession) {
@@ -249,6 +266,10 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsOut += sent
         counters.bytesOut += sent * bytes.count
         batch.flush()
+        // After the players: the recorder only enqueues it for its own queue.
+        if let recording {
+            if kind == .video { recording.video(packet, now: now) } else { recording.audio(packet, now: now) }
+        }
     }
 
     /// Players' feedback: NACKs are answered from the publisher's history by the player's

@@ -8,6 +8,7 @@ enum ServeCommand {
                           [--publish-token T] [--play-token T] [--api-token T] [--signal-token T] [--hook URL]
                           [--no-auth] [--cors-origin ORIGIN]... [--allowed-host NAME]... [--prefer-codec h264|vp8]
                           [--connect-timeout SEC] [--takeover] [--max-pending-per-ip N]
+                          [--record DIR [--record-segment SEC] [--record-format mp4|webm|mkv]]
 
     An SRS-compatible WebRTC server: publish with POST /rtc/v1/publish/ (SRS JSON) or WHIP
     /rtc/v1/whip/?app=&stream=, play with /rtc/v1/play/ or WHEP /rtc/v1/whep/?app=&stream=.
@@ -40,6 +41,13 @@ enum ServeCommand {
       --max-pending-per-ip N  sessions one IP may have that are not connected yet (default 64; 429 beyond)
       --takeover           a new publisher replaces the stream's current one at once (default: only
                            one silent for 3 s, e.g. killed, is replaced; players stay connected)
+    recording (DVR):
+      --record DIR         write every published stream to DIR/APP/STREAM/<start time>.<ext>, without
+                           re-encoding; a new file per publisher session (a takeover starts one). With
+                           --hook, every finished file is POSTed as SRS's on_dvr (the answer is ignored)
+      --record-segment S   also start a new file at the first keyframe after S seconds
+      --record-format F    mp4, webm or mkv (default: mp4 for H.264, webm for VP8; a container that
+                           cannot hold the stream's codec gives mkv)
     App and stream names: 1–64 of A–Z a–z 0–9 - _ . (not starting with .).
     """
 
@@ -68,15 +76,28 @@ enum ServeCommand {
         let connectTimeout = try a.number("connect-timeout", default: 10.0, in: 0.1...300)
         let takeover = a.flag("takeover")
         let maxPending = try a.number("max-pending-per-ip", default: 64, in: 1...100_000)
+        let recordDirectory = try a.option("record", default: String?.none, nonEmpty)
+        let segment = try a.number("record-segment", default: 0.0, in: 0...86_400)
+        let format = try a.option("record-format", default: RecordingContainer?.none) { RecordingContainer(rawValue: $0.lowercased()) }
         try a.finish()
+        if recordDirectory == nil && (segment > 0 || format != nil) {
+            throw UsageError("swiftrtc serve: --record-segment and --record-format need --record DIR")
+        }
+        let recording = recordDirectory.map {
+            RecordingOptions(directory: $0, segment: segment > 0 ? .milliseconds(Int64(segment * 1000)) : nil, format: format)
+        }
         if noAuth && !policy.isOpen { throw UsageError("swiftrtc serve: --no-auth contradicts the tokens/hook given") }
         let relay = try await RelayServer(httpHost: http.host, httpPort: http.port, udpHost: udp.host, udpPort: udp.port,
                                           candidate: candidate, policy: policy, allowOpenOnNetwork: noAuth,
                                           preferredVideoCodec: prefer, connectTimeout: .seconds(connectTimeout), takeover: takeover,
-                                          maxPendingPerAddress: maxPending) { say($0) }
+                                          maxPendingPerAddress: maxPending, recording: recording) { say($0) }
         say("serve: API on \(relay.url)/rtc/v1/, media on UDP \(relay.advertisedAddress), player page \(relay.url)/players/"
             + (policy.isOpen ? " (no access control)" : ""))
         say("serve: signaling on \(relay.signalURL)?room=NAME")
+        if let recording {
+            say("serve: recording every published stream to \(recording.directory)/APP/STREAM/"
+                + (recording.segment.map { " in segments of \($0.components.seconds) s" } ?? ""))
+        }
         await waitForTermination()
         say("serve: stopping")
         await relay.stop()
