@@ -139,7 +139,7 @@ let package = Package(
         .testTarget(name: "RenderTests", dependencies: ["Render", "Media", "TestSupport"]),
         .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture", "TestSupport", "Locks"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["SessionSupport", "Locks", "Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["SessionSupport", "Locks", "Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport", "Media", "Capture"]),
         .testTarget(name: "PeerConnectionTests", dependencies: ["SessionSupport", "PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
                                                                "Media", "Capture", "Render", "Camera", "SeededRandom", "TestSupport", "Locks"]),
     ],

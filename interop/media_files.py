@@ -28,8 +28,12 @@ def ffprobe(path: Path) -> dict:
 
 
 def decode_errors(path: Path) -> str:
-    """What `ffmpeg -v error -i F -f null -` prints: nothing for a clean file."""
-    out = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-f", "null", "-"],
+    """What `ffmpeg -v error -i F -enc_time_base -1 -f null -` prints: nothing for a clean file.
+    `-enc_time_base -1` keeps the stream's own time base: without it the CLI re-times video to
+    1/r_frame_rate (1/30 s) and, when the sender's capture clock jitters, two frames landing in
+    one 33 ms slot are reported as "non monotonically increasing dts" by the null muxer, an
+    artifact of that conversion, not of the file (seen on a publisher under load)."""
+    out = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-enc_time_base", "-1", "-f", "null", "-"],
                          capture_output=True, text=True, timeout=120)
     return (out.stderr + ("" if out.returncode == 0 else f"\nexit {out.returncode}")).strip()
 

@@ -4,7 +4,7 @@ Headless Chromium publishes its fake camera and microphone over WHIP (H.264 in o
 the other) to `swiftrtc serve --record DIR --hook URL` for 20 s, then stops (WHIP DELETE). Then:
 - `ffprobe` (Debian's ffmpeg) reads the file: duration 20 s ± 2 %, video frames ≥ 98 % of the
   frames Chromium's stats say it sent, audio and video start within 40 ms of each other;
-- `ffmpeg -v error -i FILE -f null -` prints nothing (no decode errors);
+- `ffmpeg -v error -i FILE -enc_time_base -1 -f null -` prints nothing (no decode errors; see media_files);
 - the hook (a tiny HTTP server here) got SRS's `on_dvr` naming that file;
 - a second Chromium page plays the file in a `<video>` element, served over HTTP from here,
   to the end (`ended` fires) at the size Chromium sent.
