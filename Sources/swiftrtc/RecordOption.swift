@@ -13,9 +13,11 @@ enum RecordOption {
         guard RecordingContainer(path: path) != nil else {
             throw UsageError("--record \(path): the name must end in .mp4, .webm, .mkv or .y4m")
         }
-        // Fail now, not after connecting, when the file cannot be made.
-        guard FileManager.default.createFile(atPath: path, contents: nil) else {
-            throw UsageError("--record \(path): cannot create the file")
+        // Fail now, not after connecting, when the file cannot be made (it is created with the
+        // first keyframe, so a run that records nothing leaves no empty file).
+        let directory = (path as NSString).deletingLastPathComponent
+        guard access(directory.isEmpty ? "." : directory, W_OK) == 0 else {
+            throw UsageError("--record \(path): cannot write in \(directory.isEmpty ? "." : directory)")
         }
         let recorder = try Recorder(path: path)
         recorder.onError = { message in say("record: \(message); the stream goes on without recording") }
