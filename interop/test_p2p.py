@@ -18,6 +18,7 @@ import time
 import pytest
 
 from interop.conftest import ManagedProcess, write_json
+from interop.media_files import decode_errors, ffprobe
 from interop.relay_helpers import PC_STATS_JS, READ_PATTERN_JS, SwiftRun, close_page, poll, summary
 
 
@@ -104,7 +105,8 @@ def test_two_swift_peers_through_serve(swift_bin, artifact_dir, logs):
     logs.append(("swiftrtc serve", proc.text))
     try:
         url = proc.wait_for_line(r"signaling on (ws://\S+)\?room=NAME", timeout=20).group(1) + "?room=pair"
-        a = p2p(swift_bin, url, artifact_dir, "p2p-a", duration=8)
+        recording = artifact_dir / "p2p-a.mkv"   # p2p --record: what a receives, as it came
+        a = p2p(swift_bin, url, artifact_dir, "p2p-a", duration=8, extra=("--record", str(recording)))
         logs.append(("p2p a", a.text))
         a.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
         b = p2p(swift_bin, url, artifact_dir, "p2p-b", duration=30)
@@ -124,6 +126,10 @@ def test_two_swift_peers_through_serve(swift_bin, artifact_dir, logs):
         assert s.get("chatSent") == 1 and s.get("chatReceived") == 1, s
     assert code_a == 0 and code_b == 0
     assert sb.get("hungUp") == "the peer hung up", sb
+    probe, errors = ffprobe(recording), decode_errors(recording)
+    assert errors == "", errors[:2000]
+    recorded = (probe.get("video") or {}).get("packets", 0)
+    assert recorded >= 0.98 * sa["framesDecoded"] and (probe.get("audio") or {}).get("codec") == "opus", (probe, sa)
 
 
 @pytest.mark.timeout(90)
