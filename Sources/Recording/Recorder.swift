@@ -77,70 +77,107 @@ public final class Recorder: @unchecked Sendable {
 
     public var statistics: Statistics { state.withLock { $0 } }
 
-    // MARK: input: received streams
+    // MARK: input (any thread)
+
+    /// What arrives, queued in order and taken in batches every `batchInterval`: one wake-up of
+    /// the queue per batch, not one per packet (a wake-up costs more than recording a packet;
+    /// the timeline holds samples 200 ms anyway).
+    private enum Input {
+        case video(RTPPacket, VideoCodecType, ContinuousClock.Instant)
+        case audio(RTPPacket, ContinuousClock.Instant)
+        case report(SenderReport, video: Bool)
+        case sentVideo(EncodedFrame)
+        case sentAudio([UInt8], Int64)
+    }
+    private let inbox = Locked<[Input]>([])
+    static let batchInterval = 0.1
+
+    private func enqueue(_ input: Input) {
+        let first = inbox.withLock { box in
+            box.append(input)
+            return box.count == 1
+        }
+        if first { queue.asyncAfter(deadline: .now() + Self.batchInterval) { [self] in takeInbox() } }
+    }
 
     /// A received video RTP packet (after SRTP and RTX unwrapping).
     public func video(_ packet: RTPPacket, codec: VideoCodecType, arrival: ContinuousClock.Instant = .now) {
-        queue.async { [self] in
-            guard !closed else { return }
-            if videoCodec != codec || videoBuffer == nil {
-                videoCodec = codec
-                videoBuffer = VideoJitterBuffer(codec: codec)
-                timeline.expectVideo()
-            }
-            let seconds = self.seconds(arrival)
-            if let d = videoBuffer!.nextDeadline(), d <= arrival { videoBuffer!.handleTimeout(now: arrival) }
-            _ = videoBuffer!.insert(packet, arrival: arrival)
-            while let frame = videoBuffer!.pollFrame() {
-                timeline.add(track: .video, ssrc: packet.ssrc, rtpTimestamp: frame.rtpTimestamp, arrival: seconds,
-                             data: frame.data, isKeyframe: frame.isKeyframe)
-            }
-            _ = videoBuffer!.pollNack(now: arrival)   // the receiver's own jitter buffer asks
-            if videoBuffer!.pollKeyframeRequest(now: arrival) {   // at the start, and after loss it could not repair
-                callbacks.withLock { $0.keyframe }?()
-            }
-            drain(now: seconds)
-        }
+        enqueue(.video(packet, codec, arrival))
     }
 
     /// A received Opus RTP packet.
     public func audio(_ packet: RTPPacket, arrival: ContinuousClock.Instant = .now) {
-        queue.async { [self] in
-            guard !closed, !packet.payload.isEmpty else { return }
-            let seconds = self.seconds(arrival)
-            timeline.add(track: .audio, ssrc: packet.ssrc, rtpTimestamp: packet.timestamp, arrival: seconds,
-                         data: packet.payload, isKeyframe: true, duration: SampleFormat.opusDuration(packet.payload))
-            drain(now: seconds)
-        }
+        guard !packet.payload.isEmpty else { return }
+        enqueue(.audio(packet, arrival))
     }
 
     /// A sender report of a received stream.
     public func senderReport(_ report: SenderReport, video: Bool) {
-        queue.async { [self] in
-            timeline.senderReport(track: video ? .video : .audio, ssrc: report.ssrc, ntp: report.ntpTimestamp,
-                                  rtpTimestamp: report.rtpTimestamp)
-        }
+        enqueue(.report(report, video: video))
     }
-
-    // MARK: input: what is sent
 
     /// An encoded frame as it leaves the encoder (its `captureTimeNs` is CLOCK_MONOTONIC).
     public func sent(_ frame: EncodedFrame) {
-        queue.async { [self] in
-            guard !closed else { return }
-            videoCodec = frame.codec
-            timeline.add(track: .video, captureTime: Double(frame.captureTimeNs) / 1e9, data: frame.data, isKeyframe: frame.isKeyframe)
-            drain(now: Self.monotonicSeconds())
-        }
+        enqueue(.sentVideo(frame))
     }
 
     /// An Opus packet as it leaves the encoder, with its capture time (CLOCK_MONOTONIC ns).
     public func sentAudio(_ opus: [UInt8], captureTimeNs: Int64) {
-        queue.async { [self] in
-            guard !closed, !opus.isEmpty else { return }
-            timeline.add(track: .audio, captureTime: Double(captureTimeNs) / 1e9, data: opus, isKeyframe: true,
-                         duration: SampleFormat.opusDuration(opus))
-            drain(now: Self.monotonicSeconds())
+        guard !opus.isEmpty else { return }
+        enqueue(.sentAudio(opus, captureTimeNs))
+    }
+
+    // MARK: queue
+
+    private func takeInbox() {
+        let batch = inbox.withLock { box in
+            defer { box.removeAll(keepingCapacity: true) }
+            return box
+        }
+        guard !closed else { return }
+        var now: Double?
+        for input in batch {
+            switch input {
+            case .video(let packet, let codec, let arrival):
+                receiveVideo(packet, codec: codec, arrival: arrival)
+                now = seconds(arrival)
+            case .audio(let packet, let arrival):
+                let at = seconds(arrival)
+                timeline.add(track: .audio, ssrc: packet.ssrc, rtpTimestamp: packet.timestamp, arrival: at,
+                             data: packet.payload, isKeyframe: true, duration: SampleFormat.opusDuration(packet.payload))
+                now = at
+            case .report(let report, let video):
+                timeline.senderReport(track: video ? .video : .audio, ssrc: report.ssrc, ntp: report.ntpTimestamp,
+                                      rtpTimestamp: report.rtpTimestamp)
+            case .sentVideo(let frame):
+                videoCodec = frame.codec
+                timeline.add(track: .video, captureTime: Double(frame.captureTimeNs) / 1e9, data: frame.data, isKeyframe: frame.isKeyframe)
+                now = Self.monotonicSeconds()
+            case .sentAudio(let opus, let captureNs):
+                timeline.add(track: .audio, captureTime: Double(captureNs) / 1e9, data: opus, isKeyframe: true,
+                             duration: SampleFormat.opusDuration(opus))
+                now = Self.monotonicSeconds()
+            }
+        }
+        if let now { drain(now: now) }
+    }
+
+    private func receiveVideo(_ packet: RTPPacket, codec: VideoCodecType, arrival: ContinuousClock.Instant) {
+        if videoCodec != codec || videoBuffer == nil {
+            videoCodec = codec
+            videoBuffer = VideoJitterBuffer(codec: codec)
+            timeline.expectVideo()
+        }
+        let at = seconds(arrival)
+        if let d = videoBuffer!.nextDeadline(), d <= arrival { videoBuffer!.handleTimeout(now: arrival) }
+        _ = videoBuffer!.insert(packet, arrival: arrival)
+        while let frame = videoBuffer!.pollFrame() {
+            timeline.add(track: .video, ssrc: packet.ssrc, rtpTimestamp: frame.rtpTimestamp, arrival: at,
+                         data: frame.data, isKeyframe: frame.isKeyframe)
+        }
+        _ = videoBuffer!.pollNack(now: arrival)   // the receiver's own jitter buffer asks
+        if videoBuffer!.pollKeyframeRequest(now: arrival) {   // at the start, and after loss it could not repair
+            callbacks.withLock { $0.keyframe }?()
         }
     }
 
@@ -149,7 +186,10 @@ public final class Recorder: @unchecked Sendable {
     /// Writes what is held and finishes the file (MP4 index, Matroska cues). Idempotent.
     @discardableResult
     public func close() -> Statistics {
-        queue.sync { finish() }
+        queue.sync {
+            takeInbox()   // what was handed over before close is written
+            finish()
+        }
         return statistics
     }
 
@@ -159,6 +199,7 @@ public final class Recorder: @unchecked Sendable {
 
     private func finish() {
         guard !closed else { return }
+        if !inbox.withLock({ $0.isEmpty }) { takeInbox() }
         closed = true
         write(timeline.flush(), final: true)
         if let writer {
@@ -168,8 +209,6 @@ public final class Recorder: @unchecked Sendable {
         writer = nil
         publish()
     }
-
-    // MARK: queue
 
     private func seconds(_ instant: ContinuousClock.Instant) -> Double {
         let d = instant - reference

@@ -160,6 +160,8 @@ public struct RecordingTimeline: Sendable {
     /// The samples ready at `now` (same clock as the arrivals), in file order.
     public mutating func poll(now: Double) -> [Sample] {
         if clock == .undecided && !decide(now: now) { return [] }
+        // Nothing has been held long enough yet: the common case, one packet after another.
+        if let oldest = pending.lazy.map(\.arrival).min(), now - oldest < configuration.reorderDelay { return [] }
         var ready: [Pending] = []
         var kept: [Pending] = []
         for var p in pending {
