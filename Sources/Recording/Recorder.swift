@@ -54,6 +54,7 @@ public final class Recorder: @unchecked Sendable {
     private let callbacks = Locked(Callbacks())
     private let queue = DispatchQueue(label: "swiftrtc.recorder", qos: .utility)
     private let state = Locked(Statistics())
+    private let inline: Bool
     private let reference = ContinuousClock.now
     // queue state
     private var timeline: RecordingTimeline
@@ -66,7 +67,10 @@ public final class Recorder: @unchecked Sendable {
 
     /// Checks the name (`.mp4`, `.webm`, `.mkv`); the file is created when the first keyframe
     /// (or, audio only, the first packet) is ready.
-    public init(path: String, configuration: RecordingTimeline.Configuration = .init()) throws(MediaError) {
+    /// `inline`: the work runs on the caller's thread (one thread only: a simulated loop's, so
+    /// tests on simulated time stay deterministic) instead of the recorder's queue.
+    public init(path: String, configuration: RecordingTimeline.Configuration = .init(), inline: Bool = false) throws(MediaError) {
+        self.inline = inline
         guard let container = RecordingContainer(path: path) else {
             throw MediaError("\(path): record to a .mp4, .webm or .mkv file")
         }
@@ -97,7 +101,11 @@ public final class Recorder: @unchecked Sendable {
             box.append(input)
             return box.count == 1
         }
-        if first { queue.asyncAfter(deadline: .now() + Self.batchInterval) { [self] in takeInbox() } }
+        if inline {
+            takeInbox()
+        } else if first {
+            queue.asyncAfter(deadline: .now() + Self.batchInterval) { [self] in takeInbox() }
+        }
     }
 
     /// A received video RTP packet (after SRTP and RTX unwrapping).
@@ -186,9 +194,13 @@ public final class Recorder: @unchecked Sendable {
     /// Writes what is held and finishes the file (MP4 index, Matroska cues). Idempotent.
     @discardableResult
     public func close() -> Statistics {
-        queue.sync {
-            takeInbox()   // what was handed over before close is written
+        if inline {
             finish()
+        } else {
+            queue.sync {
+                takeInbox()   // what was handed over before close is written
+                finish()
+            }
         }
         return statistics
     }

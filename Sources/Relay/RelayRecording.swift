@@ -134,7 +134,7 @@ final class StreamRecording: @unchecked Sendable {
         let recorder: Recorder
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            recorder = try Recorder(path: path)
+            recorder = try Recorder(path: path, inline: dvr.loop.isSimulated)
         } catch {
             failed("cannot create \(folder): \(Self.reason(error))", now: now)
             return

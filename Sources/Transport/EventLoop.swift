@@ -136,7 +136,9 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    var isSimulated: Bool {
+    /// A loop on simulated time: work that would go to a thread of its own runs inline, so the
+    /// simulation stays deterministic.
+    public var isSimulated: Bool {
         if case .simulated = driver { return true }
         return false
     }
