@@ -25,7 +25,7 @@ final class ContainerWriter {
     private var finished = false
 
     /// Opens `path` and writes the header. Fragments (MP4) and clusters (Matroska) are cut at
-    /// least every half second and flushed, so a killed process loses at most that much.
+    /// least every 0.25 s and flushed, so a killed process loses at most that much.
     init(path: String, container: RecordingContainer, video: VideoFormat?, audioChannels: Int?) throws(MediaError) {
         self.path = path
         self.container = container
@@ -72,9 +72,9 @@ final class ContainerWriter {
         case .mp4:
             // Fragmented: moov first, a moof+mdat per fragment, nothing to fix up at the end.
             av_dict_set(&options, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
-            av_dict_set(&options, "frag_duration", "500000", 0)
+            av_dict_set(&options, "frag_duration", "250000", 0)
         case .mkv, .webm:
-            av_dict_set(&options, "cluster_time_limit", "500", 0)
+            av_dict_set(&options, "cluster_time_limit", "250", 0)
         }
         rc = avformat_write_header(oc, &options)
         av_dict_free(&options)

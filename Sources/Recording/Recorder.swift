@@ -83,7 +83,7 @@ public final class Recorder: @unchecked Sendable {
 
     // MARK: input (any thread)
 
-    /// What arrives, queued in order and taken in batches every `batchInterval`: one wake-up of
+    /// What arrives, queued in order and taken in batches every `batchInterval` (50 ms): one wake-up of
     /// the queue per batch, not one per packet (a wake-up costs more than recording a packet;
     /// the timeline holds samples 200 ms anyway).
     private enum Input {
@@ -94,7 +94,7 @@ public final class Recorder: @unchecked Sendable {
         case sentAudio([UInt8], Int64)
     }
     private let inbox = Locked<[Input]>([])
-    static let batchInterval = 0.1
+    static let batchInterval = 0.05
 
     private func enqueue(_ input: Input) {
         let first = inbox.withLock { box in
