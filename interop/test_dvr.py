@@ -27,27 +27,11 @@ from interop.conftest import require, write_json
 from interop.media_files import decode_errors, ffprobe
 from interop.peers import StaticServer
 from interop.relay_helpers import Relay, close_page, open_player_page, page_log, poll
+from interop.test_relay import PUBLISH_CODEC_FIRST_JS
 
 RECORD_SECONDS = 20.0
 API_TOKEN = "dvr-api"
 
-# The player page's publish (640x360 + microphone), with `codec`'s formats first in Chromium's
-# own order; the WHIP resource is kept for the page's Stop button (DELETE).
-PUBLISH_JS = """(async (codec) => {
-  pc = new RTCPeerConnection();
-  const media = await navigator.mediaDevices.getUserMedia({audio: true, video: {width: 640, height: 360}});
-  video.srcObject = media;
-  for (const t of media.getTracks()) {
-    const transceiver = pc.addTransceiver(t, {direction: 'sendonly'});
-    if (t.kind !== 'video') continue;
-    const all = RTCRtpReceiver.getCapabilities('video').codecs;
-    const isCodec = (c) => c.mimeType.toLowerCase() === 'video/' + codec.toLowerCase();
-    transceiver.setCodecPreferences([...all.filter(isCodec), ...all.filter((c) => !isCodec(c))]);
-  }
-  await negotiate('whip');
-  log('publishing');
-  return true;
-})(%s)"""
 
 # Chromium's video outbound-rtp now: framesSent/framesEncoded, size, codec.
 OUTBOUND_JS = r"""(async () => { const r = await pc.getStats(); let o = null;
@@ -150,7 +134,7 @@ def test_chromium_publish_is_recorded(codec, ext, relay, hook, record_dir, brows
     logs.append(("chromium console", lambda: "\n".join(page.console)))
     samples: list[dict] = []
     try:
-        page.evaluate(PUBLISH_JS % json.dumps(codec), timeout=20)
+        page.evaluate(PUBLISH_CODEC_FIRST_JS % (json.dumps(codec), "null"), timeout=20)
         relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=20)
         first, _ = poll(lambda: page.evaluate(OUTBOUND_JS, timeout=10), lambda o: o and o["framesSent"] > 0,
                         timeout=10, interval=0.02)

@@ -2,6 +2,11 @@
 public enum VideoCodecType: String, Sendable, Hashable, CaseIterable {
     case h264 = "H264", vp8 = "VP8"
     public var mimeType: String { "video/\(rawValue)" }
+    /// The codec of an SDP/W3C mime type ("video/H264", any case); nil for others (RTX, RED…).
+    public init?(mimeType: String) {
+        guard let c = Self.allCases.first(where: { $0.mimeType.lowercased() == mimeType.lowercased() }) else { return nil }
+        self = c
+    }
 }
 
 /// One encoded picture. H.264 is an Annex-B byte stream (start codes between NAL units), VP8

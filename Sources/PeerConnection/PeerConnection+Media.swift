@@ -52,7 +52,7 @@ extension PeerConnection {
             let name = codec.mimeType.split(separator: "/").last.map { $0.uppercased() } ?? ""
             switch t.kind {
             case .video:
-                guard let type = VideoCodecType.allCases.first(where: { $0.rawValue.uppercased() == name }) else { continue }
+                guard let type = VideoCodecType(mimeType: codec.mimeType) else { continue }
                 if direction.sends, media.videoSend[mid] == nil {
                     let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop,
                                                  network: transport.congestion.network, execution: configuration.codecExecution)

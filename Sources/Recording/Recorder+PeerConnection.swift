@@ -20,8 +20,7 @@ extension Recorder {
                 // The payload type's codec, looked up once per type (RTX and RED are not recorded).
                 let codec = codecs.withLock { known in
                     if let c = known[packet.payloadType] { return c }
-                    let mime = t?.negotiatedCodecs.first { $0.payloadType == packet.payloadType }?.mimeType
-                    let c = VideoCodecType.allCases.first { "video/\($0.rawValue)".lowercased() == mime?.lowercased() }
+                    let c = (t?.negotiatedCodecs.first { $0.payloadType == packet.payloadType }?.mimeType).flatMap(VideoCodecType.init(mimeType:))
                     known[packet.payloadType] = c
                     return c
                 }

@@ -194,14 +194,7 @@ public final class Recorder: @unchecked Sendable {
     /// Writes what is held and finishes the file (MP4 index, Matroska cues). Idempotent.
     @discardableResult
     public func close() -> Statistics {
-        if inline {
-            finish()
-        } else {
-            queue.sync {
-                takeInbox()   // what was handed over before close is written
-                finish()
-            }
-        }
+        if inline { finish() } else { queue.sync { finish() } }
         return statistics
     }
 
@@ -211,7 +204,7 @@ public final class Recorder: @unchecked Sendable {
 
     private func finish() {
         guard !closed else { return }
-        if !inbox.withLock({ $0.isEmpty }) { takeInbox() }
+        takeInbox()   // what was handed over before close is written
         closed = true
         write(timeline.flush(), final: true)
         if let writer {
@@ -266,7 +259,7 @@ public final class Recorder: @unchecked Sendable {
     private func open(video: RecordingTimeline.Sample?) throws(MediaError) -> ContainerWriter {
         var format: ContainerWriter.VideoFormat?
         if let video, let codec = videoCodec {
-            guard let size = SampleFormat.size(keyframe: video.data, codec: codec) else {
+            guard let size = KeyframeSize.of(video.data, codec: codec) else {
                 throw MediaError("\(path): cannot read the picture size from the first \(codec.rawValue) keyframe")
             }
             format = .init(codec: codec, width: size.width, height: size.height,

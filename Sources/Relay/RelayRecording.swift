@@ -50,7 +50,7 @@ final class StreamRecording: @unchecked Sendable {
     func start(_ session: RelaySession, video: RtpCodecParameters?, audio: RtpCodecParameters?) {
         stop()
         publisher = (session.id, HTTPServer.ipAddress(of: session.remoteAddress), session.param)
-        codec = video.flatMap { v in VideoCodecType.allCases.first { $0.mimeType.lowercased() == v.mimeType.lowercased() } }
+        codec = video.flatMap { VideoCodecType(mimeType: $0.mimeType) }
         if let video, codec == nil { dvr.log("serve: recording \(id) without video: \(video.mimeType) is not recorded") }
         recordsAudio = audio?.mimeType.lowercased() == "audio/opus"
         container = Self.container(for: codec, requested: dvr.options.format)
@@ -163,12 +163,8 @@ final class StreamRecording: @unchecked Sendable {
         self.recorder = nil
         generation += 1
         cutAt = nil
-        if let file, let publisher {
-            dvr.close(recorder, RecordedFile(app: app, stream: name, path: file, client: publisher.client, ip: publisher.ip,
-                                             param: publisher.param))
-        } else {
-            dvr.close(recorder, RecordedFile(app: app, stream: name, path: file ?? "", client: "", ip: "", param: ""))
-        }
+        let p = publisher ?? ("", "", "")
+        dvr.close(recorder, RecordedFile(app: app, stream: name, path: file ?? "", client: p.client, ip: p.ip, param: p.param))
         file = nil
     }
 

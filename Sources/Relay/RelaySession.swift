@@ -1,4 +1,5 @@
 import Codecs
+import Recording
 import PeerConnection
 import RTP
 import RTPMedia
@@ -119,12 +120,8 @@ func keyframeSize(codec: String, payload: [UInt8]) -> (width: Int, height: Int)?
         return nil
     }
     if codec.lowercased().hasSuffix("vp8") {
-        guard let (descriptor, size) = try? VP8PayloadDescriptor.parse(payload), descriptor.startsFrame,
-              payload.count >= size + 10, payload[size] & 1 == 0,
-              payload[size + 3] == 0x9d, payload[size + 4] == 0x01, payload[size + 5] == 0x2a else { return nil }
-        let w = (Int(payload[size + 6]) | Int(payload[size + 7]) << 8) & 0x3fff
-        let h = (Int(payload[size + 8]) | Int(payload[size + 9]) << 8) & 0x3fff
-        return (w, h)
+        guard let (descriptor, size) = try? VP8PayloadDescriptor.parse(payload), descriptor.startsFrame else { return nil }
+        return KeyframeSize.of(Array(payload[size...]), codec: .vp8)
     }
     return nil
 }

@@ -53,7 +53,7 @@ struct RecorderFileTests {
         }
         samples += tl.flush()
         let key = samples.first { $0.track == .video }!
-        let size = SampleFormat.size(keyframe: key.data, codec: codec)!
+        let size = KeyframeSize.of(key.data, codec: codec)!
         let writer = try ContainerWriter(path: path, container: RecordingContainer(path: path)!,
                                          video: .init(codec: codec, width: size.width, height: size.height,
                                                       extradata: codec == .h264 ? SampleFormat.parameterSets(key.data) : []),
