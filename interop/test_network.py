@@ -82,6 +82,22 @@ class Bed:
         t_conn = self.sampler.mark("publisher connected")
         return run, t_conn, self.roles.wait_flow("pub")
 
+    def publish_chromium(self, browser, stream: str):
+        """The player page's Publish (Chromium's fake camera + mic over WHIP) as role "pub"; returns
+        (page, connected time, flow). The caller closes the page (`close_page`)."""
+        page = open_player_page(browser, self.relay, "live", stream)
+        self.logs.append(("player page #log", lambda: page_log(page)))
+        try:
+            self.roles.expect("pub")
+            page.evaluate("document.getElementById('publish').click(); true")
+            page.wait_for("document.getElementById('log').textContent.includes('publishing')", timeout=20)
+            self.relay.wait_event(rf"publisher \S+ connected \(live/{stream}\)", timeout=20)
+            t_conn = self.sampler.mark("publisher connected")
+            return page, t_conn, self.roles.wait_flow("pub")
+        except BaseException:
+            close_page(browser, page)
+            raise
+
     def play(self, stream: str, duration: float, extra: tuple[str, ...] = ()) -> tuple[SwiftRun, int]:
         self.roles.expect("play")
         run = self.swift("play", [self.relay.webrtc_url("live", stream), "--duration", str(duration), *extra], "play")
@@ -257,17 +273,10 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir):
 @pytest.mark.timeout(90)
 def test_network_lossy_chromium_sender(make_bed, browser, artifact_dir, logs):
     bed = make_bed({"pub": (LOSSY, LOSSY)}, seed=13)
-    page = open_player_page(browser, bed.relay, "live", "cam")
-    logs.append(("player page #log", lambda: page_log(page)))
+    page, t_conn, pub_flow = bed.publish_chromium(browser, "cam")
     logs.append(("chromium console", lambda: "\n".join(page.console)))
     samples = []
     try:
-        bed.roles.expect("pub")
-        page.evaluate("document.getElementById('publish').click(); true")
-        page.wait_for("document.getElementById('log').textContent.includes('publishing')", timeout=20)
-        bed.relay.wait_event(r"publisher \S+ connected \(live/cam\)", timeout=20)
-        t_conn = bed.sampler.mark("publisher connected")
-        pub_flow = bed.roles.wait_flow("pub")
         time.sleep(1.0)
         player, play_flow = bed.play("cam", duration=MEDIA_SECONDS - 2)
         next_sample, t_stats = 0.0, None
@@ -561,16 +570,9 @@ def test_network_bottleneck_step_swift(make_bed, artifact_dir):
 def test_network_bottleneck_1mbit_chromium(make_bed, browser, artifact_dir, logs):
     link = 1.0 * MBIT
     bed = make_bed({"pub": ("rate=1mbit,queue=200ms", None)}, seed=17)
-    page = open_player_page(browser, bed.relay, "live", "cam-bneck")
-    logs.append(("player page #log", lambda: page_log(page)))
+    page, t_conn, pub_flow = bed.publish_chromium(browser, "cam-bneck")
     samples = []
     try:
-        bed.roles.expect("pub")
-        page.evaluate("document.getElementById('publish').click(); true")
-        page.wait_for("document.getElementById('log').textContent.includes('publishing')", timeout=20)
-        bed.relay.wait_event(r"publisher \S+ connected \(live/cam-bneck\)", timeout=20)
-        t_conn = bed.sampler.mark("publisher connected")
-        pub_flow = bed.roles.wait_flow("pub")
         end = time.monotonic() + MEDIA_SECONDS
         while time.monotonic() < end:
             s = page.evaluate(NET_STATS_JS, timeout=10)

@@ -25,6 +25,8 @@ struct BandwidthAdaptation: Sendable {
     static let scales: [Double] = [1, 4.0 / 3, 2, 8.0 / 3, 4]
     var lowBitsPerPixel = 0.04
     var highBitsPerPixel = 0.07
+    /// Between the two: the start-up size is neither blocky nor the first to be stepped down.
+    var startBitsPerPixel = 0.055
     var downDelay: Duration = .milliseconds(1000)
     var upDelay: Duration = .seconds(3)
     static let minFramerate = 5.0
@@ -33,6 +35,8 @@ struct BandwidthAdaptation: Sendable {
     private(set) var fpsCap: Double?
     private(set) var resolutionChanges = 0
     private var lastChange: ContinuousClock.Instant?
+    /// Whether `start` picked a size.
+    private var started = false
 
     /// The adapted size and rate for a source frame of `width`×`height` at `fps`.
     mutating func adapt(width: Int, height: Int, fps: Double, targetBitrate: Int, preference: DegradationPreference,
@@ -94,6 +98,30 @@ struct BandwidthAdaptation: Sendable {
             }
         }
         return true
+    }
+
+    /// Before the estimate is settled (the start-up probes have not had their time): the size the
+    /// unconfirmed estimate carries at `startBitsPerPixel`, chosen at the first frame and then only
+    /// raised as probing confirms more. libwebrtc does the same from its 300 kbit/s start (its
+    /// initial frame dropping): a 720p keyframe at the start rate is what overflowed a narrow
+    /// uplink's queue. Only the size moves; the frame rate is left alone. Changes do not start the
+    /// `upDelay`/`downDelay` clocks, so the settled steps may follow at once.
+    mutating func start(width: Int, height: Int, fps: Double, targetBitrate: Int) -> Output {
+        let pixels = Double(width * height)
+        var index = Self.scales.count - 1
+        while index > 0 {
+            let s = Self.scales[index - 1]
+            let bpp = Double(targetBitrate) / (pixels / (s * s) * max(fps, 1))
+            guard bpp >= startBitsPerPixel else { break }
+            index -= 1
+        }
+        while index > 0, pixels / (Self.scales[index] * Self.scales[index]) < 160.0 * 90 { index -= 1 }
+        if !started || index < scaleIndex {
+            if started || index != 0 { resolutionChanges += 1 }
+            scaleIndex = index
+            started = true
+        }
+        return Output(scale: Self.scales[scaleIndex], fps: fps, limited: scaleIndex > 0)
     }
 
     /// Undoes the last kind of step if the larger setting would still have `highBitsPerPixel`.

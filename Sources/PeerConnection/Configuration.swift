@@ -43,11 +43,10 @@ extension PeerConnection {
         /// Offer `a=ice-options:trickle`.
         public var trickle = true
         /// Where the bandwidth estimate starts before the peer's feedback says more (bits/s).
-        /// libwebrtc starts at 300 kbit/s and scales the picture down until the estimate is
-        /// known; we keep the resolution until the estimate rests on feedback, so a 720p
-        /// keyframe would overshoot 300 kbit/s by far. On a slower link the delay-based side
-        /// brings it down within a few hundred ms of the first feedback.
-        public var startBitrate = 1_000_000
+        /// As libwebrtc: 300 kbit/s, the first frames sized for it (`BandwidthAdaptation.start`:
+        /// 480x270 from a 720p30 source), then raised as the start probes (3× and 6×) confirm
+        /// more. A 1 Mbit/s start with a 720p keyframe overflowed a 500 kbit/s uplink's queue.
+        public var startBitrate = 300_000
         /// Answer transport-wide-cc (the extension, hence the peer's transport-cc feedback and a
         /// send-side estimate per connection). A relay's players turn it off: forwarding cannot
         /// follow a per-player estimate (no layers to pick), so it would only cost CPU.

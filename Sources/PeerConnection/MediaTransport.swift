@@ -68,7 +68,7 @@ package final class MediaTransport: @unchecked Sendable {
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
     private(set) lazy var congestion = CongestionController(transport: self, startBitrate: startBitrate)
     /// Set before media flows (PeerConnection's configuration).
-    var startBitrate = 1_000_000
+    var startBitrate = 300_000
 
     init(loop: EventLoop, io: PacketIO, ice: ICEAgent, certificate: DTLSCertificate, srtpBackend: SRTPBackend) {
         self.loop = loop

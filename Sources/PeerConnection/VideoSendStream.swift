@@ -96,10 +96,14 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         // The network's estimate, within the sender's limits, decides size and rate.
         let networkBitrate = network.bitrate
         var adapted = BandwidthAdaptation.Output(scale: 1, fps: askedFps, limited: false)
-        if networkBitrate > 0, network.isSettled {
+        if networkBitrate > 0 {
             let bps = min(max(networkBitrate, encoding.minBitrate ?? 0), encoding.maxBitrate ?? .max)
-            adapted = adaptation.adapt(width: input.width, height: input.height, fps: askedFps, targetBitrate: bps,
-                                       preference: p.degradationPreference, now: inline ? loop.now : .now)
+            if network.isSettled {
+                adapted = adaptation.adapt(width: input.width, height: input.height, fps: askedFps, targetBitrate: bps,
+                                           preference: p.degradationPreference, now: inline ? loop.now : .now)
+            } else if p.degradationPreference != .maintainResolution {
+                adapted = adaptation.start(width: input.width, height: input.height, fps: askedFps, targetBitrate: bps)
+            }
         }
         // maxFramerate (and a lower rate the network asks for): let frames through on an even
         // grid of the capture clock.

@@ -60,13 +60,16 @@ final class SessionLink: Sendable {
         }
     }
 
-    /// Keeps the estimate as it is now, unless one was kept already: the first sign of trouble
-    /// (an ICE restart, or the connection's end) comes before the estimate has collapsed.
-    func sampleEstimate() async {
-        guard estimate == nil else { return }
+    /// Keeps the send-side estimate as it is now for a successor, unless one was kept already:
+    /// the first sign of trouble (an ICE restart, the connection's end) comes before the estimate
+    /// has collapsed. `refresh` (each `disconnected`): replaces an earlier sample; a connection
+    /// that fails later has no selected pair, hence no estimate, and keeps this one.
+    func sampleEstimate(refresh: Bool = false) async {
+        guard refresh || estimate == nil else { return }
         let report = await pc.getStats()
-        let bitrate = report.ofType("candidate-pair").compactMap { $0.int("availableOutgoingBitrate") }.max()
-        flags.withLock { if $0.estimate == nil { $0.estimate = bitrate } }
+        guard let bitrate = report.ofType("candidate-pair").compactMap({ $0.int("availableOutgoingBitrate") }).max()
+        else { return }
+        flags.withLock { if refresh || $0.estimate == nil { $0.estimate = bitrate } }
     }
 
     /// Whether the connection's next offer would restart ICE (it called `restartIce()`), other

@@ -242,6 +242,9 @@ public final class StreamingSession: Sendable {
                 switch event {
                 case .connectionStateChanged(let s) where self.isCurrent(link):
                     self.stateBroadcast.yield(s)
+                    // The estimate as the path went: a connection that fails later has no
+                    // selected pair (no estimate) to start its successor from.
+                    if s == .disconnected { await link.sampleEstimate(refresh: true) }
                 case .negotiationNeeded where self.isCurrent(link) && link.negotiated:
                     self.requestRestartIfWanted(link)
                 default:
@@ -398,8 +401,9 @@ extension StreamingSession: Reconnectable {
         let (old, closed) = state.withLock { ($0.link, $0.closed) }
         guard !closed else { return .retry("the session is closed") }
         await old.sampleEstimate()
-        // Half the last good estimate: the path is new, but it carried that much a moment ago.
-        let start = old.estimate.map { max($0 / 2, 100_000) }
+        // Half the last good estimate: the path is new, but it carried that much a moment ago. An
+        // attempt that never got an estimate passes on the start it was given.
+        let start = old.estimate.map { max($0 / 2, 100_000) } ?? old.pc.configuration.startBitrate
         let deletesFirst = old.ice != nil || (role == .publish && old.pc.connectionState == .connected)
         if deletesFirst { await end(old) }
         let link: SessionLink

@@ -145,4 +145,28 @@ import Testing
         #expect(reached != nil && reached! > 12 && reached! < 20)
         #expect(r.throughput(from: 20, to: 30) >= 850_000)
     }
+
+    /// Issue 20 part 1: start into a 500 kbit/s uplink whose FIFO holds 25 packets (480 ms of
+    /// 1200-byte packets at that rate). From the 300 kbit/s start the probes (900 kbit/s and
+    /// 1.8 Mbit/s, 15 ms each) fit in the queue and find the link without a drop; a 1 Mbit/s
+    /// start (what PeerConnection used before) overshoots it until the delay side catches up.
+    @Test func startsIntoANarrowUplinkWithoutOverflowingItsQueue() {
+        func run(start: Int) -> CallSimulation.Result {
+            var sim = CallSimulation()
+            sim.capacity = [(0, 500_000)]
+            sim.queueLimit = .milliseconds(480)
+            sim.estimatorConfiguration.startBitrate = start
+            return sim.run(seconds: 15)
+        }
+        let r = run(start: 300_000)
+        print("500 kbit/s from 300k: dropped \(r.droppedByQueue), probes \(r.probeLog), target at 1/2/5 s "
+              + "\(r.target(at: 1))/\(r.target(at: 2))/\(r.target(at: 5)), queue p95 \(r.queueDelayP95(from: 0, to: 15)) ms, "
+              + "throughput 2–15 s \(r.throughput(from: 2, to: 15))")
+        #expect(r.droppedByQueue == 0)
+        #expect(r.targets(from: 0, to: 15).allSatisfy { $0 <= 600_000 }, "no overshoot past 1.2 × the link")
+        #expect(r.throughput(from: 2, to: 15) >= 400_000)
+        let cold = run(start: 1_000_000)
+        print("500 kbit/s from 1M: dropped \(cold.droppedByQueue), queue p95 \(cold.queueDelayP95(from: 0, to: 15)) ms")
+        #expect(cold.droppedByQueue > r.droppedByQueue)
+    }
 }

@@ -68,4 +68,36 @@ import Testing
                     == .init(scale: 1, fps: 30, limited: false))
         }
     }
+
+    /// The start: 720p30 at the unconfirmed 300 kbit/s start is sized as the start carries it
+    /// (480x270: 0.077 bit per pixel; 640x360 would have 0.043), the size only rises while the
+    /// start probes confirm more, and once settled the usual steps follow without waiting.
+    @Test func startSizesTheFirstFramesForTheStartEstimateAndOnlyRaisesThem() {
+        var a = BandwidthAdaptation()
+        var out = a.start(width: 1280, height: 720, fps: 30, targetBitrate: 300_000)
+        #expect(out == .init(scale: 8.0 / 3, fps: 30, limited: true))
+        #expect(a.resolutionChanges == 1)
+        // A dip while unconfirmed does not cost a keyframe.
+        out = a.start(width: 1280, height: 720, fps: 30, targetBitrate: 200_000)
+        #expect(out.scale == 8.0 / 3)
+        // The probes found 1.2 Mbit/s: 960x540 (0.077); 2.5 Mbit/s: 720p (0.09).
+        out = a.start(width: 1280, height: 720, fps: 30, targetBitrate: 1_200_000)
+        #expect(out.scale == 4.0 / 3)
+        out = a.start(width: 1280, height: 720, fps: 30, targetBitrate: 2_500_000)
+        #expect(out == .init(scale: 1, fps: 30, limited: false))
+        #expect(a.resolutionChanges == 3)
+
+        // A source that fits the start is left alone and counts no change.
+        var small = BandwidthAdaptation()
+        #expect(small.start(width: 320, height: 180, fps: 30, targetBitrate: 300_000) == .init(scale: 1, fps: 30, limited: false))
+        #expect(small.resolutionChanges == 0)
+
+        // Settled after a start at 480x270 on a 1.2 Mbit/s link: the step up comes at the first
+        // frame (no upDelay from the start's changes).
+        var b = BandwidthAdaptation()
+        _ = b.start(width: 1280, height: 720, fps: 30, targetBitrate: 300_000)
+        let settled = b.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 1_200_000, preference: .maintainFramerate,
+                              now: .now)
+        #expect(settled.scale == 2)
+    }
 }

@@ -121,7 +121,7 @@ struct CameraStreamingTests {
     @Test("switching cameras and sizes while streaming: same track, no renegotiation, the encoder follows")
     func switchWhileStreaming() async throws {
         let sim = Simulation()
-        let a = try sim.peer(), b = try sim.peer()
+        let a = try sim.peer(Simulation.fullSizeStart), b = try sim.peer()
         let source = VideoSource()
         let track = VideoTrack(id: "camera", source: source)
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])

@@ -165,7 +165,7 @@ struct VideoOrientationTests {
     @Test("not negotiated: the sender turns the pixels, the receiver gets an upright 360x640 picture")
     func notNegotiatedRotatesPixels() async throws {
         let sim = Simulation()
-        let a = try sim.peer(), b = try sim.peer()
+        let a = try sim.peer(Simulation.fullSizeStart), b = try sim.peer()
         let source = VideoSource()
         let t = try await a.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))
@@ -210,7 +210,7 @@ struct VideoOrientationTests {
             try sim.connect(pc)
         }
 
-        let publisher = try sim.peer()
+        let publisher = try sim.peer(Simulation.fullSizeStart)
         let source = VideoSource()
         let t = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         t.sender.replaceTrack(VideoTrack(id: "v", source: source))

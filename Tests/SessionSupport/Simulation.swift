@@ -41,6 +41,11 @@ public final class Simulation: @unchecked Sendable {
         }
     }
 
+    /// For `peer(_:)`: a sender that starts where its source fits. From the default 300 kbit/s
+    /// start the first frames are sized down until the start probes confirm more (as libwebrtc
+    /// does); tests that assert the size of every frame start above that.
+    public static let fullSizeStart: @Sendable (inout PeerConnection.Configuration) -> Void = { $0.startBitrate = 2_500_000 }
+
     /// Moves virtual time until `condition` holds (checked as loop work) or `budget` is spent.
     @discardableResult
     public func run(within budget: Duration = .seconds(10), until condition: () -> Bool) -> Bool {
