@@ -272,7 +272,11 @@ def test_publish_to_aiortc(codec, need_aiortc, artifact_dir, logs):
     negotiated = [c for cs in final["negotiated"].values() for c in cs]
     assert any(c.lower().startswith(f"video/{codec.lower()}/") for c in negotiated), negotiated
     assert video.get("frames", 0) > 0, f"aiortc decoded no video: {final}"
-    assert set(video["sizes"]) == {"1280x720"}, video["sizes"]
+    # From the 300 kbit/s start the first frames are sized for it (480x270) until the estimate is
+    # known; aiortc gives no transport-cc feedback, so after 2 s (the feedback timeout) the encoder
+    # runs at its own rate and full size.
+    early = sum(n for size, n in video["sizes"].items() if size != "1280x720")
+    assert "1280x720" in video["sizes"] and early <= 2.5 * 30, video["sizes"]
     assert video["frames"] >= 0.9 * pub["framesSent"], (
         f"aiortc decoded {video['frames']} of {pub['framesSent']} frames sent (< 90%)")
     assert video["patternFrames"] >= 0.9 * video["frames"], f"pattern unreadable on > 10% of frames: {video}"

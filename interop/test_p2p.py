@@ -151,7 +151,9 @@ def test_aiortc_peer_with_swift_p2p(first, signal_server, swift_bin, artifact_di
             peer = AiortcP2PPeer(url)
         logs.append(("swiftrtc p2p", swift.text))
         logs.append(("aiortc peer", lambda: "\n".join(peer.log)))
-        poll(lambda: peer.summary(), lambda s: bool(s["video"] and s["video"]["patternFrames"] >= 30), timeout=30)
+        # The first frames are sized for the 300 kbit/s start (480x270); wait for the source's size.
+        poll(lambda: peer.summary(), lambda s: bool(s["video"] and s["video"]["patternFrames"] >= 30
+                                                    and "640x360" in s["video"]["sizes"]), timeout=30)
         poll(lambda: peer.chat_open(), lambda ok: ok, timeout=15)
         swift.process.wait_for_line(r"p2p: chat open", timeout=15)
         assert peer.send_chat("hello from aiortc")
