@@ -93,6 +93,7 @@ bench: deps venv
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/network_bench.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-network.json'
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/p2p_bench.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-p2p.json'
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/audio_latency.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-audio-latency.json'
+	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/publish_cpu.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-publish-cpu.json'
 
 clean:
 	rm -rf .build artifacts

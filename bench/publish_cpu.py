@@ -3,7 +3,8 @@
 
 Both publish 1280x720@30 video and audio over WHIP to the same relay (`swiftrtc serve` on loopback,
 nobody playing): Swift its test pattern (`--source testsrc`) and a tone, Chromium its fake camera
-and microphone from the relay's /players/ page, with the codec pinned by `setCodecPreferences`.
+and microphone from the relay's /players/ page, with the codec pinned by `setCodecPreferences` and
+the page's local preview detached (swiftrtc publish draws none).
 Per codec (H.264, VP8) and sender, CPU = user + system time of the sender's whole process tree
 (/proc, every Chromium process: browser, renderer, GPU, utilities) over a window of WINDOW seconds
 that starts WARMUP seconds after the publisher connected (start-up excluded for both), divided by
@@ -119,6 +120,8 @@ def measure_chromium(relay: Relay, codec: str) -> dict:
               return true; })()""" % (json.dumps(mime), json.dumps(mime)))
             page.evaluate("document.getElementById('publish').click(); true")
             relay.wait_event(rf"publisher \S+ connected \(live/chromium-{codec}\)", timeout=20)
+            # No local preview: swiftrtc publish draws none, and rendering it is the GPU process's work.
+            page.evaluate("document.querySelectorAll('video').forEach(v => { v.srcObject = null; }); true")
             time.sleep(WARMUP)
 
             def sent():
