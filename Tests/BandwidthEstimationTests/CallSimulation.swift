@@ -56,6 +56,8 @@ struct CallSimulation {
     var rembs: [(at: Double, bps: Int)] = []
     var bounds: [(at: Double, min: Int, max: Int)] = []
     var lossRate = 0.0
+    /// Random loss changes: from `at` seconds on, `rate`.
+    var lossChanges: [(at: Double, rate: Double)] = []
     var propagation = Duration.milliseconds(20)
     var returnDelay = Duration.milliseconds(20)
     var queueLimit = Duration.milliseconds(200)
@@ -63,6 +65,9 @@ struct CallSimulation {
     /// Spans (seconds) in which the receiver is too busy to read: what arrives is stamped at
     /// the span's end, as a batch (a loaded host's network thread).
     var receiveStalls: [(from: Double, to: Double)] = []
+    /// Spans in which the sender's loop does not run (a starved CPU): no feedback is read and
+    /// the pacer sends nothing; frames still queue (the capture thread), and leave at the end.
+    var sendStalls: [(from: Double, to: Double)] = []
     var seed: UInt64 = 1
     var firstSequence: Int64 = 65_000
 
@@ -78,7 +83,7 @@ struct CallSimulation {
         var tagEnqueued: [ContinuousClock.Instant] = []
         var sequence = firstSequence
         var result = Result()
-        var capacityIndex = 0, rembIndex = 0, boundsIndex = 0
+        var capacityIndex = 0, rembIndex = 0, boundsIndex = 0, lossIndex = 0
         var nextFrameMs = 0.0
         let steps = Int(seconds * 1000)
 
@@ -88,6 +93,10 @@ struct CallSimulation {
             while capacityIndex < capacity.count, capacity[capacityIndex].at <= t {
                 link.bitrate = capacity[capacityIndex].bps
                 capacityIndex += 1
+            }
+            while lossIndex < lossChanges.count, lossChanges[lossIndex].at <= t {
+                link.lossRate = lossChanges[lossIndex].rate
+                lossIndex += 1
             }
             while rembIndex < rembs.count, rembs[rembIndex].at <= t {
                 bwe.onREMB(bitrate: rembs[rembIndex].bps, at: now)
@@ -114,7 +123,8 @@ struct CallSimulation {
             if step % feedbackInterval == 0, let fb = receiver.makeFeedback() {
                 feedbackQueue.append((now + returnDelay, fb))
             }
-            while let first = feedbackQueue.first, first.due <= now {
+            let senderStalled = sendStalls.contains { t >= $0.from && t < $0.to }
+            while !senderStalled, let first = feedbackQueue.first, first.due <= now {
                 bwe.onTransportFeedback(first.feedback, at: now)
                 feedbackQueue.removeFirst()
             }
@@ -140,7 +150,7 @@ struct CallSimulation {
             }
 
             // Pacer → network.
-            while true {
+            while !senderStalled {
                 while let packet = pacer.poll(at: now) {
                     if packet.kind != .padding, tagEnqueued.indices.contains(packet.tag) {
                         enqueueTimes[Int(sequence - firstSequence)] = tagEnqueued[packet.tag]
