@@ -191,6 +191,45 @@ def player_summary(stats: dict) -> dict:
     return doc
 
 
+class ChromiumViewer:
+    """Chromium playing a stream (WHEP, the relay's /players/ page) as role "chromium": W3C
+    inbound-rtp freeze numbers between two `mark()`s."""
+
+    def __init__(self, browser, bed: Bed, stream: str):
+        self.browser = browser
+        bed.roles.expect("chromium")
+        self.page = open_player_page(browser, bed.relay, "live", stream)
+        bed.logs.append(("chromium viewer #log", lambda: page_log(self.page)))
+        self.marks: list[dict] = []
+        try:
+            self.page.evaluate("document.getElementById('play').click(); true")
+            self.page.wait_for("(typeof pc !== 'undefined' && pc) ? pc.getStats().then(r => { let n = 0; r.forEach(s => "
+                               "{ if (s.type === 'inbound-rtp' && s.kind === 'video') n = s.framesDecoded || 0; }); "
+                               "return n > 0; }) : false", timeout=20)
+        except BaseException:
+            self.close()
+            raise
+
+    def mark(self) -> None:
+        self.marks.append(self.page.evaluate(NET_STATS_JS, timeout=10) or {})
+
+    def window(self) -> dict | None:
+        """Deltas between the first and last mark (None without two marks with inbound stats)."""
+        ins = [m.get("inbound") for m in self.marks if m.get("inbound")]
+        if len(ins) < 2:
+            return None
+        a, b = ins[0], ins[-1]
+        delta = lambda k: round((b.get(k) or 0) - (a.get(k) or 0), 3)  # noqa: E731
+        return {"freezeCount": delta("freezeCount"), "totalFreezesDuration": delta("totalFreezesDuration"),
+                "framesDecoded": delta("framesDecoded"), "packetsLost": delta("packetsLost"),
+                "nackCount": delta("nackCount"), "seconds": round((self.marks[-1].get("t", 0) - self.marks[0].get("t", 0)) / 1000, 2)}
+
+    def close(self) -> None:
+        if self.page is not None:
+            close_page(self.browser, self.page)
+            self.page = None
+
+
 def finish(artifact_dir, checks: Checks, doc: dict, headline: str) -> None:
     doc["checks"] = checks.items
     write_json(artifact_dir / "network.json", doc)
@@ -205,19 +244,31 @@ def kbps(bps):
 
 # ---- 1 + 2. Swift → relay → Swift with loss and jitter -------------------------------------------
 
-@pytest.mark.timeout(75)
+@pytest.mark.timeout(100)
 @pytest.mark.parametrize("legs", ["publisher-leg", "both-legs"])
-def test_network_lossy_swift(legs, make_bed, artifact_dir):
+def test_network_lossy_swift(legs, make_bed, artifact_dir, request):
     roles = {"pub": (LOSSY, LOSSY)}
     if legs == "both-legs":
         roles["play"] = (LOSSY, LOSSY)
+        roles["chromium"] = (LOSSY, LOSSY)
     bed = make_bed(roles, seed=11 if legs == "publisher-leg" else 12)
     pub, t_conn, pub_flow = bed.publish("lossy", duration=MEDIA_SECONDS + 3)
+    # Both legs: Chromium watches the same stream through a leg of its own (same impairment) in
+    # the same run, the anchor for the viewer's W3C freeze numbers.
+    anchor = ChromiumViewer(request.getfixturevalue("browser"), bed, "lossy") if legs == "both-legs" else None
     time.sleep(0.5)
     # The viewer also records what it receives: 5% loss must not reach the file as decode errors.
     recording = artifact_dir / "lossy.mp4"
-    player, play_flow = bed.play("lossy", duration=MEDIA_SECONDS, extra=("--record", str(recording)))
-    play_code = player.wait(timeout=MEDIA_SECONDS + 25)
+    try:
+        player, play_flow = bed.play("lossy", duration=MEDIA_SECONDS, extra=("--record", str(recording)))
+        if anchor:
+            anchor.mark()
+        play_code = player.wait(timeout=MEDIA_SECONDS + 25)
+        if anchor:
+            anchor.mark()
+    finally:
+        if anchor:
+            anchor.close()
     pub_code = pub.wait(timeout=20)
     t_end = bed.net.now()
     bed.close()
@@ -244,6 +295,13 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir):
     w3c = p["inbound"].get("totalFreezesDuration")
     c.check("W3C totalFreezesDuration (inbound-rtp)", w3c is not None and w3c <= 1.0,
             f"{w3c} s in {p['inbound'].get('freezeCount')} freezes", "<= 1 s")
+    anchor_doc = anchor.window() if anchor else None
+    if anchor_doc is not None:
+        cw = anchor_doc["totalFreezesDuration"]
+        c.check("W3C totalFreezesDuration ≤ Chromium's as a viewer of the same stream in the same run (its own lossy leg)",
+                w3c is not None and cw is not None and w3c <= cw,
+                f"Swift {w3c} s in {p['inbound'].get('freezeCount')}, Chromium {cw} s in {anchor_doc['freezeCount']}",
+                "Swift ≤ Chromium")
     c.check("latency p95 (pattern capture → decode)", p["patternLatencyMsP95"] is not None and p["patternLatencyMsP95"] <= 300,
             f"p95 {p['patternLatencyMsP95']} ms, p50 {p['patternLatencyMsP50']} ms", "<= 300 ms")
     c.check("the recording decodes without an error (ffmpeg -v error)", errors == "", errors[:300] or "clean", "nothing printed")
@@ -259,13 +317,15 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir):
     finish(artifact_dir, c, {
         "scenario": f"5% loss + 25±10 ms on the {legs.replace('-', ' ')}, Swift publish 1280x720@30 → relay → Swift play",
         "impairment": roles, "flows": {"publisher": pub_flow, "player": play_flow}, "events": bed.sampler.events,
-        "player": p, "publisher": ps, "legs": legs_doc,
+        "player": p, "publisher": ps, "legs": legs_doc, "chromiumViewer": anchor_doc,
         "series": {"publisherUp": bed.sampler.series(pub_flow, "up"), "playerDown": bed.sampler.series(play_flow, "down")},
         "publisherStatus": status_series(pub.text(), pub.t_start), "playerStatus": status_series(player.text(), player.t_start),
     }, f"{legs}: {p['patternFramesMissing']}/{p['patternFramesSpan']} frames missing, freezes "
        f"{p['freezeSecondsOver500Ms']} s, latency p50/p95 {p['patternLatencyMsP50']}/{p['patternLatencyMsP95']} ms, "
        f"NACKs {p['inbound']['nackCount']}, publisher target {ps['targetBitrate']} "
-       f"{ps['frameWidth']}x{ps['frameHeight']}")
+       f"{ps['frameWidth']}x{ps['frameHeight']}; W3C freezes {p['inbound'].get('freezeCount')} "
+       f"({p['inbound'].get('totalFreezesDuration')} s)"
+       + (f", Chromium viewer {anchor_doc['freezeCount']} ({anchor_doc['totalFreezesDuration']} s)" if anchor_doc else ""))
 
 
 # ---- 3. Chromium as the sender, and as the receiver, on a lossy leg ---------------------------------
