@@ -302,3 +302,116 @@ def test_call_page_and_swift_p2p_with_a_signal_token(browser, swift_bin, artifac
           f"Swift {s.get('framesDecoded')} (pattern {s.get('patternVerified')})")
     assert stats and stats["inbound"]["framesDecoded"] > 30, stats
     assert code == 0 and s.get("framesDecoded", 0) >= 30 and s.get("hungUp") == "the peer hung up", s
+
+
+class ResettingProxy:
+    """A TCP proxy in front of the signaling server whose connections can be cut abruptly (no
+    WebSocket close frame, the TCP connection shut down and reset): what a phone's room connection
+    meets when its network changes."""
+
+    def __init__(self, upstream_port: int):
+        import socket
+        import threading
+        self.upstream = ("127.0.0.1", upstream_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.pairs: list = []
+        self.lock = threading.Lock()
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.upstream)
+            with self.lock:
+                self.pairs.append((client, upstream))
+                self.accepted += 1
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+
+    def reset_all(self) -> int:
+        """Cuts every connection both ways with a reset; returns how many pairs there were."""
+        import socket
+        import struct
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for pair in pairs:
+            for s in pair:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    s.shutdown(socket.SHUT_RDWR)   # wakes the pump blocked in recv; close alone does not
+                    s.close()
+                except OSError:
+                    pass
+        return len(pairs)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.reset_all()
+
+
+@pytest.mark.timeout(90)
+def test_p2p_call_survives_losing_the_room_connection(signal_server, swift_bin, artifact_dir, logs):
+    """Issue 21: both peers' signaling connections are cut (reset, no goodbye) mid-call. The server
+    holds their seats, each rejoins with its seat's token, nobody hears peer-left, the call goes on,
+    and signaling works afterwards: an ICE restart typed on one side is offered and answered."""
+    port = int(signal_server["ws"].rsplit(":", 1)[1].split("/")[0])
+    proxy = ResettingProxy(port)
+    url = f"ws://127.0.0.1:{proxy.port}/rtc/v1/signal/?room=rejoin"
+    a = b = None
+    try:
+        a = p2p(swift_bin, url, artifact_dir, "p2p-a", duration=30)
+        logs.append(("p2p a", a.text))
+        a.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
+        b = p2p(swift_bin, url, artifact_dir, "p2p-b", duration=40)
+        logs.append(("p2p b", b.text))
+        for run in (a, b):
+            run.process.wait_for_line(r"p2p: connected in", timeout=15)
+            run.process.wait_for_line(r"p2p: chat open", timeout=15)
+        time.sleep(2)
+        assert proxy.reset_all() == 2
+        t_cut = time.monotonic()
+        for run in (a, b):
+            run.process.wait_for_line(r"p2p: back in the room; the call went on", timeout=15)
+        rejoin_s = time.monotonic() - t_cut
+        assert proxy.accepted == 4, proxy.accepted
+        # Signaling after the rejoin: a's ICE restart is offered through the room and b answers it.
+        answered_before = b.text().count("p2p: offer received; answering")
+        a.process.send_line("restart-ice")
+        poll(b.text, lambda t: t.count("p2p: offer received; answering") > answered_before, timeout=10)
+        # The data channel carried on too.
+        a.process.send_line("still here after the rejoin")
+        b.process.wait_for_line(r"chat: still here after the rejoin", timeout=10)
+        code_a = a.wait(timeout=40)   # a ends at 30 s with a bye
+        b.process.wait_for_line(r"p2p: the peer hung up", timeout=10)
+        code_b = b.wait(timeout=20)
+    finally:
+        proxy.close()
+        for run in (a, b):
+            if run is not None:
+                run.close()
+    sa, sb = summary(a.stats()), summary(b.stats())
+    write_json(artifact_dir / "p2p.json", {"a": sa, "b": sb, "rejoinSeconds": round(rejoin_s, 3)})
+    print(f"both peers back in the room {rejoin_s:.2f} s after the cut; a decoded {sa.get('framesDecoded')}, "
+          f"b {sb.get('framesDecoded')}, longest gaps {sa.get('longestFrameGapMs')}/{sb.get('longestFrameGapMs')} ms")
+    for run in (a, b):
+        assert "the peer left" not in run.text(), run.text()[-2000:]
+    assert code_a == 0 and code_b == 0
+    assert sb.get("hungUp") == "the peer hung up", sb
+    for s in (sa, sb):
+        assert s.get("patternVerified") is True and s.get("framesDecoded", 0) >= 600, s
+        assert (s.get("freezeSecondsOver500Ms") or 0) == 0, s

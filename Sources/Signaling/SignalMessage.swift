@@ -1,13 +1,16 @@
 // The P2P signaling protocol: one JSON object per WebSocket text message.
 //   server → peer: {"type":"joined","room":R,"peers":N}, {"type":"peer-joined"}, {"type":"peer-left"},
-//                  {"type":"error","error":WHY}
+//                  {"type":"error","error":WHY}; a join with `seat=new` (or a seat's token) is answered
+//                  {"type":"joined","room":R,"peers":N,"seat":TOKEN[,"rejoined":true]} (see SignalingRooms)
 //   peer ↔ peer (forwarded verbatim): {"type":"offer","sdp":…}, {"type":"answer","sdp":…},
 //                  {"type":"candidate","candidate":…,"sdpMid":…,"sdpMLineIndex":…} ("candidate":"" ends
 //                  them; the key "sdp" is read in place of "candidate"), {"type":"bye"}
 import Foundation
 
 public enum SignalMessage: Sendable, Equatable {
-    case joined(room: String, peers: Int)
+    /// `seat`: the token that takes this seat back after a lost connection (joins that asked
+    /// for one); `rejoined`: this join took a held seat back (the other peer was told nothing).
+    case joined(room: String, peers: Int, seat: String? = nil, rejoined: Bool = false)
     case peerJoined
     case offer(sdp: String)
     case answer(sdp: String)
@@ -38,7 +41,8 @@ public enum SignalMessage: Sendable, Equatable {
         switch type {
         case "joined":
             guard let peers = integer(object["peers"]) else { throw SignalingError("joined without a \"peers\" number") }
-            return .joined(room: try string("room"), peers: peers)
+            return .joined(room: try string("room"), peers: peers, seat: object["seat"] as? String,
+                           rejoined: (object["rejoined"] as? Bool) ?? false)
         case "peer-joined": return .peerJoined
         case "offer": return .offer(sdp: try string("sdp"))
         case "answer": return .answer(sdp: try string("sdp"))
@@ -58,7 +62,9 @@ public enum SignalMessage: Sendable, Equatable {
     /// The message as sent (keys in the protocol's order).
     public var json: String {
         switch self {
-        case .joined(let room, let peers): return #"{"type":"joined","room":\#(jsonString(room)),"peers":\#(peers)}"#
+        case .joined(let room, let peers, let seat, let rejoined):
+            let extra = (seat.map { #","seat":\#(jsonString($0))"# } ?? "") + (rejoined ? #","rejoined":true"# : "")
+            return #"{"type":"joined","room":\#(jsonString(room)),"peers":\#(peers)\#(extra)}"#
         case .peerJoined: return #"{"type":"peer-joined"}"#
         case .offer(let sdp): return #"{"type":"offer","sdp":\#(jsonString(sdp))}"#
         case .answer(let sdp): return #"{"type":"answer","sdp":\#(jsonString(sdp))}"#

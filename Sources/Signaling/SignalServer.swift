@@ -1,6 +1,7 @@
 // The P2P signaling endpoint `GET /rtc/v1/signal/?room=NAME[&key=KEY]` on an HTTPServer: access
 // and the WebSocket handshake, then one thread per peer drives its WebSocketConnection and the
 // shared rooms. Idle peers are pinged; one that stays silent for another interval is dropped.
+import Dispatch
 import HTTP
 import Locks
 import WebSocket
@@ -17,13 +18,16 @@ public final class SignalServer: Sendable {
         public var closeTimeout: Duration
         /// Who may join: anyone, token holders (then every room needs a key), or no one.
         public var access: SignalAccess
+        /// How long the seat of a peer (joined with `seat=`) whose connection died is held for it.
+        public var rejoinGrace: Duration
 
         public init(pingInterval: Duration = .seconds(20), limits: WebSocketLimits = .init(maxFrameBytes: 256 * 1024, maxMessageBytes: 256 * 1024),
-                    closeTimeout: Duration = .seconds(2), access: SignalAccess = .open) {
+                    closeTimeout: Duration = .seconds(2), access: SignalAccess = .open, rejoinGrace: Duration = .seconds(15)) {
             self.pingInterval = pingInterval
             self.limits = limits
             self.closeTimeout = closeTimeout
             self.access = access
+            self.rejoinGrace = rejoinGrace
         }
     }
 
@@ -44,6 +48,7 @@ public final class SignalServer: Sendable {
         self.options = options
         self.log = log
         self.owned = nil
+        state.withLock { $0.rooms.rejoinGrace = options.rejoinGrace }
         mount(on: server)
     }
 
@@ -59,6 +64,7 @@ public final class SignalServer: Sendable {
                          + "the call page at /call/?room=NAME\n")
         }
         self.owned = server
+        state.withLock { $0.rooms.rejoinGrace = options.rejoinGrace }
         server.allowedHosts = allowedHosts
         server.corsOrigins = corsOrigins
         if case .token(let token) = options.access {
@@ -92,6 +98,10 @@ public final class SignalServer: Sendable {
             return .respond(.text(400, "missing or invalid room: ?room=NAME with 1-64 letters, digits, '-', '_' or '.'\n"))
         }
         let key = request.queryValue("key")
+        let seat = request.queryValue("seat")
+        if let seat, seat != "new", !RoomKey.isValid(seat) {
+            return .respond(.text(400, "invalid seat: new, or the token a joined message gave\n"))
+        }
         if let key, !RoomKey.isValid(key) {
             return .respond(.text(400, "invalid room key: 16-128 letters, digits, '-', '_' or '.'\n"))
         }
@@ -109,20 +119,24 @@ public final class SignalServer: Sendable {
         }
         var headers = HTTPHeaders(WebSocketHandshake.responseHeaders(accept: accept))
         if SignalAccess.offersSubprotocol(request.headers) { headers.add("Sec-WebSocket-Protocol", SignalAccess.subprotocol) }
-        return .accept(HTTPResponse(status: 101, headers: headers)) { [self] connection in serve(connection, room: room, key: key) }
+        return .accept(HTTPResponse(status: 101, headers: headers)) { [self] connection in
+            serve(connection, room: room, key: key, seat: seat)
+        }
     }
 
     // MARK: One peer, on its connection's thread
 
-    private func serve(_ connection: UpgradedConnection, room: String, key: String?) {
+    private func serve(_ connection: UpgradedConnection, room: String, key: String?, seat: String?) {
         let id = state.withLock { state -> SignalingRooms.PeerID in
             state.nextID += 1
             state.connections[state.nextID] = connection
             return state.nextID
         }
-        log("signal: \(connection.remoteAddress) joins room \(room)")
+        log("signal: \(connection.remoteAddress) joins room \(room)\(seat.map { $0 == "new" ? " (rejoinable)" : " (taking its seat back)" } ?? "")")
         var socket = WebSocketConnection(role: .server, limits: options.limits)
-        var outputs = state.withLock { $0.rooms.join(id, room: room, key: key) }
+        var outputs = state.withLock { $0.rooms.join(id, room: room, key: key, seat: seat) }
+        // Gone without a close frame (a dead path, not a goodbye): a seat is held for a rejoin.
+        var abrupt = false
         var silentSince = ContinuousClock.now
         var pinged = false
         var closingSince: ContinuousClock.Instant?
@@ -180,26 +194,44 @@ public final class SignalServer: Sendable {
                 if closingSince != nil { break reading }
                 if pinged {
                     log("signal: \(connection.remoteAddress) silent for \(options.pingInterval * 2), dropped")
+                    abrupt = true
                     break reading
                 }
                 connection.write(socket.ping())
                 pinged = true
                 silentSince = .now
             case .closed(let why):
-                if socket.state != .closed { log("signal: \(connection.remoteAddress) gone: \(why)") }
+                if socket.state != .closed {
+                    log("signal: \(connection.remoteAddress) gone: \(why)")
+                    abrupt = true
+                }
                 break reading
             }
         }
-        leaveRoom(id)
+        leaveRoom(id, abrupt: abrupt)
     }
 
-    /// Idempotent: the room forgets the peer once and tells the other one.
-    private func leaveRoom(_ id: SignalingRooms.PeerID) {
-        let left = state.withLock { state -> [SignalingRooms.Output] in
+    /// Idempotent: the room forgets the peer once and tells the other one (`abrupt`: or holds
+    /// its seat, see SignalingRooms, and checks again when the grace ends).
+    private func leaveRoom(_ id: SignalingRooms.PeerID, abrupt: Bool = false) {
+        let (left, held) = state.withLock { state -> ([SignalingRooms.Output], Bool) in
             state.connections[id] = nil
-            return state.rooms.leave(id)
+            let out = state.rooms.leave(id, abrupt: abrupt)
+            return (out, abrupt && state.rooms.nextExpiry != nil)
         }
         for case .send(let peer, let text) in left { send(text, to: peer) }
+        if held {
+            let grace = options.rejoinGrace + .milliseconds(10)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(grace.components.seconds) * 1_000_000_000
+                                                                                + Int(grace.components.attoseconds / 1_000_000_000))) {
+                [weak self] in self?.expireSeats()
+            }
+        }
+    }
+
+    private func expireSeats() {
+        let out = state.withLock { $0.rooms.expire(now: .now) }
+        for case .send(let peer, let text) in out { send(text, to: peer) }
     }
 
     /// A text frame to another peer's connection (server frames are not masked: no state needed).

@@ -1,10 +1,13 @@
 // The P2P signaling protocol (see SignalMessage) as a typed client over WebSocketClient.
 import HTTP
+import Locks
 
 public final class SignalingClient: Sendable {
     public enum Event: Sendable, Equatable {
         /// We are in the room; `peers` others were there already (0 or 1).
         case joined(peers: Int)
+        /// We took our held seat back (`connect(seat:)`): the call goes on, nobody was told.
+        case rejoined(peers: Int)
         /// The other peer arrived: we make the offer.
         case peerJoined
         case offer(String)
@@ -21,14 +24,22 @@ public final class SignalingClient: Sendable {
 
     public let socket: WebSocketClient
     public let events: AsyncStream<Event>
+    private let seatToken = Locked<String?>(nil)
+
+    /// The token that takes our seat back after a lost connection (`connect(seat:)`), once
+    /// `joined` has come; nil for a join that did not ask for one.
+    public var seat: String? { seatToken.withLock { $0 } }
 
     private init(socket: WebSocketClient) {
         self.socket = socket
+        let seatToken = seatToken
         events = AsyncStream { continuation in
             let task = Task {
                 for await message in socket.messages {
                     switch message {
-                    case .text(let text): continuation.yield(Self.event(text))
+                    case .text(let text):
+                        if case .joined(_, _, let seat?, _)? = try? SignalMessage.parse(text) { seatToken.withLock { $0 = seat } }
+                        continuation.yield(Self.event(text))
                     case .binary: continuation.yield(.error("unexpected binary message from the server"))
                     case .closed(let code, let reason): continuation.yield(.closed(code: code, reason: reason))
                     }
@@ -42,17 +53,20 @@ public final class SignalingClient: Sendable {
     /// Joins the room of a signaling URL, `ws[s]://HOST:PORT/rtc/v1/signal/?room=NAME[&key=KEY]`;
     /// the first event is `.joined` (or an error and `.closed` when the room is full or its key
     /// is another). `token`: for a server with access control, sent as `Authorization: Bearer`.
-    public static func connect(_ url: String, token: String? = nil, insecure: Bool = false,
+    /// `seat`: "new" asks the server to hold our seat if the connection dies; the token from an
+    /// earlier connection's `seat` takes it back (`.rejoined`; `.joined` if it is gone).
+    public static func connect(_ url: String, token: String? = nil, insecure: Bool = false, seat: String? = nil,
                                timeout: Duration = .seconds(10)) async throws -> SignalingClient {
         var headers: HTTPHeaders = [:]
         if let token { headers.add("Authorization", "Bearer \(token)") }
-        return SignalingClient(socket: try await WebSocketClient.connect(url, headers: headers, insecure: insecure, timeout: timeout))
+        let target = seat.map { url + (url.contains("?") ? "&" : "?") + "seat=" + $0 } ?? url
+        return SignalingClient(socket: try await WebSocketClient.connect(target, headers: headers, insecure: insecure, timeout: timeout))
     }
 
     static func event(_ text: String) -> Event {
         do throws(SignalingError) {
             switch try SignalMessage.parse(text) {
-            case .joined(_, let peers): return .joined(peers: peers)
+            case .joined(_, let peers, _, let rejoined): return rejoined ? .rejoined(peers: peers) : .joined(peers: peers)
             case .peerJoined: return .peerJoined
             case .offer(let sdp): return .offer(sdp)
             case .answer(let sdp): return .answer(sdp)
@@ -67,6 +81,8 @@ public final class SignalingClient: Sendable {
         }
     }
 
+    /// Any message a peer sends (see `SignalMessage.isForwarded`).
+    @discardableResult public func send(_ message: SignalMessage) -> Bool { socket.send(message.json) }
     @discardableResult public func sendOffer(_ sdp: String) -> Bool { socket.send(SignalMessage.offer(sdp: sdp).json) }
     @discardableResult public func sendAnswer(_ sdp: String) -> Bool { socket.send(SignalMessage.answer(sdp: sdp).json) }
 

@@ -17,6 +17,11 @@ import Locks
 /// connection, so DTLS, tracks and the data channel stay. Offers that cross (both sides restart
 /// at once) are settled as W3C's "perfect negotiation": the side that answered the call's first
 /// offer is polite (rolls its own back and answers), the other ignores the crossing offer.
+///
+/// The room connection survives too: the call joins with `seat=new`, and when the signaling
+/// socket dies (a network change, a dead TCP path) it reconnects with the seat's token within
+/// `signalingRejoinWindow` (backoff 0.25 s doubling to 2 s). The server holds the seat meanwhile
+/// and keeps what the peer sends; what we send while away is kept here and sent on return.
 public final class P2PCall: Sendable {
     public enum Event: Sendable {
         /// In the room; `peers` others were there (0: we wait, and will offer).
@@ -32,7 +37,14 @@ public final class P2PCall: Sendable {
         case error(String)
         /// Recovering the connection (ICE restarts, attempts after the backoff), or given up.
         case recovery(ReconnectEvent)
+        /// The room connection died; reconnecting to take our seat back (attempt 1, 2, …).
+        case signalingReconnecting(attempt: Int, reason: String)
+        /// Back in the room on a new connection; the call went on.
+        case signalingReconnected
     }
+
+    /// How long a lost room connection is retried (the server holds the seat 15 s by default).
+    public static let signalingRejoinWindow = Duration.seconds(14)
 
     public let url: String
     public let peerConnection: PeerConnection
@@ -40,9 +52,15 @@ public final class P2PCall: Sendable {
     private let continuation: AsyncStream<Event>.Continuation
     private let state = Locked(State())
     private let driver: ReconnectDriver
+    private let policy: ReconnectPolicy
 
     private struct State {
         var signaling: SignalingClient?
+        /// What we sent while the room connection was down: sent again once it is back.
+        var outbox: [SignalMessage] = []
+        var rejoining = false
+        var token: String?
+        var insecure = false
         var chat: DataChannel?
         var tasks: [Task<Void, Never>] = []
         var ended = false
@@ -70,6 +88,7 @@ public final class P2PCall: Sendable {
         // A call waits for its peer as long as it takes: no limit on the first connection.
         driver = ReconnectDriver(loop: peerConnection.loop, policy: reconnect, connectTimeout: nil, canRestartIce: true,
                                  seed: nil, activity: SignalingActivity())
+        policy = reconnect
     }
 
     public var chat: DataChannel? { state.withLock { $0.chat } }
@@ -78,17 +97,21 @@ public final class P2PCall: Sendable {
     /// signaling server cannot be reached or refuses the room. `token`: the server's signaling
     /// token, when it has access control.
     public func start(video: VideoTrack?, audio: AudioTrack?, insecure: Bool = false, token: String? = nil) async throws {
-        let signaling = try await SignalingClient.connect(url, token: token, insecure: insecure)
-        state.withLock { $0.signaling = signaling }
+        let signaling = try await SignalingClient.connect(url, token: token, insecure: insecure, seat: policy.enabled ? "new" : nil)
+        state.withLock {
+            $0.signaling = signaling
+            $0.token = token
+            $0.insecure = insecure
+        }
         let pc = peerConnection
         // Our candidates to the peer as they are gathered (trickle), then end-of-candidates.
         let outgoing = Task { [continuation] in
             for await event in pc.events {
                 switch event {
                 case .iceCandidate(let c):
-                    self.trickle(c, signaling)
+                    self.trickle(c)
                 case .iceGatheringStateChanged(.complete):
-                    self.trickle(IceCandidate(candidate: ""), signaling)
+                    self.trickle(IceCandidate(candidate: ""))
                 case .connectionStateChanged(let s):
                     continuation.yield(.connectionState(s))
                 case .dataChannel(let channel) where channel.label == "chat":
@@ -103,47 +126,117 @@ public final class P2PCall: Sendable {
                 }
             }
         }
-        let incoming = Task { [continuation] in
-            for await event in signaling.events {
-                do {
-                    switch event {
-                    case .joined(let peers):
-                        continuation.yield(.joined(peers: peers))
-                    case .peerJoined:
-                        continuation.yield(.negotiating(offerer: true))
-                        try await self.offer(video: video, audio: audio, signaling: signaling)
-                    case .offer(let sdp) where self.state.withLock({ $0.negotiated }):
-                        try await self.answerRenegotiation(sdp, signaling: signaling)
-                    case .offer(let sdp):
-                        continuation.yield(.negotiating(offerer: false))
-                        try await self.answer(sdp, video: video, audio: audio, signaling: signaling)
-                    case .answer(let sdp):
-                        try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: sdp))
-                        let first = self.state.withLock { s -> Bool in
-                            defer { s.negotiated = true }
-                            return !s.negotiated
-                        }
-                        if first { self.announceRemoteTracks() }
-                    case .candidate(let candidate, let mid, let index):
-                        try await pc.addIceCandidate(IceCandidate(candidate: candidate, sdpMid: mid, sdpMLineIndex: index))
-                    case .endOfCandidates:
-                        try await pc.addIceCandidate(IceCandidate(candidate: ""))
-                    case .bye:
-                        self.end("the peer hung up")
-                    case .peerLeft:
-                        self.end("the peer left the room")
-                    case .error(let why):
-                        continuation.yield(.error("signaling: \(why)"))
-                    case .closed(let code, let reason):
-                        self.end("the signaling connection closed (\(code)\(reason.isEmpty ? "" : ": \(reason)"))")
-                    }
-                } catch {
-                    continuation.yield(.error("\(error)"))
+        state.withLock { $0.tasks = [outgoing] }
+        listen(signaling, video: video, audio: audio)
+        driver.start(self)
+    }
+
+    /// Reads the room connection's events until it closes; then, unless the call is over, the
+    /// seat is taken back on a new connection (`rejoin`).
+    private func listen(_ signaling: SignalingClient, video: VideoTrack?, audio: AudioTrack?) {
+        let incoming = Task {
+            for await event in signaling.events { await self.handle(event, video: video, audio: audio) }
+        }
+        state.withLock { $0.tasks.append(incoming) }
+    }
+
+    private func handle(_ event: SignalingClient.Event, video: VideoTrack?, audio: AudioTrack?) async {
+        let pc = peerConnection
+        do {
+            switch event {
+            case .joined(let peers):
+                continuation.yield(.joined(peers: peers))
+            case .rejoined:
+                break
+            case .peerJoined:
+                continuation.yield(.negotiating(offerer: true))
+                try await offer(video: video, audio: audio)
+            case .offer(let sdp) where state.withLock({ $0.negotiated }):
+                try await answerRenegotiation(sdp)
+            case .offer(let sdp):
+                continuation.yield(.negotiating(offerer: false))
+                try await answer(sdp, video: video, audio: audio)
+            case .answer(let sdp):
+                try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: sdp))
+                let first = state.withLock { s -> Bool in
+                    defer { s.negotiated = true }
+                    return !s.negotiated
+                }
+                if first { announceRemoteTracks() }
+            case .candidate(let candidate, let mid, let index):
+                try await pc.addIceCandidate(IceCandidate(candidate: candidate, sdpMid: mid, sdpMLineIndex: index))
+            case .endOfCandidates:
+                try await pc.addIceCandidate(IceCandidate(candidate: ""))
+            case .bye:
+                end("the peer hung up")
+            case .peerLeft:
+                end("the peer left the room")
+            case .error(let why):
+                continuation.yield(.error("signaling: \(why)"))
+            case .closed(let code, let reason):
+                let why = "the signaling connection closed (\(code)\(reason.isEmpty ? "" : ": \(reason)"))"
+                if canRejoin {
+                    rejoin(after: why, video: video, audio: audio)
+                } else {
+                    end(why)
                 }
             }
+        } catch {
+            continuation.yield(.error("\(error)"))
         }
-        state.withLock { $0.tasks = [outgoing, incoming] }
-        driver.start(self)
+    }
+
+    /// Whether a closed room connection is worth reconnecting: the call is on and holds a seat.
+    private var canRejoin: Bool {
+        state.withLock { !$0.ended && !$0.rejoining && $0.signaling?.seat != nil } && policy.enabled
+    }
+
+    /// Takes our seat back on a new room connection; what we sent meanwhile follows.
+    private func rejoin(after why: String, video: VideoTrack?, audio: AudioTrack?) {
+        guard let (seat, token, insecure) = state.withLock({ s -> (String, String?, Bool)? in
+            guard let seat = s.signaling?.seat else { return nil }
+            s.rejoining = true
+            return (seat, s.token, s.insecure)
+        }) else { return }
+        let task = Task { [continuation, url] in
+            let deadline = ContinuousClock.now + Self.signalingRejoinWindow
+            var delay = Duration.milliseconds(250)
+            var attempt = 0
+            while ContinuousClock.now < deadline, !Task.isCancelled, !self.state.withLock({ $0.ended }) {
+                attempt += 1
+                continuation.yield(.signalingReconnecting(attempt: attempt, reason: why))
+                if let client = try? await SignalingClient.connect(url, token: token, insecure: insecure, seat: seat,
+                                                                   timeout: .seconds(3)) {
+                    var events = client.events.makeAsyncIterator()
+                    switch await events.next() {
+                    case .rejoined?:
+                        let outbox = self.state.withLock { s -> [SignalMessage] in
+                            s.signaling = client
+                            s.rejoining = false
+                            defer { s.outbox = [] }
+                            return s.outbox
+                        }
+                        for m in outbox { client.send(m) }
+                        continuation.yield(.signalingReconnected)
+                        // This task reads the new connection from here on.
+                        while let event = await events.next() { await self.handle(event, video: video, audio: audio) }
+                        return
+                    case .joined?:
+                        // The seat is gone (the grace ended, or the server restarted): the peer
+                        // was told we left.
+                        client.close()
+                        self.end("the room was lost while the signaling connection was down (\(why))")
+                        return
+                    default:
+                        client.close()   // refused (an error, then closed): try again
+                    }
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(2))
+            }
+            self.end(why)
+        }
+        state.withLock { $0.tasks.append(task) }
     }
 
     private func addLocalTracks(video: VideoTrack?, audio: AudioTrack?) async throws {
@@ -162,7 +255,7 @@ public final class P2PCall: Sendable {
         }
     }
 
-    private func offer(video: VideoTrack?, audio: AudioTrack?, signaling: SignalingClient) async throws {
+    private func offer(video: VideoTrack?, audio: AudioTrack?) async throws {
         let pc = peerConnection
         try await addLocalTracks(video: video, audio: audio)
         if !pc.transceivers.contains(where: { $0.kind == .audio }) {
@@ -184,22 +277,22 @@ public final class P2PCall: Sendable {
         state.withLock { $0.tasks.append(watch) }
         let offer = try await pc.createOffer()
         try await pc.setLocalDescription(offer)
-        signaling.sendOffer((pc.localDescription ?? offer).sdp)
-        releaseCandidates(signaling)
+        send(.offer(sdp: (pc.localDescription ?? offer).sdp))
+        releaseCandidates()
     }
 
-    private func answer(_ sdp: String, video: VideoTrack?, audio: AudioTrack?, signaling: SignalingClient) async throws {
+    private func answer(_ sdp: String, video: VideoTrack?, audio: AudioTrack?) async throws {
         let pc = peerConnection
         try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: sdp))
         try await addLocalTracks(video: video, audio: audio)
         let answer = try await pc.createAnswer()
         try await pc.setLocalDescription(answer)
-        signaling.sendAnswer((pc.localDescription ?? answer).sdp)
+        send(.answer(sdp: (pc.localDescription ?? answer).sdp))
         state.withLock {
             $0.negotiated = true
             $0.polite = true
         }
-        releaseCandidates(signaling)
+        releaseCandidates()
         announceRemoteTracks()
     }
 
@@ -207,13 +300,12 @@ public final class P2PCall: Sendable {
     /// Only from stable: one asked for meanwhile fires again when the connection gets there.
     private func renegotiate() async {
         let pc = peerConnection
-        guard let signaling = state.withLock({ $0.negotiated && !$0.ended ? $0.signaling : nil }),
-              pc.signalingState == .stable else { return }
+        guard state.withLock({ $0.negotiated && !$0.ended }), pc.signalingState == .stable else { return }
         do {
             let offer = try await pc.createOffer()
             guard pc.signalingState == .stable else { return }   // an offer of the peer's came first
             try await pc.setLocalDescription(offer)
-            signaling.sendOffer((pc.localDescription ?? offer).sdp)
+            send(.offer(sdp: (pc.localDescription ?? offer).sdp))
         } catch {
             continuation.yield(.error("renegotiation: \(error)"))
         }
@@ -221,7 +313,7 @@ public final class P2PCall: Sendable {
 
     /// The peer's offer mid-call. Crossing ours: the polite side rolls its own back and
     /// answers; the other ignores it (its own offer stands, the peer answers that).
-    private func answerRenegotiation(_ sdp: String, signaling: SignalingClient) async throws {
+    private func answerRenegotiation(_ sdp: String) async throws {
         let pc = peerConnection
         if pc.signalingState == .haveLocalOffer {
             guard state.withLock({ $0.polite }) else { return }
@@ -231,24 +323,38 @@ public final class P2PCall: Sendable {
         try await pc.setRemoteDescription(SessionDescription(type: .offer, sdp: sdp))
         let answer = try await pc.createAnswer()
         try await pc.setLocalDescription(answer)
-        signaling.sendAnswer((pc.localDescription ?? answer).sdp)
+        send(.answer(sdp: (pc.localDescription ?? answer).sdp))
     }
 
-    private func trickle(_ c: IceCandidate, _ signaling: SignalingClient) {
-        let send = state.withLock { s -> Bool in
+    private func trickle(_ c: IceCandidate) {
+        let now = state.withLock { s -> Bool in
             guard s.heldCandidates != nil else { return true }
             s.heldCandidates?.append(c)
             return false
         }
-        if send { signaling.sendCandidate(c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex) }
+        if now { send(.candidate(candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex)) }
     }
 
-    private func releaseCandidates(_ signaling: SignalingClient) {
+    private func releaseCandidates() {
         let held = state.withLock { s -> [IceCandidate] in
             defer { s.heldCandidates = nil }
             return s.heldCandidates ?? []
         }
-        for c in held { signaling.sendCandidate(c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex) }
+        for c in held { send(.candidate(candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex)) }
+    }
+
+    /// To the peer through the room; while the room connection is down (or the socket refuses
+    /// it), kept for the new connection.
+    private func send(_ message: SignalMessage) {
+        let client = state.withLock { s -> SignalingClient? in
+            guard !s.rejoining, let client = s.signaling else {
+                s.outbox.append(message)
+                return nil
+            }
+            return client
+        }
+        guard let client, !client.send(message) else { return }
+        state.withLock { $0.outbox.append(message) }
     }
 
     private func announceRemoteTracks() {

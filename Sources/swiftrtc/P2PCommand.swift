@@ -127,6 +127,10 @@ enum P2PCommand {
                     status.say("p2p: \(why)")
                 case .recovery(let event):
                     status.say("p2p: \(ReconnectOptions.describe(event))")
+                case .signalingReconnecting(let attempt, let why):
+                    status.say(attempt == 1 ? "p2p: \(why); rejoining the room" : "p2p: rejoining the room (attempt \(attempt))")
+                case .signalingReconnected:
+                    status.say("p2p: back in the room; the call went on")
                 }
             }
         }

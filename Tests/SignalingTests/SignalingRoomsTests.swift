@@ -100,6 +100,93 @@ import Testing
     }
 }
 
+/// Seats that survive a lost connection (`seat=new`), on a fake clock.
+@Suite struct SignalingSeatTests {
+    static func seat(_ outputs: [SignalingRooms.Output]) -> String? {
+        for case .send(_, let text) in outputs {
+            if case .joined(_, _, let seat?, _)? = try? SignalMessage.parse(text) { return seat }
+        }
+        return nil
+    }
+
+    @Test func aDroppedPeerTakesItsSeatBackAndGetsWhatWasSent() throws {
+        let t0 = ContinuousClock.now
+        var rooms = SignalingRooms(rejoinGrace: .seconds(15))
+        let token = try #require(Self.seat(rooms.join(1, room: "r", seat: "new")))
+        #expect(token.count == 32)
+        _ = rooms.join(2, room: "r", seat: "new")
+        // 1's connection dies: 2 hears nothing, and what it sends is kept.
+        #expect(rooms.leave(1, abrupt: true, now: t0).isEmpty)
+        #expect(rooms.nextExpiry == t0 + .seconds(15))
+        #expect(rooms.receive(#"{"type":"offer","sdp":"v=1"}"#, from: 2).isEmpty)
+        #expect(rooms.receive(#"{"type":"candidate","candidate":"c","sdpMid":"0","sdpMLineIndex":0}"#, from: 2).isEmpty)
+        // A third peer finds the room full: the seat is held.
+        #expect(rooms.join(4, room: "r") == [.send(4, #"{"type":"error","error":"room full"}"#), .close(4, code: 1008, reason: "room full")])
+        #expect(rooms.expire(now: t0 + .seconds(14)).isEmpty)
+        // Back as peer 3 with the token: joined (rejoined), then what 2 sent, in order.
+        #expect(rooms.join(3, room: "r", seat: token) == [
+            .send(3, SignalMessage.joined(room: "r", peers: 1, seat: token, rejoined: true).json),
+            .send(3, #"{"type":"offer","sdp":"v=1"}"#),
+            .send(3, #"{"type":"candidate","candidate":"c","sdpMid":"0","sdpMLineIndex":0}"#)])
+        #expect(rooms.nextExpiry == nil)
+        #expect(rooms.receive(#"{"type":"answer","sdp":"v=1"}"#, from: 3) == [.send(2, #"{"type":"answer","sdp":"v=1"}"#)])
+        #expect(rooms.receive(#"{"type":"bye"}"#, from: 2) == [.send(3, #"{"type":"bye"}"#)])
+        // The old connection's late goodbye changes nothing.
+        #expect(rooms.leave(1).isEmpty)
+        #expect(rooms.count(in: "r") == 2)
+    }
+
+    @Test func unclaimedSeatsExpireIntoPeerLeft() throws {
+        let t0 = ContinuousClock.now
+        var rooms = SignalingRooms(rejoinGrace: .seconds(15))
+        let token = try #require(Self.seat(rooms.join(1, room: "r", seat: "new")))
+        _ = rooms.join(2, room: "r")
+        _ = rooms.leave(1, abrupt: true, now: t0)
+        #expect(rooms.expire(now: t0 + .seconds(15)) == [.send(2, #"{"type":"peer-left"}"#)])
+        #expect(rooms.count(in: "r") == 1)
+        // Too late: the token joins as a newcomer (a new seat, not rejoined); 2 is told to offer.
+        let late = rooms.join(3, room: "r", seat: token)
+        let newToken = try #require(Self.seat(late))
+        #expect(newToken != token)
+        #expect(late == [.send(3, SignalMessage.joined(room: "r", peers: 1, seat: newToken).json), .send(2, #"{"type":"peer-joined"}"#)])
+    }
+
+    @Test func aTokenTakesOverASeatWhoseDeadConnectionTheServerHasNotNoticed() throws {
+        var rooms = SignalingRooms()
+        let token = try #require(Self.seat(rooms.join(1, room: "r", seat: "new")))
+        _ = rooms.join(2, room: "r")
+        #expect(rooms.join(3, room: "r", seat: token) == [
+            .send(3, SignalMessage.joined(room: "r", peers: 1, seat: token, rejoined: true).json),
+            .close(1, code: 1000, reason: "the seat was taken back by a new connection")])
+        #expect(rooms.leave(1, abrupt: true).isEmpty)
+        #expect(rooms.receive(#"{"type":"bye"}"#, from: 2) == [.send(3, #"{"type":"bye"}"#)])
+    }
+
+    @Test func withoutASeatOrWithAGoodbyeThePeerLeavesAtOnce() {
+        var rooms = SignalingRooms()
+        _ = rooms.join(1, room: "r")
+        _ = rooms.join(2, room: "r", seat: "new")
+        #expect(rooms.leave(1, abrupt: true) == [.send(2, #"{"type":"peer-left"}"#)])
+        _ = rooms.join(3, room: "r")
+        #expect(rooms.leave(2, abrupt: false) == [.send(3, #"{"type":"peer-left"}"#)])
+        // A wrong token is only a newcomer (the room's key still applies).
+        #expect(rooms.join(4, room: "r", seat: "0123456789abcdef0123456789abcdef").count == 2)
+    }
+
+    @Test func aLongAbsenceKeepsTheNewestMessages() throws {
+        var rooms = SignalingRooms()
+        let token = try #require(Self.seat(rooms.join(1, room: "r", seat: "new")))
+        _ = rooms.join(2, room: "r")
+        _ = rooms.leave(1, abrupt: true)
+        for i in 0..<(SignalingRooms.maxQueuedMessages + 10) {
+            _ = rooms.receive(#"{"type":"offer","sdp":"v=\#(i)"}"#, from: 2)
+        }
+        let back = rooms.join(3, room: "r", seat: token)
+        #expect(back.count == 1 + SignalingRooms.maxQueuedMessages)
+        #expect(back.last == .send(3, #"{"type":"offer","sdp":"v=\#(SignalingRooms.maxQueuedMessages + 9)"}"#))
+    }
+}
+
 @Suite struct SignalMessageTests {
     @Test func encodesInTheProtocolsShape() {
         #expect(SignalMessage.offer(sdp: "v=0\r\n\"q\"").json == #"{"type":"offer","sdp":"v=0\r\n\"q\""}"#)
@@ -115,7 +202,8 @@ import Testing
                 == .candidate(candidate: "candidate:9", sdpMid: "1", sdpMLineIndex: 1))
         #expect(try SignalMessage.parse(#"{"type":"candidate","candidate":"","sdpMid":null}"#)
                 == .candidate(candidate: "", sdpMid: nil, sdpMLineIndex: nil))
-        let all: [SignalMessage] = [.joined(room: "r", peers: 1), .peerJoined, .offer(sdp: "v=0"), .answer(sdp: "v=0"),
+        let all: [SignalMessage] = [.joined(room: "r", peers: 1), .joined(room: "r", peers: 0, seat: "ab12"),
+                                    .joined(room: "r", peers: 1, seat: "ab12", rejoined: true), .peerJoined, .offer(sdp: "v=0"), .answer(sdp: "v=0"),
                                     .candidate(candidate: "candidate:1", sdpMid: "0", sdpMLineIndex: 0), .bye, .peerLeft, .error("x")]
         for message in all { #expect(try SignalMessage.parse(message.json) == message) }
     }
@@ -125,6 +213,7 @@ import Testing
         #expect(SignalingClient.event(#"{"type":"candidate","sdp":"candidate:1","sdpMid":"0","sdpMLineIndex":0}"#)
                 == .candidate("candidate:1", sdpMid: "0", sdpMLineIndex: 0))
         #expect(SignalingClient.event(#"{"type":"joined","room":"r","peers":0}"#) == .joined(peers: 0))
+        #expect(SignalingClient.event(#"{"type":"joined","room":"r","peers":1,"seat":"ab","rejoined":true}"#) == .rejoined(peers: 1))
         #expect(SignalingClient.event("nope") == .error("unreadable message from the server (malformed JSON: expected one object per message): nope"))
     }
 }
