@@ -24,6 +24,21 @@ extension ICEAgent {
         if state == .disconnected { setState(stateBeforeDisconnect) }
     }
 
+    /// Traffic from the selected pair's remote (a check, or media the driver authenticated): the
+    /// pair is receiving, `connected` again. Our consent requests that went unanswered during the
+    /// silence get a fresh `disconnectedTimeout` (else the next timer would call the pair
+    /// disconnected at once), and one goes out now: the traffic has just pushed the next probe
+    /// `probeAfter` away, and the way back is what is still unconfirmed.
+    func heardOnSelected(_ now: ContinuousClock.Instant) {
+        lastReceivedAt = now
+        guard state == .disconnected else { return }
+        if let since = consentPendingSince, now >= since + configuration.disconnectedTimeout {
+            consentPendingSince = now
+            consentDue = true
+        }
+        setState(stateBeforeDisconnect)
+    }
+
     /// When a silent selected pair is probed next: `probeAfter` into the silence, then every
     /// `probeInterval`.
     func nextProbe(quietSince quiet: ContinuousClock.Instant) -> ContinuousClock.Instant {

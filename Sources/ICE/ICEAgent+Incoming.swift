@@ -98,10 +98,7 @@ extension ICEAgent {
             if key == selected { lastReceivedAt = now }
             return true
         }
-        if key == selected {
-            lastReceivedAt = now
-            if state == .disconnected { setState(stateBeforeDisconnect) }
-        }
+        if key == selected { heardOnSelected(now) }
 
         let nominate = request.useCandidate && role == .controlled
         switch pairs[index].state {

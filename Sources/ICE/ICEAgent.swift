@@ -298,8 +298,7 @@ public final class ICEAgent {
     /// keeps the selected pair `connected` as STUN does. One comparison per packet.
     public func noteReceived(from remote: SocketAddress, now: ContinuousClock.Instant) {
         guard let key = selected, key.remote == remote else { return }
-        lastReceivedAt = now
-        if state == .disconnected { setState(stateBeforeDisconnect) }
+        heardOnSelected(now)
     }
 
     /// Stops everything; no more transmits, events after `stateChanged(.closed)`, or deadlines.
