@@ -109,6 +109,10 @@ def outage_runs(swift_bin: Path, directory: Path, runs: int) -> list[dict]:
         for i in range(runs):
             sc.ensure_publisher("pub")
             viewer = sc.viewer(i)
+            # Flows that appear from now on are the publisher's new sessions (its reconnections):
+            # they must be labelled "pub" to be black-holed in the next run (they were "play", so
+            # from the second run on the outage cut only the publisher's dead first flow: 0 s).
+            sc.bed.roles.expect("pub")
             time.sleep(WARM)
             pubs = sc.bed.roles.flows_of("pub")
             rec = sc.bed.net.outage(pubs, OUTAGE, newcomers=True)
