@@ -117,11 +117,17 @@ final class CongestionController {
         scheduleTick()
     }
 
-    /// The senders' limits (W3C minBitrate/maxBitrate summed) and what audio takes.
-    func setBounds(minBitrate: Int, maxBitrate: Int, audioReserve: Int, videoStreams: Int) {
+    /// The senders' limits (W3C minBitrate/maxBitrate summed) and what audio takes. Bounds
+    /// `nil`: no active video sender (none yet, all stopped or inactive) — the estimator keeps
+    /// the bounds and the estimate it has, so a video sender added later starts from what the
+    /// path carries. (Clamping it to the audio share made a track added after a stop start at
+    /// 30 kbit/s and crawl up at 1 kbit/s per second.)
+    func setBounds(minBitrate: Int?, maxBitrate: Int?, audioReserve: Int, videoStreams: Int) {
         self.audioReserve = audioReserve
         self.videoStreams = max(1, videoStreams)
-        estimator.setBounds(min: minBitrate + audioReserve, max: maxBitrate + audioReserve)
+        if let minBitrate, let maxBitrate {
+            estimator.setBounds(min: minBitrate + audioReserve, max: maxBitrate + audioReserve)
+        }
         publishTarget()
     }
 

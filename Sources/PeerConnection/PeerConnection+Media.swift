@@ -96,8 +96,8 @@ extension PeerConnection {
             low += e.minBitrate ?? 30_000
             high += e.active ? (e.maxBitrate ?? 2_500_000) : 0
         }
-        transport.congestion.setBounds(minBitrate: low, maxBitrate: max(high, low), audioReserve: media.audioSend.count * 40_000,
-                                       videoStreams: media.videoSend.count)
+        transport.congestion.setBounds(minBitrate: high > 0 ? low : nil, maxBitrate: high > 0 ? max(high, low) : nil,
+                                       audioReserve: media.audioSend.count * 40_000, videoStreams: media.videoSend.count)
         if transport.congestion.makePadding == nil, let video = media.videoSend.values.first {
             transport.congestion.makePadding = { [sender = video.sender] bytes in sender.paddingPackets(bytes: bytes) }
         }
