@@ -27,6 +27,14 @@ def ffprobe(path: Path) -> dict:
     return result
 
 
+def last_frame_size(path: Path) -> tuple[int, int] | None:
+    """The size of the last decoded video frame (a stream's header has its first frame's)."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=width,height",
+                          "-of", "csv=p=0", str(path)], capture_output=True, text=True, timeout=120)
+    rows = [line.split(",") for line in out.stdout.split() if line.strip()]
+    return (int(rows[-1][0]), int(rows[-1][1])) if rows and len(rows[-1]) == 2 else None
+
+
 def decode_errors(path: Path) -> str:
     """What `ffmpeg -v error -i F -enc_time_base -1 -f null -` prints: nothing for a clean file.
     `-enc_time_base -1` keeps the stream's own time base: without it the CLI re-times video to
