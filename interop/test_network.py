@@ -39,6 +39,10 @@ from interop.media_files import decode_errors, ffprobe
 LOSSY = "loss=5%,delay=25ms,jitter=10ms"
 FAKE_CAMERA_FLAGS = ("--use-fake-device-for-media-stream=fps=30",)  # default fake camera is 20 fps
 MEDIA_SECONDS = 20
+# True once the player page's connection has decoded a video frame.
+FIRST_FRAME_JS = ("(typeof pc !== 'undefined' && pc) ? pc.getStats().then(r => { let n = 0; r.forEach(s => "
+                  "{ if (s.type === 'inbound-rtp' && s.kind === 'video') n = s.framesDecoded || 0; }); return n > 0; })"
+                  " : false")
 
 
 # ---- fixtures ------------------------------------------------------------------------------------
@@ -203,9 +207,7 @@ class ChromiumViewer:
         self.marks: list[dict] = []
         try:
             self.page.evaluate("document.getElementById('play').click(); true")
-            self.page.wait_for("(typeof pc !== 'undefined' && pc) ? pc.getStats().then(r => { let n = 0; r.forEach(s => "
-                               "{ if (s.type === 'inbound-rtp' && s.kind === 'video') n = s.framesDecoded || 0; }); "
-                               "return n > 0; }) : false", timeout=20)
+            self.page.wait_for(FIRST_FRAME_JS, timeout=20)
         except BaseException:
             self.close()
             raise
@@ -417,9 +419,7 @@ def test_network_lossy_chromium_receiver(make_bed, browser, artifact_dir, logs):
     samples = []
     try:
         page.evaluate("document.getElementById('play').click(); true")
-        page.wait_for("(typeof pc !== 'undefined' && pc) ? pc.getStats().then(r => { let n = 0; r.forEach(s => "
-                      "{ if (s.type === 'inbound-rtp' && s.kind === 'video') n = s.framesDecoded || 0; }); return n > 0; })"
-                      " : false", timeout=20)
+        page.wait_for(FIRST_FRAME_JS, timeout=20)
         bed.sampler.mark("chromium first frame")
         play_flow = bed.roles.wait_flow("play")
         time.sleep(1.0)

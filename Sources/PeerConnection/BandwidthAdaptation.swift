@@ -30,6 +30,14 @@ struct BandwidthAdaptation: Sendable {
     var downDelay: Duration = .milliseconds(1000)
     var upDelay: Duration = .seconds(3)
     static let minFramerate = 5.0
+    /// No step goes below this many pixels (160x90).
+    static let minimumPixels = 160.0 * 90
+
+    /// Bits per pixel per frame at `targetBitrate` for a source of `pixels` divided by `scales[scaleIndex]`.
+    static func bitsPerPixel(_ targetBitrate: Int, pixels: Double, scaleIndex: Int, fps: Double) -> Double {
+        let s = scales[scaleIndex]
+        return Double(targetBitrate) / (pixels / (s * s) * max(fps, 1))
+    }
 
     private(set) var scaleIndex = 0
     private(set) var fpsCap: Double?
@@ -43,16 +51,14 @@ struct BandwidthAdaptation: Sendable {
                         now: ContinuousClock.Instant) -> Output {
         let pixels = Double(width * height)
         func bitsPerPixel(scaleIndex: Int, fps: Double) -> Double {
-            let s = Self.scales[scaleIndex]
-            return Double(targetBitrate) / (pixels / (s * s) * max(fps, 1))
+            Self.bitsPerPixel(targetBitrate, pixels: pixels, scaleIndex: scaleIndex, fps: fps)
         }
         let canChangeDown = lastChange.map { now - $0 >= downDelay } ?? true
         let canChangeUp = lastChange.map { now - $0 >= upDelay } ?? true
         let currentFps = min(fps, fpsCap ?? fps)
         let quality = bitsPerPixel(scaleIndex: scaleIndex, fps: currentFps)
-        let minimumPixels = 160.0 * 90
         if quality < lowBitsPerPixel, canChangeDown {
-            if stepDown(preference: preference, pixels: pixels, minimumPixels: minimumPixels, fps: fps,
+            if stepDown(preference: preference, pixels: pixels, minimumPixels: Self.minimumPixels, fps: fps,
                         bitsPerPixel: bitsPerPixel) { lastChange = now }
         } else if canChangeUp {
             if stepUp(fps: fps, bitsPerPixel: bitsPerPixel) { lastChange = now }
@@ -109,13 +115,10 @@ struct BandwidthAdaptation: Sendable {
     mutating func start(width: Int, height: Int, fps: Double, targetBitrate: Int) -> Output {
         let pixels = Double(width * height)
         var index = Self.scales.count - 1
-        while index > 0 {
-            let s = Self.scales[index - 1]
-            let bpp = Double(targetBitrate) / (pixels / (s * s) * max(fps, 1))
-            guard bpp >= startBitsPerPixel else { break }
+        while index > 0, Self.bitsPerPixel(targetBitrate, pixels: pixels, scaleIndex: index - 1, fps: fps) >= startBitsPerPixel {
             index -= 1
         }
-        while index > 0, pixels / (Self.scales[index] * Self.scales[index]) < 160.0 * 90 { index -= 1 }
+        while index > 0, pixels / (Self.scales[index] * Self.scales[index]) < Self.minimumPixels { index -= 1 }
         if !started || index < scaleIndex {
             if started || index != 0 { resolutionChanges += 1 }
             scaleIndex = index

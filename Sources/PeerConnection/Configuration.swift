@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import AudioProcessing
 import DTLS
 import SRTP
@@ -46,7 +47,7 @@ extension PeerConnection {
         /// As libwebrtc: 300 kbit/s, the first frames sized for it (`BandwidthAdaptation.start`:
         /// 480x270 from a 720p30 source), then raised as the start probes (3× and 6×) confirm
         /// more. A 1 Mbit/s start with a 720p keyframe overflowed a 500 kbit/s uplink's queue.
-        public var startBitrate = 300_000
+        public var startBitrate = BandwidthEstimator.Configuration().startBitrate
         /// Answer transport-wide-cc (the extension, hence the peer's transport-cc feedback and a
         /// send-side estimate per connection). A relay's players turn it off: forwarding cannot
         /// follow a per-player estimate (no layers to pick), so it would only cost CPU.

@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import DTLS
 import ICE
 import RTP
@@ -68,7 +69,7 @@ package final class MediaTransport: @unchecked Sendable {
     /// Transport-wide congestion control: sequence numbers, feedback both ways, estimator, pacer.
     private(set) lazy var congestion = CongestionController(transport: self, startBitrate: startBitrate)
     /// Set before media flows (PeerConnection's configuration).
-    var startBitrate = 300_000
+    var startBitrate = BandwidthEstimator.Configuration().startBitrate
 
     init(loop: EventLoop, io: PacketIO, ice: ICEAgent, certificate: DTLSCertificate, srtpBackend: SRTPBackend) {
         self.loop = loop

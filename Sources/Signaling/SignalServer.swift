@@ -1,7 +1,6 @@
 // The P2P signaling endpoint `GET /rtc/v1/signal/?room=NAME[&key=KEY]` on an HTTPServer: access
 // and the WebSocket handshake, then one thread per peer drives its WebSocketConnection and the
 // shared rooms. Idle peers are pinged; one that stays silent for another interval is dropped.
-import Dispatch
 import HTTP
 import Locks
 import WebSocket
@@ -222,9 +221,9 @@ public final class SignalServer: Sendable {
         for case .send(let peer, let text) in left { send(text, to: peer) }
         if held {
             let grace = options.rejoinGrace + .milliseconds(10)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(grace.components.seconds) * 1_000_000_000
-                                                                                + Int(grace.components.attoseconds / 1_000_000_000))) {
-                [weak self] in self?.expireSeats()
+            Task { [weak self] in
+                try? await Task.sleep(for: grace)
+                self?.expireSeats()
             }
         }
     }

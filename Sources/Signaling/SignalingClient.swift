@@ -38,8 +38,9 @@ public final class SignalingClient: Sendable {
                 for await message in socket.messages {
                     switch message {
                     case .text(let text):
-                        if case .joined(_, _, let seat?, _)? = try? SignalMessage.parse(text) { seatToken.withLock { $0 = seat } }
-                        continuation.yield(Self.event(text))
+                        let message = Result { () throws(SignalingError) in try SignalMessage.parse(text) }
+                        if case .success(.joined(_, _, let seat?, _)) = message { seatToken.withLock { $0 = seat } }
+                        continuation.yield(Self.event(message, text: text))
                     case .binary: continuation.yield(.error("unexpected binary message from the server"))
                     case .closed(let code, let reason): continuation.yield(.closed(code: code, reason: reason))
                     }
@@ -64,8 +65,13 @@ public final class SignalingClient: Sendable {
     }
 
     static func event(_ text: String) -> Event {
+        event(Result { () throws(SignalingError) in try SignalMessage.parse(text) }, text: text)
+    }
+
+    /// The event for a message as parsed (`text`: what came, quoted when it could not be read).
+    static func event(_ message: Result<SignalMessage, SignalingError>, text: String) -> Event {
         do throws(SignalingError) {
-            switch try SignalMessage.parse(text) {
+            switch try message.get() {
             case .joined(_, let peers, _, let rejoined): return rejoined ? .rejoined(peers: peers) : .joined(peers: peers)
             case .peerJoined: return .peerJoined
             case .offer(let sdp): return .offer(sdp)

@@ -20,7 +20,7 @@ import Locks
 ///
 /// The room connection survives too: the call joins with `seat=new`, and when the signaling
 /// socket dies (a network change, a dead TCP path) it reconnects with the seat's token within
-/// `signalingRejoinWindow` (backoff 0.25 s doubling to 2 s). The server holds the seat meanwhile
+/// `signalingRejoinWindow` (`Backoff`: 0.25 s doubling to 2 s, jittered down as every reconnect). The server holds the seat meanwhile
 /// and keeps what the peer sends; what we send while away is kept here and sent on return.
 public final class P2PCall: Sendable {
     public enum Event: Sendable {
@@ -45,6 +45,14 @@ public final class P2PCall: Sendable {
 
     /// How long a lost room connection is retried (the server holds the seat 15 s by default).
     public static let signalingRejoinWindow = Duration.seconds(14)
+
+    /// The call's reconnect policy with delays that fit the seat's grace: 0.25 s doubling to 2 s.
+    static func rejoinBackoff(_ policy: ReconnectPolicy) -> ReconnectPolicy {
+        var p = policy
+        p.initialDelay = .milliseconds(250)
+        p.maxDelay = .seconds(2)
+        return p
+    }
 
     public let url: String
     public let peerConnection: PeerConnection
@@ -200,7 +208,7 @@ public final class P2PCall: Sendable {
         }) else { return }
         let task = Task { [continuation, url] in
             let deadline = ContinuousClock.now + Self.signalingRejoinWindow
-            var delay = Duration.milliseconds(250)
+            var backoff = Backoff(policy: Self.rejoinBackoff(self.policy))
             var attempt = 0
             while ContinuousClock.now < deadline, !Task.isCancelled, !self.state.withLock({ $0.ended }) {
                 attempt += 1
@@ -231,8 +239,7 @@ public final class P2PCall: Sendable {
                         client.close()   // refused (an error, then closed): try again
                     }
                 }
-                try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(2))
+                try? await Task.sleep(for: backoff.delay(attempt: attempt))
             }
             self.end(why)
         }
