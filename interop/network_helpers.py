@@ -203,7 +203,7 @@ def hist_summary(counts: dict[int, int]) -> dict:
 # ---- CLI status lines ------------------------------------------------------------------------------
 
 _STATUS = re.compile(r"^(?:peer )?(\w+)\s+([\d.]+)s\s+([\d.]+) fps\s+(\d+)x(\d+)\s+(-?\d+) kbps\s+rtt (-|\d+ ms)\s+"
-                     r"loss (-|[\d.]+%)", re.M)
+                     r"loss (-|[\d.]+%)(?:\s+target (\d+) kbps)?", re.M)
 
 
 def status_series(text: str, started_at: float | None = None) -> list[dict]:
@@ -216,7 +216,8 @@ def status_series(text: str, started_at: float | None = None) -> list[dict]:
         row = {"state": m.group(1), "elapsed": elapsed, "fps": float(m.group(3)), "width": int(m.group(4)),
                "height": int(m.group(5)), "kbps": int(m.group(6)),
                "rtt_ms": None if m.group(7) == "-" else int(m.group(7).split()[0]),
-               "loss_pct": None if m.group(8) == "-" else float(m.group(8)[:-1])}
+               "loss_pct": None if m.group(8) == "-" else float(m.group(8)[:-1]),
+               "target_kbps": None if m.group(9) is None else int(m.group(9))}
         if started_at is not None:
             row["t"] = round(started_at + elapsed, 2)
         rows.append(row)

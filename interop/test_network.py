@@ -517,8 +517,15 @@ def test_network_bottleneck_1mbit_swift(make_bed, artifact_dir):
     c.check("publisher's offered rate, every 1 s window after 5 s", worst is not None and worst["in_bps"] <= 1.2 * link,
             f"max {kbps(worst and worst['in_bps'])} kbps (window ending {worst and worst['t1']})",
             "<= 1200 kbps (1.2 × link: what the 200 ms FIFO absorbs in 1 s)")
-    c.check("publisher targetBitrate at the end", ps["targetBitrate"] is not None and ps["targetBitrate"] <= link,
-            ps["targetBitrate"], "<= 1000000")
+    # GCC finds the link by crossing it: its target is a sawtooth whose peaks pass the link by a few
+    # percent, so one sample (the last) says where the tooth was. Judge the series, as for Chromium below.
+    pub_rows = [r for r in status_series(pub.text(), pub.t_start) if r.get("t", 0) >= t_conn + 5]
+    targets = [r["target_kbps"] * 1000 for r in pub_rows if r["target_kbps"] is not None]
+    c.check("publisher target after 5 s (median of the status lines)", len(targets) >= 8
+            and percentile(targets, 0.5) <= link, f"{percentile(targets, 0.5)} of {len(targets)} lines",
+            "<= 1000000 (Chromium's test allows 1.1 M)")
+    c.check("publisher target after 5 s (highest status line)", bool(targets) and max(targets) <= 1.2 * link,
+            max(targets, default=None), "<= 1200000 (what the 200 ms FIFO absorbs, as the offered rate)")
     qd = after["queue_delay_ms"]
     c.check("queue delay p95 after 5 s", qd["p95"] is not None and qd["p95"] <= 250,
             f"p50 {qd['p50']} / p95 {qd['p95']} ms ({qd['count']} packets)", "<= 250 ms")
