@@ -60,6 +60,8 @@ struct Transaction {
     var remote: SocketAddress
     var tries = 1
     var maxTries: Int
+    /// A connectivity check fails at this time whatever its tries (nil: after `maxTries`).
+    var giveUpAt: ContinuousClock.Instant?
     var rto: Duration
     var lastSent: ContinuousClock.Instant
     /// When the next retransmission is due, or (after the last try) when the transaction fails.

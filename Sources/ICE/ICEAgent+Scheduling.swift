@@ -26,7 +26,8 @@ extension ICEAgent {
             .sorted { $0.sequence < $1.sequence }
         for transaction in expired {
             let id = transaction.id
-            if transaction.cancelled || transaction.tries >= transaction.maxTries {
+            if transaction.cancelled || transaction.tries >= transaction.maxTries
+                || transaction.giveUpAt.map({ now >= $0 }) == true {
                 transactions[id] = nil
                 if !transaction.cancelled { transactionTimedOut(transaction) }
             } else {
@@ -51,13 +52,14 @@ extension ICEAgent {
     }
 
     func startTransaction(kind: TransactionKind, message: STUNMessage, key: [UInt8]?, local: SocketAddress,
-                          remote: SocketAddress, maxTries: Int, now: ContinuousClock.Instant) {
+                          remote: SocketAddress, maxTries: Int, giveUpAt: ContinuousClock.Instant? = nil,
+                          now: ContinuousClock.Instant) {
         let bytes = message.encode(integrityKey: key, fingerprint: true)
-        let rto = configuration.checkRTO
+        let rto = giveUpAt == nil ? configuration.checkRTO : checkRepeatInterval
         transactionCounter += 1
         transactions[message.transactionID] = Transaction(
             id: message.transactionID, sequence: transactionCounter, kind: kind, bytes: bytes, local: local, remote: remote,
-            maxTries: max(1, maxTries), rto: rto, lastSent: now, deadline: now + rto)
+            maxTries: max(1, maxTries), giveUpAt: giveUpAt, rto: rto, lastSent: now, deadline: min(now + rto, giveUpAt ?? now + rto))
         statsCounters.requestsSent += 1
         emit(ICETransmit(local: local, remote: remote, bytes: bytes))
     }
@@ -95,9 +97,10 @@ extension ICEAgent {
             .min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
            var transaction = transactions[due.id] {
             transaction.tries += 1
-            transaction.rto = min(transaction.rto * 2, configuration.maxCheckRTO)
+            transaction.rto = transaction.giveUpAt == nil ? min(transaction.rto * 2, configuration.maxCheckRTO)
+                : checkRepeatInterval
             transaction.lastSent = now
-            transaction.deadline = now + transaction.rto
+            transaction.deadline = min(now + transaction.rto, transaction.giveUpAt ?? now + transaction.rto)
             transaction.retransmitDue = false
             transactions[due.id] = transaction
             statsCounters.requestsSent += 1
@@ -141,6 +144,13 @@ extension ICEAgent {
         return false
     }
 
+    /// How often an unanswered check is repeated: `checkInterval`, stretched to 2·N·Ta for N pairs
+    /// still being checked (RFC 8445 §14.3 scales its RTO by N·Ta for the same reason).
+    var checkRepeatInterval: Duration {
+        let checking = pairs.count { $0.state == .frozen || $0.state == .waiting || $0.state == .inProgress }
+        return max(configuration.checkInterval, configuration.pacingInterval * (2 * checking))
+    }
+
     func isTriggerable(_ key: PairKey) -> Bool {
         guard !isLite, let index = pairIndex(key) else { return false }
         return pairs[index].state != .inProgress && pairs[index].state != .succeeded
@@ -169,7 +179,7 @@ extension ICEAgent {
         let message = STUNMessage(messageClass: .request, attributes: attributes)
         startTransaction(kind: .check(key, useCandidate: useCandidate, role: role), message: message,
                          key: Array(credentials.pwd.utf8), local: key.local, remote: key.remote,
-                         maxTries: configuration.maxCheckTries, now: now)
+                         maxTries: .max, giveUpAt: now + configuration.checkTimeout, now: now)
         if pairs[index].state != .succeeded { pairs[index].state = .inProgress }
         pairs[index].requestsSent += 1
         if checkingClockStart == nil { checkingClockStart = now }

@@ -63,11 +63,18 @@ public struct ICEConfiguration: Sendable {
     public var checkingTimeout: Duration = .seconds(30)
     /// Pacing: at most one new STUN request per Ta (RFC 8445 §14.2).
     public var pacingInterval: Duration = .milliseconds(50)
-    /// Initial retransmission timeout of a connectivity check; doubles per try up to `maxCheckRTO`.
+    /// Initial retransmission timeout of a consent or server-reflexive request; doubles per try
+    /// up to `maxCheckRTO`.
     public var checkRTO: Duration = .milliseconds(500)
     public var maxCheckRTO: Duration = .seconds(8)
-    /// Sends per check before the pair fails (RFC 8489 Rc).
-    public var maxCheckTries = 7
+    /// An unanswered connectivity check is repeated every `checkInterval`, or every 2·N·Ta when
+    /// N pairs are still being checked (so repeats take at most half the pacer's slots), until
+    /// `checkTimeout`. As Chromium, which pings a connection that is not yet writable every
+    /// 48 ms: a path that appears (a reconnect attempt's while the network is still out) is found
+    /// within ~0.1 s, where RFC 8489's doubling RTO (0.5, 1, 2, 4, 8 s) left seconds between tries.
+    public var checkInterval: Duration = .milliseconds(100)
+    /// A check unanswered this long fails its pair.
+    public var checkTimeout: Duration = .seconds(30)
     /// Sends per server-reflexive query before that server is given up.
     public var maxGatherTries = 3
     /// Upper bound on the check list (RFC 8445 §6.1.2.5 suggests 100).

@@ -70,12 +70,47 @@ import STUN
         config.checkingTimeout = .seconds(120)   // isolate pair failure from the checking timeout
         let p = AgentPair(network: network, aConfig: config, bConfig: config)
         #expect(network.run(for: .seconds(60)) { p.a.state == .failed })
-        // 7 tries: 0, .5, 1.5, 3.5, 7.5, 15.5, 23.5 s, failed 8 s after the last.
+        // One pair: repeated every 0.1 s (checkInterval), failed at checkTimeout (30 s).
         let sends = network.requests(from: p.aBases[0]).map { $0.time - network.start }
-        #expect(sends == [0, 500, 1500, 3500, 7500, 15500, 23500].map { Duration.milliseconds($0) })
+        #expect(sends == (0..<300).map { Duration.milliseconds($0 * 100) })
         let failedAt = try #require(network.time(of: p.a, entering: .failed))
-        #expect(failedAt >= .milliseconds(31_500) && failedAt < .milliseconds(31_600))
+        #expect(failedAt == .seconds(30))
         #expect(p.a.pollTimeout() == nil)
+    }
+
+    @Test("a path that appears after 20 s of silence is found by the next check, within 0.1 s")
+    func pathAppearingLateIsFoundAtOnce() throws {
+        let network = SimulatedNetwork()
+        var open = false
+        network.filter = { _, _ in open }
+        let p = AgentPair(network: network)
+        network.run(for: .milliseconds(20_033))
+        #expect(p.a.state == .checking)
+        open = true
+        #expect(network.run(for: .seconds(1)) { p.bothConnected })
+        // The next repeat (≤ 0.1 s), then one round trip (2 × 10 ms) and the nomination's.
+        #expect(network.elapsed <= .milliseconds(20_033 + 100 + 40))
+    }
+
+    @Test("repeats of unanswered checks leave half the pacer's slots: eight dead pairs are each repeated every 0.8 s")
+    func repeatsScaleWithThePairsBeingChecked() throws {
+        let network = SimulatedNetwork()
+        network.filter = { _, _ in false }
+        let aBases = (0..<2).map { addr("10.0.0.1", UInt16(1000 + $0)) }
+        let bBases = (0..<4).map { addr("10.0.0.2", UInt16(2000 + $0)) }
+        let p = AgentPair(network: network, aBases: aBases, bBases: bBases)
+        network.run(for: .seconds(10))
+        let sends = network.requests(from: aBases[0])
+        // Every pair was checked, and no pair more often than once per 2 × 8 × Ta.
+        var byRemote: [SocketAddress: [ContinuousClock.Instant]] = [:]
+        for sent in sends { byRemote[sent.transmit.remote, default: []].append(sent.time) }
+        #expect(byRemote.count == 4)
+        for times in byRemote.values {
+            // The first check went out when the first remote candidate made 2 pairs: 0.2 s.
+            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }.dropFirst(times.first == sends.first?.time ? 1 : 0)
+            #expect(gaps.allSatisfy { $0 >= .milliseconds(800) && $0 < .milliseconds(900) }, "\(gaps)")
+        }
+        _ = p
     }
 
     @Test func checkingTimeoutWithoutAnyCandidates() throws {
