@@ -35,7 +35,7 @@ import STUN
         // at most one probe interval before b went silent.
         #expect(disconnectedAt >= lastAnswerAt + .seconds(3) && disconnectedAt <= silentAt + .seconds(3) + .milliseconds(100),
                 "disconnected \(disconnectedAt - silentAt) after b went silent")
-        // Meanwhile a probes every `probeInterval` (0.2 s: 50 in 10 s), so a path that comes back
+        // Meanwhile a probes every `probeInterval` (0.1 s: 100 in 10 s), so a path that comes back
         // is found within that.
         let interval = ICEConfiguration().probeInterval
         let expected = Int((Duration.seconds(10) / interval).rounded())

@@ -45,7 +45,7 @@ import STUN
         #expect(agent.state == .connected || agent.state == .completed)
     }
 
-    @Test("a full agent probes a silent path every 0.2 s and is connected again within one probe of its return")
+    @Test("a full agent probes a silent path every 0.1 s and is connected again within one probe of its return")
     func outageIsFoundWithinAProbe() throws {
         let network = SimulatedNetwork()
         let p = AgentPair(network: network)
@@ -57,6 +57,6 @@ import STUN
         network.filter = { _, _ in true }
         #expect(network.run(for: .seconds(2)) { p.a.state == .completed || p.a.state == .connected })
         let recovered = try #require(network.states(of: p.a).last.map { _ in network.elapsed })
-        #expect(recovered - back <= .milliseconds(300), "connected again \(recovered - back) after the path returned")
+        #expect(recovered - back <= .milliseconds(100 + 20), "connected again \(recovered - back) after the path returned")
     }
 }
