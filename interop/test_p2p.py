@@ -415,3 +415,65 @@ def test_p2p_call_survives_losing_the_room_connection(signal_server, swift_bin, 
     for s in (sa, sb):
         assert s.get("patternVerified") is True and s.get("framesDecoded", 0) >= 600, s
         assert (s.get("freezeSecondsOver500Ms") or 0) == 0, s
+
+
+@pytest.mark.timeout(90)
+def test_call_page_survives_losing_the_room_connection(signal_server, browser, swift_bin, artifact_dir, logs):
+    """Issue 21: the browser call page's room connection (page and WebSocket loaded through a
+    ResettingProxy) is reset mid-call. The page takes its seat back with the seat's token, the
+    Swift peer hears nothing (no peer-left), the video goes on, and signaling works afterwards:
+    the page's ICE restart is offered through the new connection and answered."""
+    port = int(signal_server["ws"].rsplit(":", 1)[1].split("/")[0])
+    proxy = ResettingProxy(port)
+    room = "page-rejoin"
+    page = swift = None
+    samples: list[tuple[float, int]] = []
+    try:
+        swift = p2p(swift_bin, f"{signal_server['ws']}?room={room}", artifact_dir, "p2p", duration=40)
+        logs.append(("swiftrtc p2p", swift.text))
+        swift.process.wait_for_line(r"p2p: waiting for the other peer", timeout=15)
+        page = browser.new_page(f"http://127.0.0.1:{proxy.port}/call/?room={room}")
+        logs.append(("call page log", lambda: "\n".join(page.evaluate("window.log", timeout=5) or [])))
+        page.evaluate("document.getElementById('connect').click(); true")
+        poll(lambda: page.evaluate(PC_STATS_JS, timeout=10),
+             lambda s: bool(s and s["inbound"] and s["inbound"]["framesDecoded"] > 30), timeout=25, interval=0.25)
+        time.sleep(2)
+        assert proxy.reset_all() >= 1
+        t_cut = time.monotonic()
+        log, _ = poll(lambda: page.evaluate("window.log", timeout=5), lambda lg: "signaling rejoined" in (lg or []),
+                      timeout=15, interval=0.05)
+        rejoin_s = time.monotonic() - t_cut
+        assert "signaling rejoined" in log, log
+        # Signaling after the rejoin: the page's ICE restart reaches the Swift peer, which answers it.
+        before = page.evaluate(UFRAG_JS, timeout=10)
+        page.evaluate("window.restartIce(); true")
+        swift.process.wait_for_line(r"p2p: offer received; answering", timeout=10)
+        poll(lambda: page.evaluate(UFRAG_JS, timeout=10),
+             lambda u: u["local"] != before["local"] and u["state"] == "connected", timeout=10, interval=0.1)
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            s = page.evaluate(PC_STATS_JS, timeout=10)
+            samples.append((time.monotonic(), (s and s["inbound"] or {}).get("framesDecoded", 0)))
+            time.sleep(0.1)
+        page.evaluate("document.getElementById('hangup').click(); true")
+        swift.process.wait_for_line(r"p2p: the peer hung up", timeout=10)
+        code = swift.wait(timeout=20)
+        log = page.evaluate("window.log", timeout=5)
+    finally:
+        proxy.close()
+        if page is not None:
+            close_page(browser, page)
+        if swift is not None:
+            swift.close()
+    s = summary(swift.stats())
+    write_json(artifact_dir / "page-rejoin.json", {"rejoinSeconds": round(rejoin_s, 3), "pageLog": log, "swift": s,
+                                                    "chromiumFramesDecoded": samples})
+    print(f"the call page was back in the room {rejoin_s:.2f} s after the cut; Swift decoded {s.get('framesDecoded')}, "
+          f"longest gap {s.get('longestFrameGapMs')} ms")
+    assert "the peer left" not in swift.text(), swift.text()[-2000:]
+    assert code == 0 and s.get("hungUp") == "the peer hung up", s
+    assert any(m.startswith("signaling reconnecting (attempt") for m in log), log
+    assert rejoin_s <= 2.0, f"rejoined {rejoin_s:.2f} s after the cut"
+    assert samples and samples[-1][1] > samples[0][1], f"Chromium stopped decoding after the rejoin: {samples}"
+    # The Swift side decoded through the cut and the restart (~8 s of call).
+    assert s.get("framesDecoded", 0) >= 100 and (s.get("freezesOver500Ms") or 0) == 0, s

@@ -5,6 +5,9 @@
 /// with access control, open it as `/call/#room=NAME&token=T[&key=KEY]` (the fragment never
 /// reaches a server or a log): the token goes out as a WebSocket subprotocol, and without a key
 /// the page makes one and shows the invitation link that carries it.
+/// The room connection survives a drop as `swiftrtc p2p`'s does: the page joins with `seat=new` and,
+/// when its WebSocket dies, takes the seat back with its token (0.25 s doubling to 2 s, jittered
+/// down, for 14 s); what it sends meanwhile follows. A seat the server no longer holds ends the call.
 /// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers; Restart ICE re-offers with new
 /// credentials (`window.restartIce()`). Tests read `window.pc`, `window.chat`, `window.chatLog`
 /// and `window.log`; `window.timing` has `offerAt` (peer joined, offer started) and
@@ -30,6 +33,7 @@ state: <span id="state">idle</span> <span id="invite"></span></div>
 <script>
 window.log = []; window.chatLog = []; window.pc = null; window.chat = null; window.timing = {};
 let ws = null, stream = null, pending = [], ended = false;
+let seat = null, outbox = [], rejoin = null;   // rejoin: {until, delay, attempt} while the room connection is down
 const $ = id => document.getElementById(id);
 const note = m => { window.log.push(m); };
 const state = s => { $('state').textContent = s; note('state ' + s); };
@@ -48,7 +52,10 @@ function invite() {
   history.replaceState(null, '', location.pathname + '#' + f);
   $('invite').textContent = 'invite: ' + location.href;
 }
-const send = o => ws && ws.readyState === 1 && ws.send(JSON.stringify(o));
+const send = o => {
+  const text = JSON.stringify(o);
+  if (ws && ws.readyState === 1 && !rejoin) ws.send(text); else if (seat && !ended) outbox.push(text);
+};
 function chatLine(who, text) { window.chatLog.push(who + ': ' + text); $('chatlog').textContent += who + ': ' + text + '\\n'; }
 function useChannel(ch) {
   window.chat = ch;
@@ -75,18 +82,30 @@ async function connect() {
   pc.onicecandidate = e => send(e.candidate ? {type: 'candidate', ...e.candidate.toJSON()} : {type: 'candidate', candidate: ''});
   pc.onconnectionstatechange = () => state(pc.connectionState);
   pc.ondatachannel = e => { if (e.channel.label === 'chat') useChannel(e.channel); };
-  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
   invite();
+  seat = null; outbox = []; rejoin = null;
+  openSignaling();
+}
+function openSignaling() {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const url = proto + '//' + location.host + '/rtc/v1/signal/?room=' + encodeURIComponent($('room').value)
-    + (key ? '&key=' + encodeURIComponent(key) : '');
-  ws = token ? new WebSocket(url, ['swiftrtc.signal', 'swiftrtc.bearer.' + b64url(new TextEncoder().encode(token))])
+    + (key ? '&key=' + encodeURIComponent(key) : '') + '&seat=' + encodeURIComponent(seat || 'new');
+  const socket = ws = token ? new WebSocket(url, ['swiftrtc.signal', 'swiftrtc.bearer.' + b64url(new TextEncoder().encode(token))])
              : new WebSocket(url);
-  ws.onmessage = async ev => {
+  socket.onmessage = async ev => {
     const m = JSON.parse(ev.data);
     note('signal ' + m.type);
     try {
-      if (m.type === 'joined') state(m.peers ? 'waiting for the offer' : 'waiting for the peer');
-      else if (m.type === 'peer-joined') {
+      if (m.type === 'joined' && rejoin) {
+        if (!m.rejoined) { end('the room was lost while the signaling connection was down'); return; }
+        rejoin = null;
+        const queued = outbox; outbox = [];
+        for (const text of queued) socket.send(text);
+        note('signaling rejoined');
+      } else if (m.type === 'joined') {
+        seat = m.seat || null;
+        state(m.peers ? 'waiting for the offer' : 'waiting for the peer');
+      } else if (m.type === 'peer-joined') {
         window.timing.offerAt = performance.now();
         useChannel(pc.createDataChannel('chat'));
         await pc.setLocalDescription(await pc.createOffer());
@@ -106,7 +125,17 @@ async function connect() {
       else if (m.type === 'error') note('server error: ' + m.error);
     } catch (e) { note('error: ' + e); }
   };
-  ws.onclose = e => note('signaling closed' + (e.reason ? ': ' + e.reason : ''));
+  socket.onclose = e => {
+    note('signaling closed' + (e.reason ? ': ' + e.reason : ''));
+    if (ended || socket !== ws || !seat) return;
+    // A dead room connection (no goodbye from us): take the seat back while the server holds it.
+    if (!rejoin) rejoin = {until: performance.now() + 14000, delay: 250, attempt: 0};
+    if (performance.now() >= rejoin.until) { end('lost the signaling connection'); return; }
+    rejoin.attempt += 1;
+    note('signaling reconnecting (attempt ' + rejoin.attempt + ')');
+    setTimeout(() => { if (!ended) openSignaling(); }, rejoin.delay * (1 - 0.2 * Math.random()));
+    rejoin.delay = Math.min(rejoin.delay * 2, 2000);
+  };
 }
 function end(why) {
   if (ended) return; ended = true;
