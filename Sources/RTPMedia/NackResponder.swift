@@ -14,8 +14,6 @@ public struct NackResponder: Sendable {
     public var suppressor: RetransmissionSuppressor
     /// Our RTX stream for this output (nil: none negotiated, resend as is).
     public var rtx: RTXWriter?
-    /// nil: no cap (a sender's own RTX is paced by its estimate); a relay sets one per player.
-    public var budget: RetransmissionBudget?
     public private(set) var statistics = Statistics()
 
     public struct Statistics: Sendable, Equatable {
@@ -30,8 +28,6 @@ public struct NackResponder: Sendable {
         public var suppressed = 0
         /// Sent longer ago than `maxAge` (too late to be of use).
         public var tooOld = 0
-        /// Not resent: the receiver's `budget` was spent.
-        public var overBudget = 0
     }
 
     /// How old a packet may be and still be resent: max(1 s, 3 RTT).
@@ -50,11 +46,9 @@ public struct NackResponder: Sendable {
 
     /// The history entries to resend for `nack`, in request order (each number once), each with
     /// the number the receiver asked for. `source` maps an asked-for number to the history's (a relay's
-    /// players see rewritten numbers); nil skips it. With a `budget`, `size` is what a resend of
-    /// a packet costs; requests past the budget are dropped (in request order).
+    /// players see rewritten numbers); nil skips it.
     public mutating func respond<Packet>(to nack: [UInt16], from history: RTPHistory<Packet>, now: ContinuousClock.Instant,
-                                         source: (UInt16) -> UInt16? = { $0 },
-                                         size: (Packet) -> Int = { _ in 0 }) -> [(requested: UInt16, packet: Packet)] {
+                                         source: (UInt16) -> UInt16? = { $0 }) -> [(requested: UInt16, packet: Packet)] {
         statistics.nacksReceived += 1
         var out: [(requested: UInt16, packet: Packet)] = []
         // One request per number, however often a (hostile) NACK repeats it.
@@ -69,16 +63,10 @@ public struct NackResponder: Sendable {
                 statistics.tooOld += 1
                 continue
             }
-            let cost = budget == nil ? 0 : size(packet)
-            guard budget.map({ Double(cost) <= $0.available }) ?? true else {
-                statistics.overBudget += 1
-                continue
-            }
             guard suppressor.shouldResend(requested, now: now) else {
                 statistics.suppressed += 1
                 continue
             }
-            _ = budget?.spend(cost)
             statistics.resent += 1
             out.append((requested, packet))
         }

@@ -7,15 +7,12 @@ struct RelayCounters: Sendable {
     var nacksReceived = 0, retransmissionsSent = 0, packetsDropped = 0
     /// NACKed packets not resent: the same player had them resent less than its RTT ago.
     var retransmissionsSuppressed = 0
-    /// NACKed packets not resent: that player's retransmission budget was spent.
-    var retransmissionsOverBudget = 0
 
     static func + (a: Self, b: Self) -> Self {
         Self(packetsIn: a.packetsIn + b.packetsIn, bytesIn: a.bytesIn + b.bytesIn, packetsOut: a.packetsOut + b.packetsOut,
              bytesOut: a.bytesOut + b.bytesOut, nacksReceived: a.nacksReceived + b.nacksReceived,
              retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped,
-             retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed,
-             retransmissionsOverBudget: a.retransmissionsOverBudget + b.retransmissionsOverBudget)
+             retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed)
     }
 }
 
@@ -45,9 +42,6 @@ enum RelayMetrics {
                [("", Double(total.retransmissionsSent))])
         metric("swiftrtc_retransmissions_suppressed_total", "counter", "NACKed packets not resent: resent to that player less than its RTT ago.",
                [("", Double(total.retransmissionsSuppressed))])
-        metric("swiftrtc_retransmissions_over_budget_total", "counter",
-               "NACKed packets not resent: that player was resent its share (25 %) of what it was sent, plus a burst.",
-               [("", Double(total.retransmissionsOverBudget))])
         metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",

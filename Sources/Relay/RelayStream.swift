@@ -283,20 +283,15 @@ final class RelayStream: @unchecked Sendable {
         case .nack(let nack):
             guard let (sender, pt) = player.route(kind) else { return }
             sender.nack.rtt = player.output(kind) { $0.roundTrip.rtt } ?? .milliseconds(100)
-            // Resends come out of the player's budget: a share of what it was sent (a viewer
-            // whose link is full NACKs nearly everything; answering it all tripled its load).
-            if sender.nack.budget == nil { sender.nack.budget = RetransmissionBudget() }
-            sender.nack.budget?.credit(mediaBytesSent: player.output(kind) { $0.octetsSent })
             let clockRate = clockRate(kind)
             let orientation = kind == .video ? orientationID : nil
             let before = sender.nack.statistics
             // The player asks by the sequence numbers it saw, which continue across publishers.
-            let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history(kind), now: now, source: { output in
+            let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history(kind), now: now) { output in
                 player.output(kind) { $0.rewriter.sourceSequence(forOutput: output) }
-            }, size: \.count)
+            }
             counters.nacksReceived += sender.nack.statistics.requested - before.requested
             counters.retransmissionsSuppressed += sender.nack.statistics.suppressed - before.suppressed
-            counters.retransmissionsOverBudget += sender.nack.statistics.overBudget - before.overBudget
             for (_, bytes) in resends {
                 bytes.withUnsafeBytes { raw in
                     guard let view = try? RTPHeaderView(raw),

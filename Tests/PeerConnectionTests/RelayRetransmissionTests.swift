@@ -2,7 +2,6 @@ import Foundation
 import PeerConnection
 import Relay
 import RTP
-import RTPMedia
 import Locks
 import SessionSupport
 import Testing
@@ -65,45 +64,6 @@ import Testing
         let dt = NTPTime.secondsSince1900(sr.ntpTimestamp) - NTPTime.secondsSince1900(ntp)
         #expect(dt >= 0 && dt < 2)
         #expect(abs(Double(sr.rtpTimestamp &- start) / 90000 - dt) < 0.001)
-
-        await player.close()
-        await publisher.close()
-        await relay.stop()
-    }
-
-    /// A player that NACKs everything it was sent (its link is full, or it means harm) is resent
-    /// the budget's burst and no more until it has been sent more media: not a second copy of
-    /// the stream on top of the first.
-    @Test func nacksBeyondThePlayersBudgetAreNotAnswered() async throws {
-        let sim = Simulation()
-        let relay = try sim.relay()
-        let publisher = try sim.peer { $0.mediaPipeline = false }
-        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "budget")
-        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
-        let player = try sim.peer { $0.mediaPipeline = false }
-        let video = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-        let received = Locked<[RTPPacket]>([])
-        video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
-        try await sim.exchange(relay, player, endpoint: "whep", stream: "budget")
-
-        // 200 packets of 1,000 payload bytes (200 kB), all NACKed at once.
-        for i in 0..<200 {
-            sending.sender.send(payloadType: pt, payload: [0x41] + Array(repeating: UInt8(i & 0xff), count: 999),
-                                timestamp: 90_000 + UInt32(i / 5) * 3000, marker: i % 5 == 4)
-        }
-        #expect(sim.run { received.value.count >= 200 }, "player got \(received.value.count) of 200")
-        let ssrc = try #require(received.value.first?.ssrc)
-        let all = received.value.map(\.sequenceNumber)
-        player.sendRTCP([.nack(GenericNACK(senderSSRC: video.sender.ssrc, mediaSSRC: ssrc, lostSequenceNumbers: all))])
-        sim.advance(by: .milliseconds(100))
-        let resent = received.value.count - 200
-        let budget = RetransmissionBudget()
-        // The burst (60 kB) in whole packets of ~1,000 bytes plus headers: about 58 of them.
-        #expect(resent > 0 && resent * 1_000 <= budget.burst, "\(resent) resent")
-        #expect(Array(received.value.dropFirst(200).map(\.sequenceNumber)) == Array(all.prefix(resent)), "in request order")
-        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics/").body, as: UTF8.self)
-        #expect(metrics.contains("swiftrtc_retransmissions_over_budget_total \(200 - resent)"), "\(metrics)")
 
         await player.close()
         await publisher.close()

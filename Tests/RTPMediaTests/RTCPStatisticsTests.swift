@@ -161,45 +161,6 @@ import Testing
         #expect(far.respond(to: [48, 49], from: history, now: now).map(\.requested) == [49])
     }
 
-    /// A receiver that NACKs everything it is sent (a full link, or on purpose) gets at most the
-    /// burst plus a quarter of what it was sent, in request order; what was refused is not
-    /// counted as resent, so it can be asked for again once there is budget.
-    @Test func retransmissionsToAReceiverStayWithinItsBudget() {
-        var history = RTPHistory<[UInt8]>(capacity: 1024)
-        var responder = NackResponder(rtt: .milliseconds(50))
-        responder.budget = RetransmissionBudget(share: 0.25, burst: 30_000)
-        var sentBytes: UInt32 = 4_000_000_000   // the octet count wraps on the way
-        responder.budget?.credit(mediaBytesSent: sentBytes)
-        var resentBytes = 0
-        var now = start
-        for second in 0..<10 {
-            // 100 packets of 1,000 bytes a second, every one of them NACKed 100 ms later.
-            for i in 0..<100 {
-                let seq = UInt16(second * 100 + i)
-                history.store(Array(repeating: UInt8(i), count: 1_000), sequenceNumber: seq, sentAt: now)
-                sentBytes &+= 1_000
-            }
-            now += .milliseconds(100)
-            responder.budget?.credit(mediaBytesSent: sentBytes)
-            let asked = (0..<100).map { UInt16(second * 100 + $0) }
-            resentBytes += responder.respond(to: asked, from: history, now: now, size: \.count).reduce(0) { $0 + $1.packet.count }
-            now += .milliseconds(900)
-        }
-        // 10 s × 100 kB sent: the 30 kB burst + 25 % of 1 MB at most (credit beyond the burst
-        // between two NACKs is not kept).
-        #expect(resentBytes <= 30_000 + 250_000 && resentBytes >= 250_000, "\(resentBytes) bytes resent")
-        #expect(responder.statistics.resent == resentBytes / 1_000)
-        #expect(responder.statistics.overBudget == 1_000 - responder.statistics.resent)
-        // Refused numbers were not marked as resent: with budget again, they go.
-        let refused = UInt16(999)
-        sentBytes &+= 40_000
-        responder.budget?.credit(mediaBytesSent: sentBytes)
-        #expect(responder.respond(to: [refused], from: history, now: now, size: \.count).map(\.requested) == [refused])
-        // No budget (a sender's own, paced by its estimate): everything asked for goes.
-        var unlimited = NackResponder(rtt: .milliseconds(50))
-        #expect(unlimited.respond(to: (900..<1000).map(UInt16.init), from: history, now: now).count == 100)
-    }
-
     @Test func rtcpSchedulerIsRandomizedButDeterministic() {
         var a = RTCPScheduler(media: .video, start: start)
         var b = RTCPScheduler(media: .video, start: start)
