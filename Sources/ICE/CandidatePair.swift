@@ -70,4 +70,11 @@ struct Transaction {
     var retransmitDue = false
     /// Superseded by a triggered check: no retransmits and no failure, but responses still count.
     var cancelled = false
+
+    /// Sent (again) at `now`: the next try is due `rto` later, or at `giveUpAt` if that is sooner.
+    mutating func sent(at now: ContinuousClock.Instant, rto: Duration) {
+        self.rto = rto
+        lastSent = now
+        deadline = min(now + rto, giveUpAt ?? now + rto)
+    }
 }

@@ -55,11 +55,12 @@ extension ICEAgent {
                           remote: SocketAddress, maxTries: Int, giveUpAt: ContinuousClock.Instant? = nil,
                           now: ContinuousClock.Instant) {
         let bytes = message.encode(integrityKey: key, fingerprint: true)
-        let rto = giveUpAt == nil ? configuration.checkRTO : checkRepeatInterval
         transactionCounter += 1
-        transactions[message.transactionID] = Transaction(
+        var transaction = Transaction(
             id: message.transactionID, sequence: transactionCounter, kind: kind, bytes: bytes, local: local, remote: remote,
-            maxTries: max(1, maxTries), giveUpAt: giveUpAt, rto: rto, lastSent: now, deadline: min(now + rto, giveUpAt ?? now + rto))
+            maxTries: max(1, maxTries), giveUpAt: giveUpAt, rto: configuration.checkRTO, lastSent: now, deadline: now)
+        transaction.sent(at: now, rto: giveUpAt == nil ? configuration.checkRTO : checkRepeatInterval)
+        transactions[message.transactionID] = transaction
         statsCounters.requestsSent += 1
         emit(ICETransmit(local: local, remote: remote, bytes: bytes))
     }
@@ -97,10 +98,9 @@ extension ICEAgent {
             .min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
            var transaction = transactions[due.id] {
             transaction.tries += 1
-            transaction.rto = transaction.giveUpAt == nil ? min(transaction.rto * 2, configuration.maxCheckRTO)
-                : checkRepeatInterval
-            transaction.lastSent = now
-            transaction.deadline = min(now + transaction.rto, transaction.giveUpAt ?? now + transaction.rto)
+            // Checks (timed by giveUpAt) repeat at a steady interval; other requests back off.
+            transaction.sent(at: now, rto: transaction.giveUpAt == nil ? min(transaction.rto * 2, configuration.maxCheckRTO)
+                                                                        : checkRepeatInterval)
             transaction.retransmitDue = false
             transactions[due.id] = transaction
             statsCounters.requestsSent += 1
