@@ -89,13 +89,13 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // Session and servers.
-        .target(name: "PeerConnection", dependencies: ["Locks", "SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport",
+        .target(name: "PeerConnection", dependencies: ["Locks", "SDP", "STUN", "ICE", "TURN", "TLS", "RTP", "DTLS", "SRTP", "Transport", "SeededRandom",
                                                        "Media", "Codecs", "AudioCodecs", "RTPMedia", "AudioProcessing", "BandwidthEstimation", "SCTP"]),
         .target(name: "Signaling", dependencies: ["HTTP", "WebSocket", "Locks"]),
         .target(name: "Streaming", dependencies: ["Locks", "PeerConnection", "Signaling", "Media", "HTTP", "SDP", "Transport", "SeededRandom"]),
         // Recording sits below the relay: its DVR records what publishers send.
         .target(name: "Recording", dependencies: ["Media", "RTP", "RTPMedia", "Codecs", "Capture", "CFFmpeg", "Locks", "PeerConnection"]),
-        .target(name: "Relay", dependencies: ["Locks", "CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN", "Recording"]),
+        .target(name: "Relay", dependencies: ["Locks", "CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN", "Recording", "SeededRandom"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
                                                  "AudioDevice", "AudioProcessing", "Recording"]),
         .executableTarget(name: "swiftrtc", dependencies: ["Locks", "SwiftRTC", "HTTP"]),
@@ -110,7 +110,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["SeededRandom"], path: "Tests/TestSupport"),
         // Sessions (peers and a relay) on a simulated loop and a virtual network, for the
         // session layer's tests.
-        .target(name: "SessionSupport", dependencies: ["PeerConnection", "Relay", "Transport", "STUN", "HTTP", "Signaling", "Streaming"],
+        .target(name: "SessionSupport", dependencies: ["PeerConnection", "Relay", "Transport", "STUN", "HTTP", "Signaling", "Streaming", "SeededRandom"],
                 path: "Tests/SessionSupport"),
         // gettimeofday with an offset tests advance: OpenSSL's DTLS timer reads it (see the file).
         .target(name: "CWallClock", path: "Tests/CWallClock"),

@@ -61,11 +61,12 @@ public final class TestPatternCapturer: VideoCapturer, Sendable {
     public func stop() { thread.stop() }
 
     /// Manual mode (tests, offline pipelines): draws the next frame now, delivers it to the
-    /// delegate on the calling thread, and returns it.
+    /// delegate on the calling thread, and returns it. The stamp defaults to the frame's own time
+    /// in ms, not the wall clock: the same calls draw the same pictures, so a simulation replays.
     @discardableResult
     public func captureFrame(at timestampNs: Int64, width: Int = 1280, height: Int = 720,
                              wallClockMs: UInt64? = nil) -> VideoFrame {
-        deliverFrame(timestampNs: timestampNs, wallClockMs: wallClockMs ?? CaptureClock.realtimeMs(),
+        deliverFrame(timestampNs: timestampNs, wallClockMs: wallClockMs ?? UInt64(max(0, timestampNs) / 1_000_000),
                      width: VideoFrameBuffer.clampedDimension(width, minimum: 2),
                      height: VideoFrameBuffer.clampedDimension(height, minimum: 2))
     }

@@ -87,13 +87,13 @@ public final class ICEAgent {
     var stateBeforeDisconnect: ICEConnectionState = .connected
 
     public init(role: ICERole, local: ICECredentials, configuration: ICEConfiguration = ICEConfiguration(),
-                tieBreaker: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+                tieBreaker: UInt64 = UInt64.random(in: 0...UInt64.max), seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
         // A lite agent is always controlled (RFC 8445 §6.1.1).
         self.role = configuration.lite ? .controlled : role
         self.localCredentials = local
         self.configuration = configuration
         self.tieBreaker = tieBreaker
-        self.random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+        self.random = SplitMix64(seed: seed)
     }
 
     var isLite: Bool { configuration.lite }

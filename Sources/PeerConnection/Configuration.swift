@@ -62,6 +62,10 @@ extension PeerConnection {
         /// ICE `disconnected` this long: `restartIce()` is called (`negotiationNeeded` follows; the
         /// signaling carries the restart). Once per disconnection; nil: never.
         public var iceRestartAfter: Duration? = .seconds(3)
+        /// Seeds the connection's timing randomness (RTCP report intervals, ICE consent jitter):
+        /// the same seed, the same schedule. Simulations set it so that a run replays; nil draws
+        /// from the system. Identifiers and keys (SSRCs, credentials, DTLS) stay random.
+        public var timingSeed: UInt64?
         public init() {}
     }
 }

@@ -349,7 +349,7 @@ extension PeerConnection {
         let relayOnly = configuration.iceTransportPolicy == .relay
         iceConfig.stunServers = relayOnly ? [] : iceServers.stun
         let role: ICERole = configuration.iceLite ? .controlled : (controlling ? .controlling : .controlled)
-        let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig)
+        let agent = ICEAgent(role: role, local: credentials, configuration: iceConfig, seed: timingSeeds.next())
         let t = MediaTransport(loop: loop, io: io, ice: agent, certificate: certificate, srtpBackend: configuration.srtpBackend)
         t.startBitrate = configuration.startBitrate
         t.interfaceMonitor = monitor

@@ -203,7 +203,7 @@ extension PeerConnection {
     /// randomized, libwebrtc's video interval).
     private func scheduleReports() {
         let now = loop.now
-        if media.reportSchedule == nil { media.reportSchedule = RTCPScheduler(media: .video, start: now, seed: cname.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }) }
+        if media.reportSchedule == nil { media.reportSchedule = RTCPScheduler(media: .video, start: now, seed: timingSeeds.next()) }
         guard let deadline = media.reportSchedule?.nextDeadline() else { return }
         media.reportTimer = loop.schedule(at: deadline) { [weak self] in
             guard let self, !self.closed else { return }

@@ -4,6 +4,7 @@ import RTP
 import SDP
 import STUN
 import Locks
+import SeededRandom
 import Transport
 
 /// W3C `RTCPeerConnection`. Public methods may be called from any task; the protocol work runs
@@ -38,6 +39,8 @@ public final class PeerConnection: @unchecked Sendable {
     let sessionID = UInt64.random(in: 1...(UInt64(1) << 62))
     var sessionVersion: UInt64 = 1
     let cname = randomToken(16)
+    /// Draws for timing randomness (`Configuration.timingSeed`): one per consumer, in order.
+    var timingSeeds: SplitMix64
     var transceiverList: [RtpTransceiver] = []
     var transport: MediaTransport?
     var media = MediaStreams()
@@ -91,6 +94,7 @@ public final class PeerConnection: @unchecked Sendable {
                 packetIO: PacketIOFactory? = nil, interfaces: InterfaceMonitorFactory? = nil) throws {
         self.configuration = configuration
         self.loop = loop
+        self.timingSeeds = SplitMix64(seed: configuration.timingSeed ?? UInt64.random(in: 0...UInt64.max))
         self.certificate = try configuration.certificate ?? DTLSCertificate.generate()
         self.ioFactory = packetIO ?? defaultPacketIO(addresses: configuration.interfaceAddresses)
         self.interfaceMonitorFactory = interfaces ?? systemInterfaceMonitor

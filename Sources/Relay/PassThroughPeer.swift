@@ -7,8 +7,9 @@ import Transport
 func makePassThroughPeer(loop: EventLoop, mux: any SharedSocket, direction: TransceiverDirection, advertised: SocketAddress? = nil,
                          audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
                          videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
-                         codecOrder: CodecOrder = .offerer) throws -> PeerConnection {
-    let config = passThroughConfiguration(direction: direction, audioCodecs: audioCodecs, videoCodecs: videoCodecs, codecOrder: codecOrder)
+                         codecOrder: CodecOrder = .offerer, timingSeed: UInt64? = nil) throws -> PeerConnection {
+    var config = passThroughConfiguration(direction: direction, audioCodecs: audioCodecs, videoCodecs: videoCodecs, codecOrder: codecOrder)
+    config.timingSeed = timingSeed
     return try PeerConnection(configuration: config, loop: loop) { _, ufrag in
         SessionMuxEndpoint(mux: mux, ufrag: ufrag, advertised: advertised)
     }

@@ -6,6 +6,7 @@ import RTPMedia
 import STUN
 import Signaling
 import Locks
+import SeededRandom
 import Transport
 
 /// `swiftrtc serve`: an embedded SRS-compatible WebRTC server. Publishers push over SRS's JSON
@@ -43,6 +44,8 @@ public final class RelayServer: Sendable {
     /// Sessions from one IP address that have not connected yet (fake offers cost a
     /// PeerConnection each until `connectTimeout`); one more gets 429.
     public let maxPendingPerAddress: Int
+    /// Each session's `timingSeed` when the relay was given one (simulations replay), else nil.
+    private let timingSeeds: Locked<SplitMix64>?
     public let httpHost: String
     public let httpPort: UInt16
     public let udpAddress: SocketAddress
@@ -78,9 +81,10 @@ public final class RelayServer: Sendable {
     /// simulated loop and a `VirtualMux`, for tests that run whole sessions in virtual time).
     package init(loop: EventLoop, media: any SharedSocket, httpHost: String = "127.0.0.1", httpPort: UInt16?, candidate: String? = nil,
          policy: AccessPolicy = .init(), preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
-         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil,
+         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, timingSeed: UInt64? = nil,
          log: @escaping @Sendable (String) -> Void) throws {
         self.loop = loop
+        self.timingSeeds = timingSeed.map { Locked(SplitMix64(seed: $0)) }
         self.mux = media
         self.udpAddress = media.localAddress
         if let candidate {
@@ -370,6 +374,8 @@ public final class RelayServer: Sendable {
         }
     }
 
+    private func nextTimingSeed() -> UInt64? { timingSeeds?.withLock { $0.next() } }
+
     private func attachSession(role: RelaySession.Role, key: String, app: String, name: String, id: String, offer: String,
                                remote: String, published: [MediaKind: RtpCodecParameters], param: String) async throws -> (RelaySession, String) {
         let pc: PeerConnection
@@ -377,11 +383,11 @@ public final class RelayServer: Sendable {
         case .publisher:
             let video = RelayCodecs.publisherVideo(preferred: preferredVideoCodec)
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .recvonly, advertised: advertisedAddress,
-                                         videoCodecs: video.codecs, codecOrder: video.order)
+                                         videoCodecs: video.codecs, codecOrder: video.order, timingSeed: nextTimingSeed())
         case .player:
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendonly, advertised: advertisedAddress,
                                          audioCodecs: RelayCodecs.player(published[.audio], kind: .audio),
-                                         videoCodecs: RelayCodecs.player(published[.video], kind: .video))
+                                         videoCodecs: RelayCodecs.player(published[.video], kind: .video), timingSeed: nextTimingSeed())
         }
         let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote, created: loop.now,
                                    param: param)

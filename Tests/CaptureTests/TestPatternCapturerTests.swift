@@ -46,13 +46,28 @@ import Testing
         #expect(collector.sizes.allSatisfy { $0 == (128, 96) })
     }
 
-    @Test func patternCarriesTheWallClock() throws {
-        let capturer = TestPatternCapturer()
+    @Test func threadStampsTheWallClock() throws {
+        let collector = FrameCollector(target: 1)
+        let capturer = TestPatternCapturer(delegate: collector)
         let before = UInt32(truncatingIfNeeded: CaptureClock.realtimeMs())
-        let frame = capturer.captureFrame(at: CaptureClock.monotonicNs(), width: 320, height: 240)
+        try capturer.start(width: 128, height: 96, fps: 100)
+        #expect(collector.waitForTarget())
+        capturer.stop()
         let after = UInt32(truncatingIfNeeded: CaptureClock.realtimeMs())
-        let r = try #require(TestPattern.read(frame))
-        #expect(r.wallClockMs &- before <= after &- before)
+        let stamp = try #require(collector.stamps.first ?? nil)
+        #expect(stamp &- before <= after &- before)
+    }
+
+    @Test func manualModeStampsTheFrameTimeSoReplaysMatch() throws {
+        // Simulations feed frames on virtual time: the picture must not depend on when they run.
+        let first = TestPatternCapturer(), second = TestPatternCapturer()
+        for i in 0..<3 {
+            let ns = Int64(i) * 33_333_333 + 5_000_000_000
+            let a = first.captureFrame(at: ns, width: 64, height: 48)
+            let b = second.captureFrame(at: ns, width: 64, height: 48)
+            #expect(try #require(TestPattern.read(a)).wallClockMs == UInt32(ns / 1_000_000))
+            #expect(planes(a.buffer) == planes(b.buffer))
+        }
     }
 
     @Test func rejectsBadSettings() {

@@ -7,6 +7,7 @@ import TestSupport
 final class FrameCollector: VideoCapturerDelegate, Sendable {
     private struct Frame {
         var number: UInt32?
+        var stamp: UInt32?
         var timestamp: Int64
         var size: (Int, Int)
     }
@@ -16,11 +17,12 @@ final class FrameCollector: VideoCapturerDelegate, Sendable {
     init(target: Int) { self.target = target }
 
     func capturer(_ capturer: any VideoCapturer, didCapture frame: VideoFrame) {
-        let number = TestPattern.read(frame)?.frameNumber
-        frames.withLock { $0.append(Frame(number: number, timestamp: frame.timestampNs, size: (frame.width, frame.height))) }
+        let read = TestPattern.read(frame)
+        frames.withLock { $0.append(Frame(number: read?.frameNumber, stamp: read?.wallClockMs, timestamp: frame.timestampNs, size: (frame.width, frame.height))) }
     }
 
     var numbers: [UInt32?] { frames.value.map(\.number) }
+    var stamps: [UInt32?] { frames.value.map(\.stamp) }
     var timestamps: [Int64] { frames.value.map(\.timestamp) }
     var sizes: [(Int, Int)] { frames.value.map(\.size) }
 

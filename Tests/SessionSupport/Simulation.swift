@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import PeerConnection
 import Relay
+import SeededRandom
 import STUN
 import Transport
 
@@ -14,10 +15,13 @@ public final class Simulation: @unchecked Sendable {
     public let loop: EventLoop
     public let network: VirtualNetwork
     private var hosts: UInt32 = 0
+    /// Each peer's `timingSeed`, drawn in the order peers are made.
+    private var peerSeeds: SplitMix64
 
     public init(seed: UInt64 = 1) {
         loop = EventLoop.simulated(name: "simulation")
         network = VirtualNetwork(loop: loop, seed: seed)
+        peerSeeds = SplitMix64(seed: ~seed)
     }
 
     /// A fresh host address, 10.0.0.N.
@@ -31,6 +35,7 @@ public final class Simulation: @unchecked Sendable {
                      endpoint: (@Sendable (VirtualEndpoint) -> Void)? = nil) throws -> PeerConnection {
         var config = PeerConnection.Configuration()
         config.codecExecution = .inline
+        config.timingSeed = peerSeeds.next()
         configure(&config)
         let address = nextAddress()
         let network = network
@@ -88,7 +93,7 @@ public final class Simulation: @unchecked Sendable {
         let address = nextAddress(port: 8000)
         let mux = try loop.perform { try network.mux(at: address) }
         return try RelayServer(loop: loop, media: mux, httpPort: nil, policy: policy, connectTimeout: connectTimeout,
-                               takeover: takeover, log: log)
+                               takeover: takeover, timingSeed: peerSeeds.next(), log: log)
     }
 }
 
