@@ -148,6 +148,9 @@ final class CongestionController {
         drainPacer(now: now)
     }
 
+    /// How long what is queued now takes to leave at the pacing rate (zero when not pacing).
+    var expectedQueueTime: Duration { estimating ? pacer.expectedQueueTime : .zero }
+
     private func drainPacer(now: ContinuousClock.Instant) {
         guard !closed else { return }
         var rounds = 0

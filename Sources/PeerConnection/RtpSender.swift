@@ -195,9 +195,10 @@ public final class RtpSender: @unchecked Sendable {
     /// Sends the payloads of one media frame as consecutive packets (an encoder's output; any
     /// thread): everything about the header is decided on the loop, so the encode queue reads
     /// nothing the loop writes. `lastPacketExtensions` go on the frame's last packet only
-    /// (video orientation, as libwebrtc does).
+    /// (video orientation, as libwebrtc does). A keyframe's answers the keyframe requests that
+    /// come while it waits in the pacer (`KeyframeRequestTracker.keyframeQueued`).
     func sendPayloads(_ payloads: [RTPPayload], payloadType: UInt8, timestamp: UInt32,
-                      lastPacketExtensions: [RTPHeaderExtension] = []) {
+                      lastPacketExtensions: [RTPHeaderExtension] = [], isKeyframe: Bool = false) {
         let kind: OutgoingRTPKind = self.kind == .video ? .video : .audio
         onLoop { [self] in
             guard canSend(payloads.count) else { return }
@@ -210,6 +211,7 @@ public final class RtpSender: @unchecked Sendable {
                 }
                 transmit(packet, kind: kind, now: now)
             }
+            if isKeyframe, let transport { keyframeRequests.keyframeQueued(leavingBy: now + transport.pacerQueueTime) }
         }
     }
 

@@ -208,7 +208,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 $0.resolutionChanges = adaptation.resolutionChanges
             }
             sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp,
-                                lastPacketExtensions: lastPacketExtensions)
+                                lastPacketExtensions: lastPacketExtensions, isKeyframe: encoded.isKeyframe)
         } catch {
             counters.withLock { $0.encodeErrors += 1 }
             encoder = nil   // re-created on the next frame

@@ -3,12 +3,17 @@ import RTP
 /// Sender side of keyframe requests for one outgoing SSRC: a PLI (RFC 4585 §6.3.1) or a FIR
 /// entry with a new command sequence number (RFC 5104 §4.3.1.2: a repeated number is the same
 /// request, not a new one) asks the encoder for a keyframe. Requests closer together than
-/// `minInterval` collapse into one (the keyframe already on its way answers them).
+/// `minInterval` collapse into one (the keyframe already on its way answers them), and so do
+/// requests while a keyframe waits in the sender's pacer queue and for `minInterval` after it
+/// leaves (`keyframeQueued`): behind a narrow link a keyframe can take longer to go out than the
+/// receiver waits before asking again, and each new one started the wait over (a storm).
 public struct KeyframeRequestTracker: Sendable {
     public let ssrc: UInt32
     public var minInterval: Duration
     private var lastFIRSequence: [UInt32: UInt8] = [:]
     private var lastKeyframe: ContinuousClock.Instant?
+    /// Requests before this are answered by a keyframe already queued.
+    private var answeredUntil: ContinuousClock.Instant?
     public private(set) var plisReceived = 0
     public private(set) var firsReceived = 0
     public private(set) var keyframesRequested = 0
@@ -42,8 +47,14 @@ public struct KeyframeRequestTracker: Sendable {
         }
         guard asked else { return false }
         if let last = lastKeyframe, now - last < minInterval { return false }
+        if let until = answeredUntil, now < until { return false }
         lastKeyframe = now
         keyframesRequested += 1
         return true
+    }
+
+    /// A keyframe (asked for or not) went into the send queue; its last packet leaves by `leavingBy`.
+    public mutating func keyframeQueued(leavingBy: ContinuousClock.Instant) {
+        answeredUntil = leavingBy + minInterval
     }
 }

@@ -124,6 +124,9 @@ public struct VideoJitterBuffer: Sendable {
     private var keyframeNeeded = false
     private var keyframeNeededSince: Instant?
     private var lastKeyframeRequest: Instant?
+    /// The newest keyframe whose packets are arriving: its RTP timestamp and when its last
+    /// packet came. While they keep coming, a repeated request would only start another one.
+    private var keyframeInFlight: (timestamp: UInt32, lastPacket: Instant)?
     private var nack: NackGenerator
     private var ready: [EncodedFrame] = []
     private var probation: (packet: RTPPacket, arrival: Instant)?
@@ -234,6 +237,9 @@ public struct VideoJitterBuffer: Sendable {
 
         let info = VideoPacketInfo(codec: configuration.codec, payload: packet.payload)
         if info.malformed { counters.malformedPackets += 1 }
+        if info.startsKeyframe || keyframeInFlight?.timestamp == packet.timestamp {
+            keyframeInFlight = (packet.timestamp, arrival)
+        }
         let rotation = videoOrientationExtensionID.flatMap { packet.extensionData(id: $0) }
             .flatMap { VideoRotation(videoOrientationExtensionData: $0) }
         packets[n] = Packet(timestamp: packet.timestamp, marker: packet.marker, payload: packet.payload, info: info,
@@ -286,11 +292,20 @@ public struct VideoJitterBuffer: Sendable {
     /// Whether to send a PLI now (rate-limited; repeats while the need lasts).
     public mutating func pollKeyframeRequest(now: Instant) -> Bool {
         handleTimeout(now: now)
-        guard keyframeNeeded else { return false }
-        if let last = lastKeyframeRequest, now - last < keyframeRequestInterval { return false }
+        guard keyframeNeeded, let due = nextKeyframeRequest, now >= due else { return false }
         lastKeyframeRequest = now
         counters.plisSent += 1
         return true
+    }
+
+    /// When a keyframe request is due: at once, then every `keyframeRequestInterval` — counted
+    /// from the last packet of a keyframe still arriving, if one is (a big keyframe through a
+    /// narrow link takes longer than the interval; asking again made the sender start over).
+    private var nextKeyframeRequest: Instant? {
+        guard let last = lastKeyframeRequest else { return keyframeNeededSince }
+        var due = last + keyframeRequestInterval
+        if let k = keyframeInFlight, k.lastPacket > last { due = max(due, k.lastPacket + keyframeRequestInterval) }
+        return due
     }
 
     /// The decoder could not decode what it was given: drop until a keyframe and ask for one.
@@ -317,7 +332,7 @@ public struct VideoJitterBuffer: Sendable {
             consider(since + recoveryDeadline)
         }
         if keyframeNeeded {
-            consider(lastKeyframeRequest.map { $0 + keyframeRequestInterval } ?? keyframeNeededSince)
+            consider(nextKeyframeRequest)
         }
         consider(nack.nextDeadline())
         return best
@@ -521,6 +536,7 @@ public struct VideoJitterBuffer: Sendable {
             counters.keyframesReceived += 1
             keyframeNeeded = false
             keyframeNeededSince = nil
+            keyframeInFlight = nil
         }
         if ready.count >= configuration.maxReadyFrames {
             // Nobody is draining us; what is queued is stale and a delta frame cannot follow a gap.

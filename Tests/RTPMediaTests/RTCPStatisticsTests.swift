@@ -205,4 +205,19 @@ import Testing
         #expect(answers == [true, false, false, true, false, true, false])
         #expect(tracker.plisReceived == 2 && tracker.firsReceived == 3 && tracker.keyframesRequested == 3)
     }
+
+    /// Behind a narrow link a keyframe can wait in the pacer longer than the receiver waits
+    /// before asking again; those requests must not start another one.
+    @Test func aQueuedKeyframeAnswersRequestsUntilItHasLeft() {
+        let start = ContinuousClock.now
+        var tracker = KeyframeRequestTracker(ssrc: 10)
+        let pli = RTCPPacket.pli(senderSSRC: 1, mediaSSRC: 10)
+        func ask(_ ms: Int64) -> Bool { tracker.handle(pli, now: start + .milliseconds(ms)) }
+        let first = ask(0)
+        tracker.keyframeQueued(leavingBy: start + .milliseconds(520))    // 500 ms of queue ahead of it
+        // Past the throttle but still queued; then on its way; then it should have been there.
+        let later = [ask(400), ask(800), ask(830)]
+        #expect(first && later == [false, false, true])
+        #expect(tracker.keyframesRequested == 2)
+    }
 }

@@ -215,6 +215,34 @@ func sameData(_ frames: [EncodedFrame], _ expected: [[UInt8]]) -> Bool {
         #expect(delivered.first?.isKeyframe == true)
     }
 
+    /// A keyframe through a narrow link: its packets trickle in for longer than the request
+    /// interval. No new request while they keep coming (it would only restart the wait), one
+    /// when they stop without completing it.
+    @Test func noRepeatedRequestWhileTheKeyframeIsArriving() {
+        var sender = SimulatedVideoSender(seed: 45)
+        var jb = VideoJitterBuffer(codec: .h264)
+        var now = start
+        for p in sender.nextFrame(keyframe: false, at: now) { jb.insert(p, arrival: now) }
+        let first = jb.pollKeyframeRequest(now: now)
+        #expect(first)
+        let key = sender.nextFrame(keyframe: true, size: 20_000, at: now)
+        #expect(key.count >= 12)
+        var asked: [Int] = []
+        // One packet every 80 ms (about 120 kbit/s of 1200-byte packets), the last one lost.
+        for (i, p) in key.dropLast().enumerated() {
+            now += .milliseconds(80)
+            jb.insert(p, arrival: now)
+            if jb.pollKeyframeRequest(now: now) { asked.append(i) }
+        }
+        #expect(asked.isEmpty, "asked again while the keyframe arrived: after packets \(asked)")
+        let lastPacket = now
+        let early = jb.pollKeyframeRequest(now: lastPacket + .milliseconds(299))
+        #expect(!early)
+        let due = jb.pollKeyframeRequest(now: lastPacket + .milliseconds(300))
+        #expect(due)
+        #expect(jb.statistics.plisSent == 2)
+    }
+
     @Test func decoderFailureDropsUntilKeyframe() {
         var sender = SimulatedVideoSender(seed: 55)
         var jb = VideoJitterBuffer(codec: .vp8)
