@@ -231,9 +231,6 @@ package final class MediaTransport: @unchecked Sendable {
     /// Protects and sends one RTP packet on the selected pair; any thread. `transportCCID`: the
     /// id of the packet's transport-wide sequence number placeholder, filled in here as it
     /// leaves. Video goes through the pacer; audio, retransmissions and forwards do not wait.
-    /// How long the paced packets queued now take to leave (loop thread).
-    var pacerQueueTime: Duration { congestion.expectedQueueTime }
-
     func sendRTP(_ packet: [UInt8], transportCCID: UInt8? = nil, kind: OutgoingRTPKind = .direct) {
         guard loop.inLoop else {
             loop.execute { [self] in sendRTP(packet, transportCCID: transportCCID, kind: kind) }

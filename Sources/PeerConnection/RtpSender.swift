@@ -211,7 +211,7 @@ public final class RtpSender: @unchecked Sendable {
                 }
                 transmit(packet, kind: kind, now: now)
             }
-            if isKeyframe, let transport { keyframeRequests.keyframeQueued(leavingBy: now + transport.pacerQueueTime) }
+            if isKeyframe, let transport { keyframeRequests.keyframeQueued(leavingBy: now + transport.congestion.expectedQueueTime) }
         }
     }
 

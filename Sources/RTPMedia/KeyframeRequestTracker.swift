@@ -11,9 +11,8 @@ public struct KeyframeRequestTracker: Sendable {
     public let ssrc: UInt32
     public var minInterval: Duration
     private var lastFIRSequence: [UInt32: UInt8] = [:]
-    private var lastKeyframe: ContinuousClock.Instant?
-    /// Requests before this are answered by a keyframe already queued.
-    private var answeredUntil: ContinuousClock.Instant?
+    /// Requests before this are answered by the keyframe last asked for or queued.
+    private var quietUntil: ContinuousClock.Instant?
     public private(set) var plisReceived = 0
     public private(set) var firsReceived = 0
     public private(set) var keyframesRequested = 0
@@ -46,15 +45,14 @@ public struct KeyframeRequestTracker: Sendable {
             break
         }
         guard asked else { return false }
-        if let last = lastKeyframe, now - last < minInterval { return false }
-        if let until = answeredUntil, now < until { return false }
-        lastKeyframe = now
+        if let until = quietUntil, now < until { return false }
+        quietUntil = now + minInterval
         keyframesRequested += 1
         return true
     }
 
     /// A keyframe (asked for or not) went into the send queue; its last packet leaves by `leavingBy`.
     public mutating func keyframeQueued(leavingBy: ContinuousClock.Instant) {
-        answeredUntil = leavingBy + minInterval
+        quietUntil = max(quietUntil ?? leavingBy, leavingBy + minInterval)
     }
 }
