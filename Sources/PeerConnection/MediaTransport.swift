@@ -213,7 +213,7 @@ package final class MediaTransport: @unchecked Sendable {
                 do {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
-                    congestion.received(packet, now: loop.now)
+                    congestion.received(packet, now: loop.arrivalTime)
                     onRTP?(packet, plain)
                 } catch {
                     counters.malformedRTP += 1

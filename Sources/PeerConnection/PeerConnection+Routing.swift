@@ -77,7 +77,7 @@ extension PeerConnection {
         }
         target.receiver.deliver(packet, bytes: bytes)
         trackForNack(packet, on: target, now: loop.now)
-        if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: loop.now) }
+        if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: loop.arrivalTime) }
         if let mid = target.mid {
             let now = loop.now
             let ntp = media.ntp.ntp(at: now)

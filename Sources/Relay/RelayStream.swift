@@ -205,7 +205,7 @@ final class RelayStream: @unchecked Sendable {
         if reception[packet.ssrc] == nil, reception.count < 8 {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
         }
-        reception[packet.ssrc]?.record(packet, arrival: now)
+        reception[packet.ssrc]?.record(packet, arrival: loop.arrivalTime)
         // Back after a silence (an outage, a NAT rebinding): the players lost what was sent into
         // it and resends of it are too late, so a keyframe is asked for at once rather than
         // when the first player's own request comes.

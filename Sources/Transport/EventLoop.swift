@@ -60,6 +60,14 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// While a datagram read from a socket is being handled: when the kernel received it
+    /// (`drain`). Loop work only; nil otherwise (and always on a simulated loop).
+    public internal(set) var datagramArrival: ContinuousClock.Instant?
+
+    /// When the datagram being handled arrived, else now: what arrival statistics (transport-cc,
+    /// REMB, interarrival jitter) record.
+    public var arrivalTime: ContinuousClock.Instant { datagramArrival ?? now }
+
     /// Whether the calling thread is running this loop's work now.
     public var inLoop: Bool {
         runner.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }

@@ -17,7 +17,7 @@ public final class UDPMux: SharedSocket, @unchecked Sendable {
         loop.register(fd: socket.fd) { [weak self] in
             guard let self else { return }
             let now = self.loop.now
-            drain(self.socket, buffer: self.buffer) { bytes, from in self.receive(bytes, from: from, now: now) }
+            drain(self.socket, loop: self.loop, buffer: self.buffer) { bytes, from in self.receive(bytes, from: from, now: now) }
         }
     }
 

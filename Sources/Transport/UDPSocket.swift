@@ -1,3 +1,4 @@
+import CShim
 import Glibc
 import STUN
 
@@ -34,6 +35,9 @@ public final class UDPSocket: @unchecked Sendable {
         }
         self.fd = fd
         self.localAddress = bound
+        // Arrival times for bandwidth estimation come from the kernel, not from when the loop
+        // got round to reading (a busy loop reads a batch at once; see `ArrivalClock`).
+        _ = swiftrtc_enable_receive_timestamps(fd)
     }
 
     /// Sends one datagram; errors are counted by the caller, never thrown (UDP is best effort).
@@ -63,6 +67,20 @@ public final class UDPSocket: @unchecked Sendable {
         }
         guard n >= 0, let from = SocketAddress(storage: &storage) else { return nil }
         return (n, from)
+    }
+
+    /// Receives one datagram into `buffer` with the kernel's receive time (CLOCK_REALTIME ns, 0
+    /// when there is none); nil when nothing is waiting.
+    public func receiveStamped(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, from: SocketAddress, realtimeNs: Int64)? {
+        guard !closed, let base = buffer.baseAddress else { return nil }
+        var storage = sockaddr_storage()
+        var len = UInt32(MemoryLayout<sockaddr_storage>.size)
+        var stamp: Int64 = 0
+        let n = withUnsafeMutablePointer(to: &storage) {
+            swiftrtc_recv_timestamped(fd, base, buffer.count, $0, &len, &stamp)
+        }
+        guard n >= 0, let from = SocketAddress(storage: &storage) else { return nil }
+        return (n, from, stamp)
     }
 
     public func close() {

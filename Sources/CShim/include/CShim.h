@@ -42,6 +42,17 @@ int swiftrtc_send_datagrams(int fd, void *_Nullable const *_Nonnull buffers, con
                             const void *_Nonnull names, size_t name_stride, const uint32_t *_Nonnull name_lengths,
                             unsigned int count, unsigned int *_Nonnull failed);
 
+// ---- timestamped UDP receive (udp_receive.c) ----
+/// Asks the kernel to stamp each datagram `fd` receives with its arrival time (SO_TIMESTAMPNS).
+/// Returns 0, or -1 where that is not available.
+int swiftrtc_enable_receive_timestamps(int fd);
+/// Receives one datagram (non-blocking) into `buffer`; the sender's address goes to `name`
+/// (`*name_length` bytes in, the address's length out) and the kernel's receive time, on
+/// CLOCK_REALTIME in ns, to `*realtime_ns` (0 when the datagram carries none). Returns the
+/// datagram's length, or -1 (errno set) when nothing is waiting.
+long swiftrtc_recv_timestamped(int fd, void *_Nonnull buffer, size_t capacity, void *_Nonnull name,
+                               uint32_t *_Nonnull name_length, int64_t *_Nonnull realtime_ns);
+
 // ---- Prefetch ----
 /// Asks the CPU to bring `lines` cache lines from `p` on (for writing) into cache, without
 /// waiting: a loop over many cold objects (the relay's fan-out: one player's session, engine and
