@@ -337,7 +337,10 @@ GAP_LIST_JS = r"""
   const v = document.getElementById('video');
   if (!v || !v.requestVideoFrameCallback) return false;
   if (window.__gapList) return true;
-  const g = window.__gapList = {frames: 0, last: null, gaps: []};
+  const g = window.__gapList = {frames: 0, last: null, gaps: [], visibility: []};
+  // A hidden page presents no frames: its changes are kept so a freeze can be told from one.
+  document.addEventListener('visibilitychange', () =>
+    g.visibility.push({at: performance.now(), state: document.visibilityState}));
   const read = () => { try { return PATTERN; } catch (e) { return null; } };
   const cb = (now) => {
     if (g.last !== null && now - g.last > 500 && g.gaps.length < 100) {
@@ -382,8 +385,9 @@ def page_gaps(page, offset: float) -> dict:
              "ms": x["end"] - x["start"], "frameAfter": x.get("frameAfter"), "latencyAfterMs": x.get("latencyAfterMs")}
             for x in g.get("gaps", [])]
     last = g.get("last")
+    visibility = [{"atMonotonic": v["at"] / 1000 + offset, "state": v["state"]} for v in g.get("visibility", [])]
     return {"frameGapsOver500Ms": gaps, "lastFrameMonotonic": None if last is None else last / 1000 + offset,
-            "frames": g.get("frames", 0), "readAt": read_at}
+            "frames": g.get("frames", 0), "readAt": read_at, "visibilityChanges": visibility}
 
 
 def recovery(viewer: dict, lost_at: float, back_at: float, until: float | None = None, settle: float = 2.0) -> dict:

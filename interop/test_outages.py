@@ -150,7 +150,9 @@ class Rows:
                             "anchor": f"{a['cutOff']} → {a['viewer']}", "anchorSeconds": a["seconds"], "pass": ok})
         return out
 
-    def finish(self, artifact_dir, doc: dict, problems: list[str]) -> None:
+    def finish(self, artifact_dir, doc: dict, problems: list[str], context: str = "") -> None:
+        """Writes outages.json and fails on our rows that missed their target; `context` (what
+        the viewers saw) goes with a failure, as CI shows the message and not the artifact."""
         comparisons = self.comparisons()
         write_json(artifact_dir / "outages.json", {"rows": self.items, "comparisons": comparisons,
                                                    "problems": problems, **doc})
@@ -162,7 +164,7 @@ class Rows:
         for line in slower:
             print(f"outages: slower than the anchor — {line}")
         lines = problems + failed + ([f"slower than the anchor — {s}" for s in slower] if ANCHOR_IS_A_GATE else [])
-        assert not lines, "\n".join(lines) + f"\n(every row in {artifact_dir / 'outages.json'})"
+        assert not lines, "\n".join(lines) + (f"\n{context}" if context else "") + f"\n(every row in {artifact_dir / 'outages.json'})"
         if slower:
             warnings.warn("slower than Chromium's anchor (issue 21, not yet a gate): " + "; ".join(slower))
 
@@ -243,6 +245,25 @@ def wait_decoding(run, timeout: float = 15) -> None:
             raise AssertionError(f"{run.name} exited:\n{run.text()[-3000:]}")
         time.sleep(0.2)
     raise AssertionError(f"{run.name} decoded nothing within {timeout} s:\n{run.text()[-3000:]}")
+
+
+def viewers_context(events: list[dict], views: dict[str, dict], page_stats: dict | None) -> str:
+    """One line per viewer: its last presented frame against the events (seconds after the first
+    was lost), its frames, a page's visibility changes; then the Chromium viewer's receive counters."""
+    t0 = events[0]["lostAt"] if events else 0.0
+    marks = "; ".join(f"{e['event']} {e['lostAt'] - t0:+.1f}..{e['backAt'] - t0:+.1f}" for e in events)
+    lines = [f"events (s after the first was lost): {marks}"]
+    for name, v in views.items():
+        last = v.get("lastFrameMonotonic")
+        seen = [f"{x['state']} at {x['atMonotonic'] - t0:+.1f}" for x in v.get("visibilityChanges", [])]
+        lines.append(f"{name}: last frame " + ("none" if last is None else f"{last - t0:+.1f} s")
+                     + f", frames {v.get('frames', v.get('framesDecoded'))}"
+                     + (f", visibility {', '.join(seen)}" if seen else ""))
+    inbound = (page_stats or {}).get("inbound") or {}
+    keys = ("framesDecoded", "keyFramesDecoded", "packetsReceived", "packetsLost", "pliCount", "nackCount")
+    lines.append(f"Chromium WHEP at the end: {(page_stats or {}).get('connectionState')}, "
+                 + ", ".join(f"{k} {inbound.get(k)}" for k in keys))
+    return "\n".join(lines)
 
 
 def sleep_until(t_monotonic: float) -> None:
@@ -332,7 +353,8 @@ def test_outages_relay(make_bed, browser, artifact_dir, logs):
         "chromiumPublisher": {"republish": restarts, "log": ch_pub_log},
         "publisherStatus": status_series(pub.text(), pub.t_start), "playerStatus": status_series(play.text(), play.t_start),
         "netemEvents": bed.sampler.events,
-    }, problems)
+    }, problems, context=viewers_context(events, {"swiftrtc play (swift stream)": swift_view, "Chromium WHEP": ch_view},
+                                         ch_view_stats))
 
 
 # ---- 2. a publisher, and a viewer, back on a new session (the relay's side) ------------------------------
