@@ -209,6 +209,7 @@ public final class RtpSender: @unchecked Sendable {
                 if i == payloads.count - 1 {
                     for e in lastPacketExtensions { packet.setExtension(id: e.id, data: e.data) }
                 }
+                if i == 0, isKeyframe { nack.supersededBefore = packet.sequenceNumber }
                 transmit(packet, kind: kind, now: now)
             }
             if isKeyframe, let transport { keyframeRequests.keyframeQueued(leavingBy: now + transport.congestion.expectedQueueTime) }

@@ -7,7 +7,9 @@ import RTP
 /// `rtx` on the RTX stream when one is negotiated. A packet older than `maxAge(rtt)` is not
 /// resent: after an outage a receiver asks for everything sent into it, and those resends would
 /// flood the path it just got back and be played seconds late (libwebrtc's history keeps
-/// packets max(1 s, 3 RTT) for the same reason); its keyframe request is the way back. A
+/// packets max(1 s, 3 RTT) for the same reason); its keyframe request is the way back. Nor is
+/// one sent before the newest keyframe (`supersededBefore`): the receiver decodes from that
+/// keyframe on, and after an outage ~120 such resends went ahead of it into the link. A
 /// sender owns one beside its history; a relay keeps one per player and stream, reading the
 /// publisher's shared history. Sans-I/O.
 public struct NackResponder: Sendable {
@@ -28,7 +30,13 @@ public struct NackResponder: Sendable {
         public var suppressed = 0
         /// Sent longer ago than `maxAge` (too late to be of use).
         public var tooOld = 0
+        /// Sent before the newest keyframe (of no use once it is there).
+        public var superseded = 0
     }
+
+    /// The first sequence number (the history's) of the newest keyframe sent: packets before
+    /// it are not resent. Nil: no keyframe known (audio, or none sent yet).
+    public var supersededBefore: UInt16?
 
     /// How old a packet may be and still be resent: max(1 s, 3 RTT).
     public static func maxAge(rtt: Duration) -> Duration { max(.seconds(1), rtt * 3) }
@@ -57,6 +65,10 @@ public struct NackResponder: Sendable {
             statistics.requested += 1
             guard let number = source(requested), let (packet, sentAt) = history.sent(sequenceNumber: number) else {
                 statistics.missed += 1
+                continue
+            }
+            if let start = supersededBefore, Int16(bitPattern: number &- start) < 0 {
+                statistics.superseded += 1
                 continue
             }
             guard now - sentAt <= Self.maxAge(rtt: rtt) else {

@@ -1,4 +1,5 @@
 import CShim
+import Media
 import PeerConnection
 import RTP
 import RTPMedia
@@ -29,6 +30,10 @@ final class RelayStream: @unchecked Sendable {
     /// by browsers but kept the same way). Resends are deduped per player (`PlayerOutput`):
     /// every player may ask for the same packet.
     private var videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
+    /// The publisher's video codec, and the first sequence number of its newest keyframe:
+    /// players' NACKs for packets before it are not answered (`NackResponder.supersededBefore`).
+    private var videoCodec: VideoCodecType?
+    private var keyframeStart: UInt16?
     private var audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
     /// A publisher silent this long that sends again gets a keyframe request (see `forward`).
     static let resumeAfter: Duration = .milliseconds(500)
@@ -93,6 +98,8 @@ final class RelayStream: @unchecked Sendable {
         publisher = session
         videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
         audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
+        videoCodec = publishedCodec(.video).flatMap { VideoCodecType(mimeType: $0.mimeType) }
+        keyframeStart = nil
         senderReports = [:]
         reception.removeAll()
         lastPublisherPacketAt = nil
@@ -219,6 +226,9 @@ final class RelayStream: @unchecked Sendable {
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
         if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
+        if kind == .video, let videoCodec, VideoPacketInfo(codec: videoCodec, payload: packet.payload).startsKeyframe {
+            keyframeStart = packet.sequenceNumber
+        }
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRate(kind)
         let payloadBytes = UInt32(truncatingIfNeeded: packet.payload.count)
@@ -286,6 +296,7 @@ final class RelayStream: @unchecked Sendable {
             let clockRate = clockRate(kind)
             let orientation = kind == .video ? orientationID : nil
             let before = sender.nack.statistics
+            sender.nack.supersededBefore = kind == .video ? keyframeStart : nil
             // The player asks by the sequence numbers it saw, which continue across publishers.
             let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history(kind), now: now) { output in
                 player.output(kind) { $0.rewriter.sourceSequence(forOutput: output) }

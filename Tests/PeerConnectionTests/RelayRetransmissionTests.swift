@@ -69,4 +69,40 @@ import Testing
         await publisher.close()
         await relay.stop()
     }
+
+    /// A player back from an outage asks for everything it missed: what came before the
+    /// publisher's newest keyframe is not resent (the player decodes from the keyframe on, and
+    /// those resends would go ahead of it into the path it just got back).
+    @Test func packetsBeforeTheNewestKeyframeAreNotResentToAPlayer() async throws {
+        let sim = Simulation()
+        let relay = try sim.relay()
+        let publisher = try sim.peer { $0.mediaPipeline = false }
+        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
+        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "superseded")
+        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
+        let player = try sim.peer { $0.mediaPipeline = false }
+        let video = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+        let received = Locked<[RTPPacket]>([])
+        video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
+        try await sim.exchange(relay, player, endpoint: "whep", stream: "superseded")
+
+        // Ten delta frames, an IDR (NAL type 5) in two FU-A packets, four delta frames.
+        for i in 0..<10 { sending.sender.send(payloadType: pt, payload: [0x41, UInt8(i)], timestamp: UInt32(i) * 3000, marker: true) }
+        sending.sender.send(payloadType: pt, payload: [0x7C, 0x85, 10], timestamp: 30_000, marker: false)
+        sending.sender.send(payloadType: pt, payload: [0x7C, 0x45, 11], timestamp: 30_000, marker: true)
+        for i in 12..<16 { sending.sender.send(payloadType: pt, payload: [0x41, UInt8(i)], timestamp: UInt32(i - 1) * 3000, marker: true) }
+        #expect(sim.run { received.value.count >= 16 }, "player got \(received.value.count) of 16")
+        let originals = received.value
+        let ssrc = try #require(originals.first?.ssrc)
+
+        let asked = originals.map(\.sequenceNumber)
+        player.sendRTCP([.nack(GenericNACK(senderSSRC: video.sender.ssrc, mediaSSRC: ssrc, lostSequenceNumbers: asked))])
+        #expect(sim.run { received.value.count >= 22 })
+        sim.advance(by: .milliseconds(50))
+        let resent = Array(received.value.dropFirst(16))
+        #expect(resent.map(\.sequenceNumber) == Array(asked[10...]), "resent \(resent.map(\.sequenceNumber)) of \(asked)")
+        await player.close()
+        await publisher.close()
+        await relay.stop()
+    }
 }

@@ -161,6 +161,19 @@ import Testing
         #expect(far.respond(to: [48, 49], from: history, now: now).map(\.requested) == [49])
     }
 
+    /// Packets before the newest keyframe are of no use to a receiver once it has it: they are
+    /// not resent (across the sequence number wrap too); the keyframe's own packets are.
+    @Test func packetsBeforeTheNewestKeyframeAreNotResent() {
+        var history = RTPHistory<[UInt8]>(capacity: 256)
+        let first: UInt16 = 65_530
+        for i in 0..<20 { history.store([UInt8(i)], sequenceNumber: first &+ UInt16(i), sentAt: start) }
+        var responder = NackResponder(rtt: .milliseconds(50))
+        responder.supersededBefore = first &+ 10   // 4: the keyframe starts after the wrap
+        let asked = (0..<20).map { first &+ UInt16($0) }
+        #expect(responder.respond(to: asked, from: history, now: start).map(\.requested) == Array(asked[10...]))
+        #expect(responder.statistics.superseded == 10 && responder.statistics.resent == 10)
+    }
+
     @Test func rtcpSchedulerIsRandomizedButDeterministic() {
         var a = RTCPScheduler(media: .video, start: start)
         var b = RTCPScheduler(media: .video, start: start)
