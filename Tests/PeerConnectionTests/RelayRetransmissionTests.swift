@@ -10,21 +10,39 @@ import Testing
 /// RTX stream (it offered rtx, the relay's answer takes it) once per round trip however often it
 /// repeats, and sender reports that carry the publisher's NTP ↔ RTP mapping.
 @Suite struct RelayRetransmissionTests {
-    @Test func nackIsAnsweredOnRTXOncePerRoundTripAndSenderReportsAreTranslated() async throws {
-        let sim = Simulation()
-        let relay = try sim.relay()
-        let publisher = try sim.peer { $0.mediaPipeline = false }
-        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "nack")
-        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
+    /// A relay, an H.264 publisher whose RTP the test writes, and a player whose RTP is collected.
+    struct Bed {
+        let sim: Simulation, relay: RelayServer, publisher: PeerConnection, sending: RtpTransceiver, pt: UInt8
+        let player: PeerConnection, video: RtpTransceiver, received: Locked<[RTPPacket]>, answer: String
 
-        let player = try sim.peer { $0.mediaPipeline = false }
-        let video = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-        let received = Locked<[RTPPacket]>([])
+        init(stream: String) async throws {
+            sim = Simulation()
+            relay = try sim.relay()
+            publisher = try sim.peer { $0.mediaPipeline = false }
+            sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
+            try await sim.exchange(relay, publisher, endpoint: "whip", stream: stream)
+            pt = try #require(sending.negotiatedCodecs.first?.payloadType)
+            player = try sim.peer { $0.mediaPipeline = false }
+            video = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+            let received = Locked<[RTPPacket]>([])
+            video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
+            self.received = received
+            answer = try await sim.exchange(relay, player, endpoint: "whep", stream: stream)
+        }
+
+        func close() async {
+            await player.close()
+            await publisher.close()
+            await relay.stop()
+        }
+    }
+
+    @Test func nackIsAnsweredOnRTXOncePerRoundTripAndSenderReportsAreTranslated() async throws {
+        let bed = try await Bed(stream: "nack")
+        let (sim, relay, publisher, sending, pt, player, video, received, answer) =
+            (bed.sim, bed.relay, bed.publisher, bed.sending, bed.pt, bed.player, bed.video, bed.received, bed.answer)
         let reports = Locked<[SenderReport]>([])
-        video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
         video.receiver.onRTCP = { p in if case .senderReport(let sr) = p { reports.withLock { $0.append(sr) } } }
-        let answer = try await sim.exchange(relay, player, endpoint: "whep", stream: "nack")
         #expect(answer.contains("rtx/90000") && answer.contains("a=ssrc-group:FID"), "the relay's answer takes the player's rtx")
 
         // 30 packets (payloads numbered), then the publisher's SR for its timestamp 90_000.
@@ -64,27 +82,15 @@ import Testing
         let dt = NTPTime.secondsSince1900(sr.ntpTimestamp) - NTPTime.secondsSince1900(ntp)
         #expect(dt >= 0 && dt < 2)
         #expect(abs(Double(sr.rtpTimestamp &- start) / 90000 - dt) < 0.001)
-
-        await player.close()
-        await publisher.close()
-        await relay.stop()
+        await bed.close()
     }
 
     /// A player back from an outage asks for everything it missed: what came before the
     /// publisher's newest keyframe is not resent (the player decodes from the keyframe on, and
     /// those resends would go ahead of it into the path it just got back).
     @Test func packetsBeforeTheNewestKeyframeAreNotResentToAPlayer() async throws {
-        let sim = Simulation()
-        let relay = try sim.relay()
-        let publisher = try sim.peer { $0.mediaPipeline = false }
-        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        try await sim.exchange(relay, publisher, endpoint: "whip", stream: "superseded")
-        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
-        let player = try sim.peer { $0.mediaPipeline = false }
-        let video = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-        let received = Locked<[RTPPacket]>([])
-        video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
-        try await sim.exchange(relay, player, endpoint: "whep", stream: "superseded")
+        let bed = try await Bed(stream: "superseded")
+        let (sim, sending, pt, player, video, received) = (bed.sim, bed.sending, bed.pt, bed.player, bed.video, bed.received)
 
         // Ten delta frames, an IDR (NAL type 5) in two FU-A packets, four delta frames.
         for i in 0..<10 { sending.sender.send(payloadType: pt, payload: [0x41, UInt8(i)], timestamp: UInt32(i) * 3000, marker: true) }
@@ -101,8 +107,6 @@ import Testing
         sim.advance(by: .milliseconds(50))
         let resent = Array(received.value.dropFirst(16))
         #expect(resent.map(\.sequenceNumber) == Array(asked[10...]), "resent \(resent.map(\.sequenceNumber)) of \(asked)")
-        await player.close()
-        await publisher.close()
-        await relay.stop()
+        await bed.close()
     }
 }
