@@ -13,6 +13,8 @@ extension Attribute {
         case "ssrc-group": _ = try SSRCGroup.parse(requiredValue())
         case "msid": _ = try MSID.parse(requiredValue())
         case "group": _ = try Group.parse(requiredValue())
+        case "rid": _ = try RID.parse(requiredValue())
+        case "simulcast": _ = try Simulcast.parse(requiredValue())
         case "fingerprint": _ = try Fingerprint.parse(requiredValue())
         case "setup":
             let role = try requiredValue()

@@ -25,6 +25,18 @@ extension MediaDescription {
         set { setFlag("rtcp-rsize", newValue) }
     }
 
+    /// Every `a=rid` (RFC 8851), in order.
+    public var rids: [RID] {
+        get { decoded("rid", RID.parse) }
+        set { replaceAttributes(named: "rid", with: newValue.map(\.attributeValue)) }
+    }
+
+    /// `a=simulcast` (RFC 8853).
+    public var simulcast: Simulcast? {
+        get { decoded("simulcast", Simulcast.parse).first }
+        set { setValue(newValue?.attributeValue, for: "simulcast") }
+    }
+
     /// Every `a=rtpmap`, in order.
     public var rtpMaps: [RTPMap] {
         get { decoded("rtpmap", RTPMap.parse) }

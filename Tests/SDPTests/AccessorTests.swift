@@ -8,6 +8,34 @@ struct AccessorTests {
         return try #require(try SessionDescription(parsing: text).media.first)
     }
 
+    /// What Chromium offers for three `sendEncodings` (lowest first), Firefox's paused form, and
+    /// the answer's mirror image built from the types.
+    @Test func ridAndSimulcastFromChromiumAndBack() throws {
+        let offer = try media(["a=rid:q send", "a=rid:h send", "a=rid:f send pt=96,97;max-width=1280;max-height=720;max-fps=30",
+                               "a=simulcast:send q;h;~f,f2"])
+        #expect(offer.rids.map(\.id) == ["q", "h", "f"] && offer.rids.allSatisfy { $0.direction == .send })
+        let full = try #require(offer.rids.last)
+        #expect(full.payloadTypes == [96, 97] && full.limit("max-width") == 1280 && full.limit("max-fps") == 30)
+        #expect(full.restrictions.map(\.name) == ["max-width", "max-height", "max-fps"])
+        let simulcast = try #require(offer.simulcast)
+        #expect(simulcast.sendRIDs == ["q", "h", "f"] && simulcast.recv.isEmpty)
+        #expect(simulcast.send[2] == [.init(rid: "f", paused: true), .init(rid: "f2")])
+        #expect(simulcast.attributeValue == "send q;h;~f,f2")
+        #expect(full.attributeValue == "f send pt=96,97;max-width=1280;max-height=720;max-fps=30")
+
+        var answer = MediaDescription(kind: "video", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["96"])
+        answer.rids = offer.rids.map { RID(id: $0.id, direction: .recv) }
+        answer.simulcast = Simulcast(recv: simulcast.send)
+        #expect(answer.attributes == [
+            Attribute("rid", "q recv"), Attribute("rid", "h recv"), Attribute("rid", "f recv"),
+            Attribute("simulcast", "recv q;h;~f,f2"),
+        ])
+        answer.simulcast = nil
+        #expect(!answer.hasAttribute("simulcast"))
+        #expect(RID(attributeValue: "a_b-9 recv") == RID(id: "a_b-9", direction: .recv))
+        #expect(Simulcast(attributeValue: "recv a send b") == Simulcast(send: [[.init(rid: "b")]], recv: [[.init(rid: "a")]]))
+    }
+
     @Test func iceCredentialsAndOptionsAtBothLevels() throws {
         var session = SessionDescription()
         session.iceUfrag = "abcd"
