@@ -36,6 +36,11 @@ extension PeerConnection {
         /// Encode tracks and decode what arrives. Pass-through endpoints (echo, relay) turn it off
         /// and only forward RTP.
         public var mediaPipeline = true
+        /// Accept a remote offer's simulcast (RFC 8853 `a=simulcast:send`, RFC 8851 rids) on a
+        /// video m-line we receive: the answer takes its rids and the rtp-stream-id extensions,
+        /// and every layer's packets reach the receiver's `onRTPBytes` (`RtpReceiver.rid(ofSSRC:)`
+        /// tells them apart). For forwarders (the relay's publishers): a decoder takes one stream.
+        public var receiveSimulcast = false
         /// Where encoders and decoders run (`.inline` for simulated-time tests).
         public var codecExecution: CodecExecution = .queues
         /// Echo cancellation, gain control, noise suppression for audio senders (nil: off, as for

@@ -29,10 +29,12 @@ enum HeaderExtensionPolicy {
         }
     }
 
-    /// Whether we accept `uri`, offered in an m-line of `kind`, in our answer.
-    static func accepts(_ uri: String, kind: String) -> Bool {
+    /// Whether we accept `uri`, offered in an m-line of `kind`, in our answer; the stream ids
+    /// (RFC 8852) only where we receive simulcast.
+    static func accepts(_ uri: String, kind: String, simulcast: Bool = false) -> Bool {
         uri == RTPExtensionURI.sdesMID || uri == RTPExtensionURI.transportWideCC
             || (kind == "video" && uri == RTPExtensionURI.videoOrientation)
+            || (simulcast && kind == "video" && (uri == RTPExtensionURI.rtpStreamID || uri == RTPExtensionURI.repairedRTPStreamID))
     }
 }
 

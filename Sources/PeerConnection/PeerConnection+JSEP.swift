@@ -175,12 +175,19 @@ extension PeerConnection {
         }
         let remoteDirection = TransceiverDirection(rawValue: m.direction.rawValue) ?? .sendrecv
         let direction = t.direction.intersection(remoteDirection.reversed)
+        // Simulcast the peer sends, taken as offered (its rids, in its order) where we forward it.
+        let offeredSimulcast = m.kind == "video" && direction.receives && configuration.receiveSimulcast
+            ? m.simulcast.flatMap { s in s.send.isEmpty ? nil : s } : nil
+        let rids = offeredSimulcast.map { s in
+            m.rids.filter { $0.direction == .send && s.sendRIDs.contains($0.id) }.map { RID(id: $0.id, direction: .recv) }
+        } ?? []
         // Accepted with the offer's ids (RFC 8285 §6): mid, and for video the orientation.
-        let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind) && (1...255).contains($0.id)
-            && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC) }
+        let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind, simulcast: !rids.isEmpty)
+            && (1...255).contains($0.id) && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC) }
             .map { (id: $0.id, uri: $0.uri) }
         return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
-                                 codecs: chosen, extensions: extensions, sender: t.sender)
+                                 codecs: chosen, extensions: extensions, sender: t.sender, rids: rids,
+                                 simulcast: rids.isEmpty ? nil : offeredSimulcast.map { Simulcast(recv: $0.send) })
     }
 
     func sessionParameters(credentials: ICECredentials? = nil) -> LocalSessionParameters {
@@ -431,10 +438,16 @@ extension PeerConnection {
                 midExtensionID = UInt8(ext.id)
             }
             // The answer lists what both sides use; ids outside RFC 8285's range are ignored.
+            // Simulcast is ours to receive only as our answer took it (`receiveSimulcast`).
+            let simulcastRIDs = !localIsOffer && configuration.receiveSimulcast ? m.simulcast?.recvRIDs ?? [] : []
+            t.receiveRIDs = simulcastRIDs
             t.negotiatedHeaderExtensions = m.extMaps.compactMap { e in
-                guard HeaderExtensionPolicy.accepts(e.uri, kind: m.kind), (1...255).contains(e.id) else { return nil }
+                guard HeaderExtensionPolicy.accepts(e.uri, kind: m.kind, simulcast: !simulcastRIDs.isEmpty), (1...255).contains(e.id)
+                else { return nil }
                 return RtpHeaderExtensionParameters(uri: e.uri, id: UInt8(e.id))
             }
+            t.ridExtensionID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.rtpStreamID)
+            t.repairedRIDExtensionID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.repairedRTPStreamID)
             t.sender.videoOrientationExtensionID = t.kind == .video
                 ? t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation) : nil
             t.sender.rtxPayloadTypes = Dictionary(RTXCodec.map(t.negotiatedCodecs).map { ($1, $0) }) { a, _ in a }

@@ -69,6 +69,10 @@ extension PeerConnection {
             unroutedRTP += 1
             return
         }
+        if let id = target.ridExtensionID, target.rtxAssociations[packet.payloadType] == nil,
+           let data = packet.extensionData(id: id) {
+            learnRID(data, ssrc: packet.ssrc, on: target)
+        }
         var packet = packet
         var bytes = bytes
         if let apt = target.rtxAssociations[packet.payloadType] {
@@ -111,8 +115,26 @@ extension PeerConnection {
     }
 
     /// The original packet an RTX packet carries (nil: padding, or no stream it could repair).
+    /// A simulcast layer's packet named its rid (RFC 8852; senders stop once we report on the
+    /// SSRC): one of the negotiated rids is remembered for its SSRC.
+    private func learnRID(_ data: [UInt8], ssrc: UInt32, on t: RtpTransceiver) {
+        guard let rid = String(validating: data, as: UTF8.self), t.ssrcByRID[rid] != ssrc, t.receiveRIDs.contains(rid) else { return }
+        t.ssrcByRID[rid] = ssrc
+        t.receiver.noteRID(rid, ssrc: ssrc)
+    }
+
     private func unwrapRTX(_ packet: RTPPacket, repairing apt: UInt8, on t: RtpTransceiver) -> (RTPPacket, [UInt8])? {
-        let media = t.rtxRepairs[packet.ssrc] ?? t.receiver.remoteSSRCs.filter { t.rtxRepairs[$0] == nil && $0 != packet.ssrc }.first
+        var media = t.rtxRepairs[packet.ssrc]
+        // Simulcast: the layer it repairs is named by repaired-rtp-stream-id (no ssrc-group);
+        // with several layers nothing else can tell.
+        if media == nil, let id = t.repairedRIDExtensionID, let data = packet.extensionData(id: id),
+           let rid = String(validating: data, as: UTF8.self), let ssrc = t.ssrcByRID[rid] {
+            media = ssrc
+            if t.rtxRepairs.count < 16 { t.rtxRepairs[packet.ssrc] = ssrc }   // bounded against a peer inventing SSRCs
+        }
+        if media == nil, t.receiveRIDs.isEmpty {
+            media = t.receiver.remoteSSRCs.filter { t.rtxRepairs[$0] == nil && $0 != packet.ssrc }.first
+        }
         guard let media, let bytes = try? RTXPayload.unwrap(packet.serialize(), originalSSRC: media, originalPayloadType: apt),
               let original = try? RTPPacket(parsing: bytes) else {
             rtxDropped += 1

@@ -247,7 +247,8 @@ public final class PeerConnection: @unchecked Sendable {
                                        channels: c.channels, sdpFmtpLine: c.fmtp,
                                        rtcpFeedback: c.feedback.map { RtcpFeedback(type: $0.type, parameter: $0.parameter) })
                 },
-                extensions: m.extMaps.map { (id: $0.id, uri: $0.uri) }, sender: t?.sender, rawFormats: m.formats)
+                extensions: m.extMaps.map { (id: $0.id, uri: $0.uri) }, sender: t?.sender, rawFormats: m.formats,
+                rids: m.rids, simulcast: m.simulcast)
         }
     }
 

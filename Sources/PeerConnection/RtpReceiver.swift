@@ -12,6 +12,8 @@ public final class RtpReceiver: @unchecked Sendable {
     public let audioTrack: AudioTrack?
     private let counters = Locked(RtpStreamCounters())
     private let ssrcs = Locked<Set<UInt32>>([])
+    /// Simulcast: each layer's SSRC → its rid, as the packets named them.
+    private let rids = Locked<[UInt32: String]>([:])
     private let taps = Locked(Taps())
 
     struct Taps {
@@ -44,6 +46,11 @@ public final class RtpReceiver: @unchecked Sendable {
     public var stats: RtpStreamCounters { counters.withLock { $0 } }
     /// The remote SSRCs seen on this m-line.
     public var remoteSSRCs: Set<UInt32> { ssrcs.withLock { $0 } }
+
+    /// The rid (simulcast layer) a remote SSRC's packets carried; nil: none (yet).
+    public func rid(ofSSRC ssrc: UInt32) -> String? { rids.withLock { $0[ssrc] } }
+
+    func noteRID(_ rid: String, ssrc: UInt32) { rids.withLock { $0[ssrc] = rid } }
 
     /// The same with the packet's plaintext bytes (after SRTP; after RTX unwrapping), for a
     /// forwarder that rewrites them in place instead of re-serializing `RTPPacket`s. A packet

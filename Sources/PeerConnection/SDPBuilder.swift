@@ -20,6 +20,8 @@ struct LocalMediaSection {
     var extensions: [(id: Int, uri: String)]
     var sender: RtpSender?
     var rawFormats: [String] = []          // for rejected sections: echo the offered formats
+    var rids: [RID] = []                   // simulcast we receive (RFC 8851/8853)
+    var simulcast: Simulcast?
 }
 
 struct LocalSessionParameters {
@@ -89,6 +91,8 @@ func writeSDP(_ session: LocalSessionParameters, sections: [LocalMediaSection], 
             }
             if let fmtp = codec.sdpFmtpLine, !fmtp.isEmpty { w.add("a=fmtp:\(codec.payloadType) \(fmtp)") }
         }
+        for rid in section.rids { w.add("a=rid:\(rid.attributeValue)") }
+        if let simulcast = section.simulcast { w.add("a=simulcast:\(simulcast.attributeValue)") }
         if let sender = section.sender, section.direction.sends {
             let msid = "\(sender.streamIds.first ?? "-") \(sender.trackId)"
             let rtx = section.codecs.contains { RTXCodec.isRTX($0.mimeType) } ? sender.rtxSSRC : nil

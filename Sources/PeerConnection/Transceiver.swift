@@ -40,6 +40,11 @@ public final class RtpTransceiver: @unchecked Sendable {
     var rtxRepairs: [UInt32: UInt32] = [:]
     /// Negotiated payload types that take generic NACK (loop thread; read per packet).
     var nackPayloadTypes: Set<UInt8> = []
+    /// Simulcast we receive: the ids of the rtp-stream-id extensions (RFC 8852), and each
+    /// rid's media SSRC as its packets named it (loop thread).
+    var ridExtensionID: UInt8?
+    var repairedRIDExtensionID: UInt8?
+    var ssrcByRID: [String: UInt32] = [:]
     private let shared: Locked<Shared>
 
     struct Shared {
@@ -50,6 +55,7 @@ public final class RtpTransceiver: @unchecked Sendable {
         var direction: TransceiverDirection
         var preferences: [RtpCodecCapability]
         var stopped = false
+        var receiveRIDs: [String] = []
     }
 
     /// Set by the PeerConnection: a change the next offer must carry (any thread).
@@ -61,6 +67,13 @@ public final class RtpTransceiver: @unchecked Sendable {
         self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds, loop: loop,
                                 rtxSSRC: kind == .video ? UInt32.random(in: 1...UInt32.max) : nil)
         self.receiver = RtpReceiver(kind: kind)
+    }
+
+    /// The rids of the simulcast the peer sends on this m-line, in its `a=simulcast` order
+    /// (empty: none; see `Configuration.receiveSimulcast`).
+    public internal(set) var receiveRIDs: [String] {
+        get { shared.withLock { $0.receiveRIDs } }
+        set { shared.withLock { $0.receiveRIDs = newValue } }
     }
 
     /// The media id, known once a description is applied.
