@@ -20,6 +20,9 @@ public struct SourceSwitchRewriter: Sendable {
 
     public init() {}
 
+    /// The SSRC whose packets go out now; nil before the first.
+    public var currentSource: UInt32? { source }
+
     /// The output sequence number and timestamp for a source packet; nil: drop it (a reordered
     /// packet of a new source from before its first).
     public mutating func rewrite(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, clockRate: Int,

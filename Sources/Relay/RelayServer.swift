@@ -514,13 +514,25 @@ public final class RelayServer: Sendable {
             "id": s.id, "app": s.app, "name": s.name, "url": "webrtc://\(httpHost)/\(s.app)/\(s.name)",
             "clients": s.players.count + (s.publisher == nil ? 0 : 1),
             "publish": ["active": s.publisher?.connected ?? false, "cid": s.publisher?.id ?? ""],
-            "players": s.players.values.map { ["id": $0.id, "connected": $0.connected, "remote": $0.remoteAddress] },
+            "players": s.players.values.map { p -> [String: Any] in
+                var player: [String: Any] = ["id": p.id, "connected": p.connected, "remote": p.remoteAddress]
+                if let rid = s.layerRID(of: p) { player["layer"] = rid }
+                return player
+            },
             "kbps": ["recv_30s": s.bitrate.kbps(now: loop.now), "send_30s": s.bitrate.kbps(now: loop.now) * s.players.values.filter(\.connected).count],
             "packets": ["in": s.packetsIn, "out": s.packetsOut],
         ]
         if let v = s.publishedCodec(.video) {
             var video: [String: Any] = ["codec": v.mimeType.split(separator: "/").last.map(String.init) ?? v.mimeType]
             if let size = s.videoSize { video["width"] = size.width; video["height"] = size.height }
+            let layers = s.layers
+            if !layers.isEmpty {
+                video["layers"] = layers.map { l -> [String: Any] in
+                    var layer: [String: Any] = ["rid": l.rid]
+                    if let w = l.width, let h = l.height { layer["width"] = w; layer["height"] = h }
+                    return layer
+                }
+            }
             row["video"] = video
         }
         if let a = s.publishedCodec(.audio) {

@@ -85,6 +85,9 @@ struct PlayerOutput {
     /// Sequence numbers and timestamps that continue when the stream's publisher is replaced
     /// (the player keeps its SSRC and SRTP state throughout).
     var rewriter = SourceSwitchRewriter()
+    /// Simulcast: the publisher's layer (SSRC) this player is sent, and the one it asked for.
+    var layer: UInt32?
+    var layerPreference = LayerPreference.high
     /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
     var packetsSent: UInt32 = 0
     var octetsSent: UInt32 = 0

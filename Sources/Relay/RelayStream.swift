@@ -25,16 +25,17 @@ final class RelayStream: @unchecked Sendable {
     private var tableEpoch: UInt64?
     /// How often the tables were made (tests).
     private(set) var tableRebuilds = 0
-    /// The publisher's recent packets per kind (their plaintext bytes, as they arrived), to
-    /// answer players' NACKs without copies (about one second of 720p video; audio is not NACKed
-    /// by browsers but kept the same way). Resends are deduped per player (`PlayerOutput`):
-    /// every player may ask for the same packet.
-    private var videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
-    /// The publisher's video codec, and the first sequence number of its newest keyframe:
-    /// players' NACKs for packets before it are not answered (`NackResponder.supersededBefore`).
-    private var videoCodec: VideoCodecType?
-    private var keyframeStart: UInt16?
+    /// The publisher's video streams (one per simulcast layer), each with its recent packets
+    /// (their plaintext bytes, as they arrived) to answer players' NACKs without copies; audio's
+    /// the same way (not NACKed by browsers, but kept). Resends are deduped per player
+    /// (`PlayerOutput`): every player may ask for the same packet.
+    private var videoLayers = VideoLayers()
     private var audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
+    /// The publisher's video codec (to find keyframes) and receiver (the rids of its layers).
+    private var videoCodec: VideoCodecType?
+    private weak var videoReceiver: RtpReceiver?
+    /// Simulcast: the layer the recording takes (the largest when it starts), kept throughout.
+    private var recordedLayer: UInt32?
     /// A publisher silent this long that sends again gets a keyframe request (see `forward`).
     static let resumeAfter: Duration = .milliseconds(500)
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
@@ -43,8 +44,9 @@ final class RelayStream: @unchecked Sendable {
     /// When the last PLI went to the publisher, and whether a held-back one is due later.
     private var lastKeyframeRequestAt: ContinuousClock.Instant?
     private var keyframeRetryScheduled = false
-    /// The publisher's NTP ↔ RTP mapping per kind (its sender reports), for players' reports.
-    private var senderReports: [MediaKind: SenderReportTranslator] = [:]
+    /// The publisher's NTP ↔ RTP mapping per kind and SSRC (its sender reports; a simulcast
+    /// layer has its own), for players' reports.
+    private var senderReports: [MediaKind: [UInt32: SenderReportTranslator]] = [:]
     /// One packet's fan-out to every player, written in place and sent with one sendmmsg.
     private let batch = UDPSendBatch()
     /// The id the publisher negotiated for urn:3gpp:video-orientation: forwarded packets keep
@@ -96,10 +98,13 @@ final class RelayStream: @unchecked Sendable {
     func attachPublisher(_ session: RelaySession) {
         loop.preconditionInLoop()
         publisher = session
-        videoHistory = RTPHistory<[UInt8]>(capacity: 1024)
         audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
         videoCodec = publishedCodec(.video).flatMap { VideoCodecType(mimeType: $0.mimeType) }
-        keyframeStart = nil
+        let video = session.pc.transceivers.first { $0.kind == .video && $0.currentDirection?.receives == true }
+        videoLayers = VideoLayers()
+        videoLayers.rids = video?.receiveRIDs ?? []
+        videoReceiver = video?.receiver
+        recordedLayer = nil
         senderReports = [:]
         reception.removeAll()
         lastPublisherPacketAt = nil
@@ -116,7 +121,11 @@ final class RelayStream: @unchecked Sendable {
                 guard let self, case .senderReport(let sr) = packet else { return }
                 let now = self.loop.now
                 self.reception[sr.ssrc]?.recordSenderReport(sr, arrival: now)
-                self.senderReports[kind, default: SenderReportTranslator(clockRate: self.clockRate(kind))].record(sr, arrival: now)
+                // Bounded like the streams: a report on an SSRC that never sent is not kept.
+                guard kind == .audio || self.videoLayers[sr.ssrc] != nil else { return }
+                if (self.senderReports[kind]?.count ?? 0) >= VideoLayers.limit, self.senderReports[kind]?[sr.ssrc] == nil { return }
+                self.senderReports[kind, default: [:]][sr.ssrc, default: SenderReportTranslator(clockRate: self.clockRate(kind))]
+                    .record(sr, arrival: now)
                 self.recording?.senderReport(sr, video: kind == .video)
             }
         }
@@ -133,6 +142,7 @@ final class RelayStream: @unchecked Sendable {
     func attachPlayer(_ session: RelaySession) {
         loop.preconditionInLoop()
         players[session.id] = session
+        session.output(.video) { $0.layerPreference = LayerPreference(query: session.param) ?? .high }
         session.mapCodecs(from: self)
         for t in session.pc.transceivers {
             let kind = t.kind
@@ -143,7 +153,12 @@ final class RelayStream: @unchecked Sendable {
         }
     }
 
-    private func history(_ kind: MediaKind) -> RTPHistory<[UInt8]> { kind == .video ? videoHistory : audioHistory }
+    /// What a player's NACK is answered from: for video, the layer it is being sent now.
+    private func history(_ kind: MediaKind, for player: RelaySession) -> (history: RTPHistory<[UInt8]>, keyframeStart: UInt16?)? {
+        guard kind == .video else { return (audioHistory, nil) }
+        guard let source = player.output(.video, { $0.rewriter.currentSource }), let layer = videoLayers[source] else { return nil }
+        return (layer.history, layer.keyframeStart)
+    }
 
     // MARK: the forwarding table
 
@@ -221,14 +236,17 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsIn += 1
         counters.bytesIn += bytes.count
         bitrate.add(bytes: bytes.count, now: now)
+        var startsKeyframe = false
         switch kind {
-        case .video: videoHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        case .video:
+            startsKeyframe = videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false
+            noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
-        if kind == .video, videoSize == nil || packet.payload.count > 0 { noteVideoSize(packet) }
-        if kind == .video, let videoCodec, VideoPacketInfo(codec: videoCodec, payload: packet.payload).startsKeyframe {
-            keyframeStart = packet.sequenceNumber
-        }
+        // Simulcast: each player takes one layer, changing to the one it should have at that
+        // layer's keyframe (the rewriter keeps its sequence numbers and timestamps continuous).
+        let simulcast = kind == .video && videoLayers.isSimulcast
+        let choices = simulcast && startsKeyframe ? layerChoices() : [:]
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRate(kind)
         let payloadBytes = UInt32(truncatingIfNeeded: packet.payload.count)
@@ -242,6 +260,10 @@ final class RelayStream: @unchecked Sendable {
                     // sends flushed it): ask for the next player's while this one is worked on.
                     if i + 1 < records.count { records[i + 1].prefetch() }
                     let output = record.output
+                    if simulcast, output.pointee.layer != view.ssrc {
+                        guard startsKeyframe, choices[output.pointee.layerPreference] == view.ssrc else { continue }
+                        output.pointee.layer = view.ssrc
+                    }
                     guard let (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
                                                                           timestamp: view.timestamp, clockRate: clockRate, now: now) else {
                         counters.packetsDropped += 1
@@ -278,7 +300,14 @@ final class RelayStream: @unchecked Sendable {
         batch.flush()
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
-            if kind == .video { recording.video(packet, now: now) } else { recording.audio(packet, now: now) }
+            if kind == .audio {
+                recording.audio(packet, now: now)
+            } else if !simulcast || recordedLayer == packet.ssrc {
+                recording.video(packet, now: now)
+            } else if recordedLayer == nil, startsKeyframe, layerChoices()[.high] == packet.ssrc {
+                recordedLayer = packet.ssrc
+                recording.video(packet, now: now)
+            }
         }
     }
 
@@ -295,10 +324,11 @@ final class RelayStream: @unchecked Sendable {
             sender.nack.rtt = player.output(kind) { $0.roundTrip.rtt } ?? .milliseconds(100)
             let clockRate = clockRate(kind)
             let orientation = kind == .video ? orientationID : nil
+            guard let (history, keyframeStart) = history(kind, for: player) else { return }
             let before = sender.nack.statistics
-            sender.nack.supersededBefore = kind == .video ? keyframeStart : nil
+            sender.nack.supersededBefore = keyframeStart
             // The player asks by the sequence numbers it saw, which continue across publishers.
-            let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history(kind), now: now) { output in
+            let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history, now: now) { output in
                 player.output(kind) { $0.rewriter.sourceSequence(forOutput: output) }
             }
             counters.nacksReceived += sender.nack.statistics.requested - before.requested
@@ -337,8 +367,8 @@ final class RelayStream: @unchecked Sendable {
             var cname: String?
             for kind in [MediaKind.audio, .video] {
                 let output = player.output(kind) { $0 }
-                guard let (sender, _) = player.route(kind), let translator = senderReports[kind], let source = translator.sourceSSRC,
-                      let offset = output.rewriter.timestampOffset(forSource: source),
+                guard let (sender, _) = player.route(kind), let source = output.rewriter.currentSource,
+                      let translator = senderReports[kind]?[source], let offset = output.rewriter.timestampOffset(forSource: source),
                       let sr = translator.report(ssrc: sender.ssrc, source: source, timestampOffset: offset,
                                                  packetCount: output.packetsSent, octetCount: output.octetsSent, now: now) else { continue }
                 player.output(kind) { $0.roundTrip.sent(sr, at: now) }
@@ -375,6 +405,9 @@ final class RelayStream: @unchecked Sendable {
               let source = t.receiver.remoteSSRCs.min() else { return }
         if keyframeRequests?.ssrc != source { keyframeRequests = KeyframeRequestTracker(ssrc: source) }
         let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)
+        // Simulcast: every layer is asked (one throttle for all): players on any of them, or
+        // changing to one, may be waiting.
+        let layers = videoLayers.isSimulcast ? videoLayers.bySSRC.keys.sorted().filter { $0 != source } : []
         guard keyframeRequests?.handle(pli, now: now) == true else {
             if untilSent, !keyframeRetryScheduled, let last = lastKeyframeRequestAt, let tracker = keyframeRequests {
                 keyframeRetryScheduled = true
@@ -387,12 +420,42 @@ final class RelayStream: @unchecked Sendable {
             return
         }
         lastKeyframeRequestAt = now
-        publisher.pc.sendRTCP([pli])
+        publisher.pc.sendRTCP([pli] + layers.map { RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: $0) })
     }
 
-    private func noteVideoSize(_ packet: RTPPacket) {
-        guard let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) else { return }
-        videoSize = size
+    /// A publisher video packet into its layer: the history, and from a keyframe where it
+    /// starts and the picture's size.
+    private func noteVideo(_ packet: RTPPacket, bytes: [UInt8], startsKeyframe: Bool, now: ContinuousClock.Instant) {
+        let ssrc = packet.ssrc
+        let receiver = videoLayers.isSimulcast ? videoReceiver : nil
+        guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
+        videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        guard startsKeyframe || videoLayers[ssrc]?.size == nil else { return }
+        if startsKeyframe { videoLayers[ssrc]?.keyframeStart = packet.sequenceNumber }
+        if let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) {
+            videoLayers[ssrc]?.size = size
+            videoSize = videoLayers.largestSize
+        }
+    }
+
+    /// Per preference, the layer a player is to get now.
+    private func layerChoices() -> [LayerPreference: UInt32] {
+        let ranked = videoLayers.ranked
+        var choices: [LayerPreference: UInt32] = [:]
+        for preference in LayerPreference.allCases { choices[preference] = videoLayers.choice(preference, in: ranked) }
+        return choices
+    }
+
+    /// The rid of the simulcast layer `player` is sent; nil without simulcast or before its first.
+    func layerRID(of player: RelaySession) -> String? {
+        guard videoLayers.isSimulcast, let ssrc = player.output(.video, { $0.layer }) else { return nil }
+        return videoLayers[ssrc]?.rid
+    }
+
+    /// The publisher's simulcast layers as the API shows them (smallest first); empty without.
+    var layers: [(rid: String, width: Int?, height: Int?)] {
+        guard videoLayers.isSimulcast else { return [] }
+        return videoLayers.ranked.map { ($0.rid ?? "", $0.size?.width, $0.size?.height) }
     }
 }
 

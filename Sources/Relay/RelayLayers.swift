@@ -1,0 +1,86 @@
+import RTPMedia
+
+/// Which of a simulcast publisher's layers a player gets: `?layer=low|mid|high` on its play or
+/// WHEP URL (SRS's simulcast branch names them so); high unless it asks.
+public enum LayerPreference: String, Sendable, CaseIterable {
+    case low, mid, high
+
+    /// From a session's query string (`a=1&layer=low`); nil when it names none or another value.
+    init?(query: String) {
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "layer" { self.init(rawValue: String(parts[1])); return }
+        }
+        return nil
+    }
+}
+
+/// One RTP stream of the publisher's video as the relay keeps it: with simulcast one per layer,
+/// else the one. Sequence numbers are the stream's own, so each has its history.
+struct VideoLayer {
+    let ssrc: UInt32
+    /// Its rid (simulcast), once its packets named it.
+    var rid: String?
+    /// Its recent packets (about a second of 720p), to answer players' NACKs.
+    var history = RTPHistory<[UInt8]>(capacity: 1024)
+    /// The first sequence number of its newest keyframe: NACKs for packets before it are not
+    /// answered (`NackResponder.supersededBefore`).
+    var keyframeStart: UInt16?
+    /// From its newest keyframe.
+    var size: (width: Int, height: Int)?
+}
+
+/// The publisher's video streams, and which one a player that prefers a layer is to get.
+struct VideoLayers {
+    /// More SSRCs than this (a peer inventing them) are forwarded unkept: no history.
+    static let limit = 8
+    private(set) var bySSRC: [UInt32: VideoLayer] = [:]
+    /// The rids the publisher's simulcast has, in its `a=simulcast` order; fewer than two: none.
+    var rids: [String] = []
+
+    var isSimulcast: Bool { rids.count > 1 }
+
+    /// The layer of `ssrc`, made on its first packet (while under the limit).
+    mutating func touch(_ ssrc: UInt32, rid: @autoclosure () -> String?) -> Bool {
+        if bySSRC[ssrc] != nil {
+            if isSimulcast, bySSRC[ssrc]?.rid == nil { bySSRC[ssrc]?.rid = rid() }
+            return true
+        }
+        guard bySSRC.count < Self.limit else { return false }
+        bySSRC[ssrc] = VideoLayer(ssrc: ssrc, rid: rid())
+        return true
+    }
+
+    subscript(ssrc: UInt32) -> VideoLayer? {
+        get { bySSRC[ssrc] }
+        set { bySSRC[ssrc] = newValue }
+    }
+
+    /// The simulcast layers from smallest to largest: by their keyframes' width once every
+    /// layer has shown one, else in the order of the publisher's rids (the order of its
+    /// `sendEncodings`). Streams with no negotiated rid are not layers.
+    var ranked: [VideoLayer] {
+        let layers = bySSRC.values.filter { $0.rid.map(rids.contains) ?? false }
+        let order = { (l: VideoLayer) in l.rid.flatMap { rids.firstIndex(of: $0) } ?? rids.count }
+        if layers.allSatisfy({ $0.size != nil }) {
+            return layers.sorted { ($0.size!.width * $0.size!.height, order($0)) < ($1.size!.width * $1.size!.height, order($1)) }
+        }
+        return layers.sorted { order($0) < order($1) }
+    }
+
+    /// The SSRC a player preferring `preference` is to get: the largest, the smallest, or the
+    /// one in the middle (the smaller of two); nil while no layer is known.
+    func choice(_ preference: LayerPreference, in ranked: [VideoLayer]) -> UInt32? {
+        guard !ranked.isEmpty else { return nil }
+        switch preference {
+        case .low: return ranked.first?.ssrc
+        case .high: return ranked.last?.ssrc
+        case .mid: return ranked[(ranked.count - 1) / 2].ssrc
+        }
+    }
+
+    /// The largest size any layer showed (what the API reports as the stream's).
+    var largestSize: (width: Int, height: Int)? {
+        bySSRC.values.compactMap(\.size).max { $0.width * $0.height < $1.width * $1.height }
+    }
+}
