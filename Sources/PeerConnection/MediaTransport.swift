@@ -228,6 +228,11 @@ package final class MediaTransport: @unchecked Sendable {
 
     // MARK: send
 
+    /// Sends an RTP packet written whole by the caller (its own SSRC, numbers and extensions),
+    /// at once: for packets no sender of ours makes (a test writing a simulcast publisher's
+    /// layers, each its own SSRC).
+    package func sendRaw(_ packet: [UInt8]) { sendRTP(packet) }
+
     /// Protects and sends one RTP packet on the selected pair; any thread. `transportCCID`: the
     /// id of the packet's transport-wide sequence number placeholder, filled in here as it
     /// leaves. Video goes through the pacer; audio, retransmissions and forwards do not wait.

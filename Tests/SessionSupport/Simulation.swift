@@ -116,15 +116,18 @@ extension Simulation {
     /// WHIP (`endpoint` "whip") or WHEP ("whep") against an in-process relay for app `live`:
     /// the offer, the relay's answer applied, connected. Returns the answer.
     @discardableResult
+    /// `query` goes on the URL (`&layer=low`); `edit` changes the offer as sent (lines our
+    /// PeerConnection does not write, such as a browser's simulcast).
     public func exchange(_ relay: RelayServer, _ pc: PeerConnection, endpoint: String, stream: String,
-                         headers: HTTPHeaders = []) async throws -> String {
+                         headers: HTTPHeaders = [], query: String = "", edit: (String) -> String = { $0 }) async throws -> String {
         try await pc.setLocalDescription(try await pc.createOffer())
         guard run(within: .seconds(5), until: { pc.iceGatheringState == .complete }), let offer = pc.localDescription?.sdp else {
             throw SimulationError("no complete offer to send")
         }
         var all = headers
         all.add("Content-Type", "application/sdp")
-        let response = await request(relay, "POST", "/rtc/v1/\(endpoint)/?app=live&stream=\(stream)", body: Array(offer.utf8), headers: all)
+        let response = await request(relay, "POST", "/rtc/v1/\(endpoint)/?app=live&stream=\(stream)\(query)",
+                                     body: Array(edit(offer).utf8), headers: all)
         guard response.status == 201, let answer = String(validating: response.body, as: UTF8.self) else {
             throw SimulationError("\(endpoint): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
