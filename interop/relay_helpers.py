@@ -383,9 +383,9 @@ READ_PATTERN_JS = r"""
 """
 
 
-def open_player_page(browser, relay: Relay, app: str, stream: str):
-    """A new tab on the relay's /players/ page with #app/#stream filled in."""
-    page = browser.new_page(relay.base + "/players/")
+def open_player_page(browser, relay: Relay, app: str, stream: str, query: str = ""):
+    """A new tab on the relay's /players/ page (`query`: its own, e.g. "layer=low") with #app/#stream filled in."""
+    page = browser.new_page(relay.base + "/players/" + (f"?{query}" if query else ""))
     page.evaluate(f"document.getElementById('app').value = {json.dumps(app)}; "
                   f"document.getElementById('stream').value = {json.dumps(stream)}; true")
     return page

@@ -14,7 +14,10 @@ input{width:8em}button{margin:0 .5em}#log{white-space:pre;font:12px monospace;co
 <script>
 let pc = null, resource = null;
 const log = m => document.getElementById('log').textContent += m + '\\n';
-const q = () => '?app=' + encodeURIComponent(app.value) + '&stream=' + encodeURIComponent(stream.value);
+// A simulcast layer asked of the page (/players/?layer=low) goes on to the relay.
+const layer = new URLSearchParams(location.search).get('layer');
+const q = () => '?app=' + encodeURIComponent(app.value) + '&stream=' + encodeURIComponent(stream.value)
+  + (layer ? '&layer=' + encodeURIComponent(layer) : '');
 async function negotiate(kind) {
   await pc.setLocalDescription(await pc.createOffer());
   await new Promise(r => { if (pc.iceGatheringState === 'complete') r(); else pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && r(); setTimeout(r, 2000); });
