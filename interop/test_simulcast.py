@@ -63,9 +63,11 @@ def test_chromium_simulcast_each_player_gets_its_layer(codec, relay, browser, sw
         watched, _ = poll(lambda: viewer.evaluate(PC_STATS_JS, timeout=10),
                           lambda st: bool(st and st["inbound"] and st["inbound"]["framesDecoded"] > 30), timeout=20)
         stream = relay.stream(app, name) or {}
-        for run in (low, high):
-            assert run.wait(timeout=20) == 0, f"{run.name} failed:\n{run.text()[-2000:]}"
+        codes = {run.name: run.wait(timeout=20) for run in (low, high)}
         sent = page.evaluate(LAYERS_SENT_JS, timeout=10)
+        for run in (low, high):
+            assert codes[run.name] == 0, (f"{run.name} failed (Chromium's layers {sent}, the relay's stream {stream}):\n"
+                                          + run.text()[-1500:])
         close_page(browser, viewer)
     finally:
         (artifact_dir / "page-log.txt").write_text(page_log(page))

@@ -28,12 +28,20 @@ struct VideoLayer {
     var keyframeStart: UInt16?
     /// From its newest keyframe.
     var size: (width: Int, height: Int)?
+    /// When its last packet came, and whether it has been silent `VideoLayers.stoppedAfter`
+    /// (a layer the publisher turned off is not chosen until it sends again).
+    var lastPacketAt: ContinuousClock.Instant?
+    var retired = false {
+        didSet { if retired { size = nil } }
+    }
 }
 
 /// The publisher's video streams, and which one a player that prefers a layer is to get.
 struct VideoLayers {
     /// More SSRCs than this (a peer inventing them) are forwarded unkept: no history.
     static let limit = 8
+    /// A layer silent this long is taken as stopped.
+    static let stoppedAfter: Duration = .seconds(1)
     private(set) var bySSRC: [UInt32: VideoLayer] = [:]
     /// The rids the publisher's simulcast has, in its `a=simulcast` order; fewer than two: none.
     var rids: [String] = []
@@ -60,7 +68,7 @@ struct VideoLayers {
     /// layer has shown one, else in the order of the publisher's rids (the order of its
     /// `sendEncodings`). Streams with no negotiated rid are not layers.
     var ranked: [VideoLayer] {
-        let layers = bySSRC.values.filter { $0.rid.map(rids.contains) ?? false }
+        let layers = bySSRC.values.filter { !$0.retired && ($0.rid.map(rids.contains) ?? false) }
         let order = { (l: VideoLayer) in l.rid.flatMap { rids.firstIndex(of: $0) } ?? rids.count }
         if layers.allSatisfy({ $0.size != nil }) {
             return layers.sorted { ($0.size!.width * $0.size!.height, order($0)) < ($1.size!.width * $1.size!.height, order($1)) }
@@ -76,6 +84,14 @@ struct VideoLayers {
         case .low: return ranked.first?.ssrc
         case .high: return ranked.last?.ssrc
         case .mid: return ranked[(ranked.count - 1) / 2].ssrc
+        }
+    }
+
+    /// Marks the layers silent since `cutoff` stopped, and the others (sending again) not.
+    mutating func retire(silentSince cutoff: ContinuousClock.Instant) {
+        for (ssrc, layer) in bySSRC {
+            let silent = layer.lastPacketAt.map { $0 < cutoff } ?? false
+            if layer.retired != silent { bySSRC[ssrc]?.retired = silent }
         }
     }
 

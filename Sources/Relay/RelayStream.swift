@@ -252,6 +252,9 @@ final class RelayStream: @unchecked Sendable {
         let payloadBytes = UInt32(truncatingIfNeeded: packet.payload.count)
         let table = forwardingTable(kind)
         var sent = 0
+        // A player that has no layer yet is sent nothing, so its own decoder never asks for a
+        // keyframe: the relay asks for it (throttled) until one of its layer comes.
+        var waiting = false
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             table.withUnsafeBufferPointer { records in
@@ -261,7 +264,10 @@ final class RelayStream: @unchecked Sendable {
                     if i + 1 < records.count { records[i + 1].prefetch() }
                     let output = record.output
                     if simulcast, output.pointee.layer != view.ssrc {
-                        guard startsKeyframe, choices[output.pointee.layerPreference] == view.ssrc else { continue }
+                        guard startsKeyframe, choices[output.pointee.layerPreference] == view.ssrc else {
+                            if output.pointee.layer == nil { waiting = true }
+                            continue
+                        }
                         output.pointee.layer = view.ssrc
                     }
                     guard let (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
@@ -298,6 +304,7 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsOut += sent
         counters.bytesOut += sent * bytes.count
         batch.flush()
+        if waiting { requestKeyframe(now: now) }
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
             if kind == .audio {
@@ -362,6 +369,7 @@ final class RelayStream: @unchecked Sendable {
     func sendPlayerReports(now: ContinuousClock.Instant) {
         loop.preconditionInLoop()
         noteForwarded()
+        releasePlayersFromStoppedLayers(now: now)
         for player in players.values where player.connected {
             var reports: [SenderReport] = []
             var cname: String?
@@ -430,11 +438,24 @@ final class RelayStream: @unchecked Sendable {
         let receiver = videoLayers.isSimulcast ? videoReceiver : nil
         guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        videoLayers[ssrc]?.lastPacketAt = now
         guard startsKeyframe || videoLayers[ssrc]?.size == nil else { return }
         if startsKeyframe { videoLayers[ssrc]?.keyframeStart = packet.sequenceNumber }
         if let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) {
             videoLayers[ssrc]?.size = size
             videoSize = videoLayers.largestSize
+        }
+    }
+
+    /// Simulcast: a layer the publisher stopped sending (its estimate no longer carries it) is
+    /// no longer chosen, and its players wait for the keyframe of the one they get now.
+    private func releasePlayersFromStoppedLayers(now: ContinuousClock.Instant) {
+        guard videoLayers.isSimulcast else { return }
+        videoLayers.retire(silentSince: now - VideoLayers.stoppedAfter)
+        for player in players.values {
+            player.output(.video) { output in
+                if let layer = output.layer, videoLayers[layer]?.retired ?? true { output.layer = nil }
+            }
         }
     }
 

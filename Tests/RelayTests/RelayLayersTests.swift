@@ -39,6 +39,27 @@ import Testing
         #expect(two.choice(.mid, in: two.ranked) == 1)
     }
 
+    /// A layer the publisher stops sending (its estimate no longer carries it) is not chosen;
+    /// when it sends again it is.
+    @Test func aSilentLayerIsNotChosenUntilItSendsAgain() {
+        let t0 = ContinuousClock.now
+        var layers = VideoLayers()
+        layers.rids = ["l", "h"]
+        for (ssrc, rid) in [(1 as UInt32, "l"), (2, "h")] {
+            _ = layers.touch(ssrc, rid: rid)
+            layers[ssrc]?.lastPacketAt = t0
+        }
+        layers[1]?.size = (320, 180)
+        layers[2]?.size = (1280, 720)
+        layers[1]?.lastPacketAt = t0 + .seconds(2)
+        layers.retire(silentSince: t0 + .seconds(1))
+        #expect(layers.choice(.high, in: layers.ranked) == 1, "h silent for a second: the largest still sending")
+        layers[2]?.lastPacketAt = t0 + .seconds(3)
+        layers.retire(silentSince: t0 + .seconds(2))
+        #expect(layers.ranked.map(\.ssrc) == [1, 2], "back, ranked by rid order until its next keyframe shows its size")
+        #expect(layers.choice(.high, in: layers.ranked) == 2)
+    }
+
     @Test func aRidLearnedLaterAndTheLimit() {
         var layers = VideoLayers()
         layers.rids = ["l", "h"]
