@@ -2,7 +2,7 @@ import RTP
 
 extension Duration {
     /// Seconds as a Double (for rates and logs, not for exact arithmetic).
-    var inSeconds: Double {
+    public var inSeconds: Double {
         let (s, a) = components
         return Double(s) + Double(a) / 1e18
     }

@@ -7,12 +7,18 @@ struct RelayCounters: Sendable {
     var nacksReceived = 0, retransmissionsSent = 0, packetsDropped = 0
     /// NACKed packets not resent: the same player had them resent less than its RTT ago.
     var retransmissionsSuppressed = 0
+    /// NACKed packets not resent: the player's estimate left no room for them.
+    var retransmissionsOverBudget = 0
+    /// Packets sent to players as padding (probing for a larger simulcast layer).
+    var paddingSent = 0
 
     static func + (a: Self, b: Self) -> Self {
         Self(packetsIn: a.packetsIn + b.packetsIn, bytesIn: a.bytesIn + b.bytesIn, packetsOut: a.packetsOut + b.packetsOut,
              bytesOut: a.bytesOut + b.bytesOut, nacksReceived: a.nacksReceived + b.nacksReceived,
              retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped,
-             retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed)
+             retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed,
+             retransmissionsOverBudget: a.retransmissionsOverBudget + b.retransmissionsOverBudget,
+             paddingSent: a.paddingSent + b.paddingSent)
     }
 }
 
@@ -42,6 +48,11 @@ enum RelayMetrics {
                [("", Double(total.retransmissionsSent))])
         metric("swiftrtc_retransmissions_suppressed_total", "counter", "NACKed packets not resent: resent to that player less than its RTT ago.",
                [("", Double(total.retransmissionsSuppressed))])
+        metric("swiftrtc_retransmissions_over_budget_total", "counter",
+               "NACKed packets not resent: the player's bandwidth estimate left no room for them.",
+               [("", Double(total.retransmissionsOverBudget))])
+        metric("swiftrtc_padding_packets_sent_total", "counter", "Packets sent to players as padding (probing for a larger simulcast layer).",
+               [("", Double(total.paddingSent))])
         metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",

@@ -26,7 +26,9 @@ enum RelayCodecs {
     /// whose decoder takes the published stream (`H264FormatParameters.receives`), its own first.
     static func player(_ published: RtpCodecParameters?, kind: MediaKind) -> [RtpCodecCapability] {
         guard let published else { return [] }
-        let feedback: [RtcpFeedback] = kind == .video ? [.nack, .pli, .fir] : []
+        // goog-remb: the player's receive-side estimate is what picks its simulcast layer and
+        // bounds its resends (ViewerAllocation.swift).
+        let feedback: [RtcpFeedback] = kind == .video ? [.remb, .nack, .pli, .fir] : []
         let same = RtpCodecCapability(mimeType: published.mimeType, clockRate: published.clockRate, channels: published.channels,
                                       rtcpFeedback: feedback, preferredPayloadType: published.payloadType)
         guard same.isH264 else { return [same] }

@@ -31,6 +31,8 @@ struct VideoLayer {
     /// When its last packet came, and whether it has been silent `VideoLayers.stoppedAfter`
     /// (a layer the publisher turned off is not chosen until it sends again).
     var lastPacketAt: ContinuousClock.Instant?
+    /// What the publisher sends on it (the allocator's layer rates).
+    var meter = BitrateMeter()
     var retired = false {
         didSet { if retired { size = nil } }
     }

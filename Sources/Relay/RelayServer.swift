@@ -517,6 +517,9 @@ public final class RelayServer: Sendable {
             "players": s.players.values.map { p -> [String: Any] in
                 var player: [String: Any] = ["id": p.id, "connected": p.connected, "remote": p.remoteAddress]
                 if let rid = s.layerRID(of: p) { player["layer"] = rid }
+                if let kbps = p.output(.video, { $0.estimate.bitrate }).map({ $0 / 1000 }) { player["estimate_kbps"] = kbps }
+                if let kbps = p.output(.video, { $0.estimate.lastREMB }).map({ $0 / 1000 }) { player["remb_kbps"] = kbps }
+                if p.output(.video, { $0.allocator.probing }) { player["probing"] = true }
                 return player
             },
             "kbps": ["recv_30s": s.bitrate.kbps(now: loop.now), "send_30s": s.bitrate.kbps(now: loop.now) * s.players.values.filter(\.connected).count],
@@ -528,7 +531,7 @@ public final class RelayServer: Sendable {
             let layers = s.layers
             if !layers.isEmpty {
                 video["layers"] = layers.map { l -> [String: Any] in
-                    var layer: [String: Any] = ["rid": l.rid]
+                    var layer: [String: Any] = ["rid": l.rid, "kbps": l.kbps]
                     if let w = l.width, let h = l.height { layer["width"] = w; layer["height"] = h }
                     return layer
                 }

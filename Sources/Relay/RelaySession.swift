@@ -88,6 +88,13 @@ struct PlayerOutput {
     /// Simulcast: the publisher's layer (SSRC) this player is sent, and the one it asked for.
     var layer: UInt32?
     var layerPreference = LayerPreference.high
+    /// Simulcast: the layer it should have now (its allocator's choice); `layer` follows at
+    /// that layer's keyframe.
+    var target: UInt32?
+    /// Padding sent along with its layer (a probe for the next one): bytes per forwarded byte,
+    /// and what is owed of it.
+    var paddingRatio = 0.0
+    var paddingOwed = 0.0
     /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
     var packetsSent: UInt32 = 0
     var octetsSent: UInt32 = 0
@@ -97,6 +104,11 @@ struct PlayerOutput {
     var unnotedBytes = 0
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
+    /// Video only: what the player's link carries, the layer that fits it, and what its NACKs
+    /// may be answered with beyond its layer.
+    var estimate = ViewerEstimate()
+    var allocator = LayerAllocator()
+    var resendBudget = RateBudget()
 }
 
 /// Width and height from a keyframe's first packet (H.264 SPS, VP8 keyframe header).

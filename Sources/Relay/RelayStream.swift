@@ -243,17 +243,17 @@ final class RelayStream: @unchecked Sendable {
             noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
-        // Simulcast: each player takes one layer, changing to the one it should have at that
-        // layer's keyframe (the rewriter keeps its sequence numbers and timestamps continuous).
+        // Simulcast: each player takes one layer, changing to the one its allocator chose at
+        // that layer's keyframe (the rewriter keeps its sequence numbers and timestamps continuous).
         let simulcast = kind == .video && videoLayers.isSimulcast
-        let choices = simulcast && startsKeyframe ? layerChoices() : [:]
+        if simulcast, startsKeyframe { allocateUnassigned(now: now) }
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRate(kind)
         let payloadBytes = UInt32(truncatingIfNeeded: packet.payload.count)
         let table = forwardingTable(kind)
         var sent = 0
-        // A player that has no layer yet is sent nothing, so its own decoder never asks for a
-        // keyframe: the relay asks for it (throttled) until one of its layer comes.
+        // A player waiting for its layer's keyframe (none yet, or a switch) is sent nothing of
+        // it, so its own decoder never asks: the relay asks (throttled) until one comes.
         var waiting = false
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
@@ -264,8 +264,8 @@ final class RelayStream: @unchecked Sendable {
                     if i + 1 < records.count { records[i + 1].prefetch() }
                     let output = record.output
                     if simulcast, output.pointee.layer != view.ssrc {
-                        guard startsKeyframe, choices[output.pointee.layerPreference] == view.ssrc else {
-                            if output.pointee.layer == nil { waiting = true }
+                        guard startsKeyframe, output.pointee.target == view.ssrc else {
+                            if output.pointee.target != output.pointee.layer { waiting = true }
                             continue
                         }
                         output.pointee.layer = view.ssrc
@@ -298,20 +298,23 @@ final class RelayStream: @unchecked Sendable {
                     output.pointee.packetsSent &+= 1
                     output.pointee.octetsSent &+= payloadBytes
                     sent += 1
+                    if output.pointee.paddingRatio > 0 {
+                        pad(record, with: view, size: bytes.count, sequenceNumber: seq, timestamp: ts, orientation: orientation, now: now)
+                    }
                 }
             }
         }
         counters.packetsOut += sent
         counters.bytesOut += sent * bytes.count
         batch.flush()
-        if waiting { requestKeyframe(now: now) }
+        if waiting, keyframeRequestDue(now: now) { requestKeyframe(now: now) }
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
             if kind == .audio {
                 recording.audio(packet, now: now)
             } else if !simulcast || recordedLayer == packet.ssrc {
                 recording.video(packet, now: now)
-            } else if recordedLayer == nil, startsKeyframe, layerChoices()[.high] == packet.ssrc {
+            } else if recordedLayer == nil, startsKeyframe, videoLayers.choice(.high, in: videoLayers.ranked) == packet.ssrc {
                 recordedLayer = packet.ssrc
                 recording.video(packet, now: now)
             }
@@ -340,7 +343,14 @@ final class RelayStream: @unchecked Sendable {
             }
             counters.nacksReceived += sender.nack.statistics.requested - before.requested
             counters.retransmissionsSuppressed += sender.nack.statistics.suppressed - before.suppressed
+            // Resends come out of what the player's link has beyond its layer (at least a tenth
+            // of it): a viewer whose link is full is not sent its stream again in answers.
+            let budget = kind == .video ? resendBitrate(for: player, now: now) : nil
             for (_, bytes) in resends {
+                if let budget, !player.output(.video, { $0.resendBudget.take(bytes.count, bitrate: budget, now: now) }) {
+                    counters.retransmissionsOverBudget += 1
+                    continue
+                }
                 bytes.withUnsafeBytes { raw in
                     guard let view = try? RTPHeaderView(raw),
                           let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
@@ -357,7 +367,16 @@ final class RelayStream: @unchecked Sendable {
             requestKeyframe(now: now)
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
-            for block in rr.reports where block.ssrc == ssrc { player.output(kind) { $0.roundTrip.handle(block, arrival: now) } }
+            for block in rr.reports where block.ssrc == ssrc {
+                player.output(kind) { output in
+                    output.roundTrip.handle(block, arrival: now)
+                    if kind == .video { output.estimate.report(fractionLost: block.fractionLost, now: now) }
+                }
+            }
+            if kind == .video { allocate(player, now: now) }
+        case .remb(let remb) where kind == .video:   // it comes to every sender: taken once
+            player.output(.video) { $0.estimate.remb(remb.bitrate, now: now) }
+            allocate(player, now: now)
         default:
             break
         }
@@ -371,6 +390,8 @@ final class RelayStream: @unchecked Sendable {
         noteForwarded()
         releasePlayersFromStoppedLayers(now: now)
         for player in players.values where player.connected {
+            player.output(.video) { $0.estimate.tick(now: now) }
+            allocate(player, now: now)
             var reports: [SenderReport] = []
             var cname: String?
             for kind in [MediaKind.audio, .video] {
@@ -439,6 +460,7 @@ final class RelayStream: @unchecked Sendable {
         guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         videoLayers[ssrc]?.lastPacketAt = now
+        videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
         guard startsKeyframe || videoLayers[ssrc]?.size == nil else { return }
         if startsKeyframe { videoLayers[ssrc]?.keyframeStart = packet.sequenceNumber }
         if let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) {
@@ -459,12 +481,66 @@ final class RelayStream: @unchecked Sendable {
         }
     }
 
-    /// Per preference, the layer a player is to get now.
-    private func layerChoices() -> [LayerPreference: UInt32] {
+    /// Simulcast: the layer `player` is to get now (`LayerAllocator`: the largest up to the
+    /// one it asked for that its estimate carries), and the padding of a probe for the next.
+    private func allocate(_ player: RelaySession, now: ContinuousClock.Instant) {
+        guard videoLayers.isSimulcast else { return }
         let ranked = videoLayers.ranked
-        var choices: [LayerPreference: UInt32] = [:]
-        for preference in LayerPreference.allCases { choices[preference] = videoLayers.choice(preference, in: ranked) }
-        return choices
+        guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
+              let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }
+        let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.kbps(now: now) * 1000) }
+        player.output(.video) { output in
+            guard let decision = output.allocator.decide(layers: layers, current: output.target,
+                                                         estimate: output.estimate.bitrate, now: now) else { return }
+            output.target = decision.ssrc
+            let rate = layers.first { $0.ssrc == decision.ssrc }?.bitrate ?? 0
+            output.paddingRatio = rate > 0 ? min(Self.maxPaddingRatio, Double(decision.padding) / Double(rate)) : 0
+            if output.paddingRatio == 0 { output.paddingOwed = 0 }
+        }
+    }
+
+    /// Padding at most this many times the layer's own rate (a low layer probing for a high one).
+    static let maxPaddingRatio = 8.0
+
+    /// Players with no layer decided yet (joined before the layers were known).
+    private func allocateUnassigned(now: ContinuousClock.Instant) {
+        for player in players.values where player.connected && player.output(.video, { $0.target }) == nil {
+            allocate(player, now: now)
+        }
+    }
+
+    /// Padding for a probing player, after a packet of its layer was sent to it: that packet
+    /// again, as a retransmission (on its RTX stream when negotiated), as many times as the
+    /// probe's share owes. The receiver counts it towards what it estimates and discards it.
+    private func pad(_ record: ForwardingRecord, with view: RTPHeaderView, size: Int, sequenceNumber: UInt16, timestamp: UInt32,
+                     orientation: UInt8?, now: ContinuousClock.Instant) {
+        let output = record.output
+        output.pointee.paddingOwed = min(output.pointee.paddingOwed + output.pointee.paddingRatio * Double(size),
+                                         (Self.maxPaddingRatio + 1) * Double(size))
+        while output.pointee.paddingOwed >= Double(size) {
+            output.pointee.paddingOwed -= Double(size)
+            let sent = record.sender._withUnsafeGuaranteedRef {
+                $0.forward(view, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: record.payloadType,
+                           videoOrientationID: orientation, retransmission: true, into: batch, now: now)
+            }
+            guard sent else { return }
+            counters.paddingSent += 1
+        }
+    }
+
+    /// Bits per second `player`'s resends may take: what its estimate has beyond its layer,
+    /// at least a tenth of the estimate; nil (no limit) before it has an estimate.
+    private func resendBitrate(for player: RelaySession, now: ContinuousClock.Instant) -> Int? {
+        let (estimate, source) = player.output(.video) { ($0.estimate.bitrate, $0.rewriter.currentSource) }
+        guard let estimate else { return nil }
+        let layerRate = source.flatMap { videoLayers[$0]?.meter.kbps(now: now) }.map { $0 * 1000 } ?? 0
+        return max(estimate - layerRate, estimate / 10)
+    }
+
+    /// Whether the keyframe throttle would let a request through now (checked before one is made).
+    private func keyframeRequestDue(now: ContinuousClock.Instant) -> Bool {
+        guard let last = lastKeyframeRequestAt, let tracker = keyframeRequests else { return true }
+        return now - last >= tracker.minInterval
     }
 
     /// The rid of the simulcast layer `player` is sent; nil without simulcast or before its first.
@@ -474,9 +550,9 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// The publisher's simulcast layers as the API shows them (smallest first); empty without.
-    var layers: [(rid: String, width: Int?, height: Int?)] {
+    var layers: [(rid: String, width: Int?, height: Int?, kbps: Int)] {
         guard videoLayers.isSimulcast else { return [] }
-        return videoLayers.ranked.map { ($0.rid ?? "", $0.size?.width, $0.size?.height) }
+        return videoLayers.ranked.map { ($0.rid ?? "", $0.size?.width, $0.size?.height, $0.meter.kbps(now: loop.now)) }
     }
 }
 

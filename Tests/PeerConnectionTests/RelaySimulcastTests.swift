@@ -14,36 +14,10 @@ import Testing
     @Test func eachPlayerGetsItsLayerFromThatLayersKeyframeOn() async throws {
         let sim = Simulation()
         let relay = try sim.relay()
-        let publisher = try sim.peer { $0.mediaPipeline = false }
-        let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        let lines = ["a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id", "a=rid:l send", "a=rid:h send", "a=simulcast:send l;h"]
-        let answer = try await sim.exchange(relay, publisher, endpoint: "whip", stream: "sc",
-                                            edit: { $0 + lines.map { $0 + "\r\n" }.joined() })
+        let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "sc", rids: ["l", "h"])
+        let answer = publisher.answer
         #expect(answer.contains("a=simulcast:recv l;h") && answer.contains("a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"))
-        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
-        let transport = try #require(sending.sender.transport)
-
-        // Each layer's packets: its SSRC and sequence numbers, its rid, a payload tagged with the
-        // layer (first byte of the slice: 1 low, 2 high) and a running number.
-        let ssrcs: [String: UInt32] = ["l": 0x1111_0000, "h": 0x2222_0000]
-        var sequence: [String: UInt16] = ["l": 100, "h": 40_000]
-        var number: UInt8 = 0
-        func send(_ rid: String, keyframe: Bool = false, timestamp: UInt32) {
-            number &+= 1
-            var packet = RTPPacket(marker: true, payloadType: pt, sequenceNumber: sequence[rid]!, timestamp: timestamp,
-                                   ssrc: ssrcs[rid]!, payload: [keyframe ? 0x65 : 0x41, rid == "l" ? 1 : 2, number])
-            sequence[rid]! &+= 1
-            packet.setExtension(id: 10, data: Array(rid.utf8))
-            transport.sendRaw(packet.serialize())
-        }
-        var frame: UInt32 = 0
-        func frames(_ count: Int, keyframe: String? = nil) {
-            for i in 0..<count {
-                frame += 1
-                for rid in ["l", "h"] { send(rid, keyframe: i == 0 && rid == keyframe, timestamp: frame * 3000) }
-                sim.advance(by: .milliseconds(33))
-            }
-        }
+        func frames(_ count: Int, keyframe: String? = nil) { publisher.frames(sim, count, keyframe: keyframe) }
         frames(3)   // the relay learns both layers
 
         var players: [PeerConnection] = []

@@ -1,0 +1,89 @@
+import Foundation
+import Locks
+import PeerConnection
+import Relay
+import RTP
+import SessionSupport
+import Testing
+import Transport
+
+/// Issue 22's weak viewer, on simulated time: a two-layer simulcast publisher (low ~170 kbit/s,
+/// high ~1.5 Mbit/s, a keyframe on each every second) and two players through the relay, A on
+/// a clean link and B behind 400 kbit/s with a 25-packet FIFO. Each player's own receive-side
+/// estimate (its REMB) tells the relay what its link carries: B is moved to the low layer and
+/// gets it whole, A keeps the high one; when B's limit lifts, the relay pads B's stream to let
+/// its estimate find the room, and B is back on the high layer.
+@Suite struct RelayAllocationTests {
+    @Test func aViewerBehindANarrowLinkGetsTheLayerItCarriesAndComesBackUp() async throws {
+        let sim = Simulation(seed: 3)
+        let relay = try sim.relay()
+        let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "weak", rids: ["l", "h"])
+        var second = 0
+        let now = Locked(0)
+        func run(seconds: Int) {
+            for _ in 0..<seconds {
+                for f in 0..<30 { publisher.frame(sim, packets: [1, 5], size: 1200, keyframes: f == 0 ? ["l", "h"] : []) }
+                second += 1
+                now.withLock { $0 = second }
+            }
+        }
+        run(seconds: 2)
+
+        // Per player: the layer tag and whether the packet ended a frame, by arrival second.
+        let bLink = Holder<VirtualEndpoint>()
+        var views: [Locked<[(second: Int, layer: UInt8, marker: Bool, sequence: UInt16)]>] = []
+        let pcs = [try sim.peer { $0.mediaPipeline = false }, try sim.peer({ $0.mediaPipeline = false }, endpoint: { bLink.value = $0 })]
+        for pc in pcs {
+            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+            let got = Locked<[(second: Int, layer: UInt8, marker: Bool, sequence: UInt16)]>([])
+            video.receiver.onRTP = { p in
+                let s = now.value
+                got.withLock { $0.append((s, p.payload.count > 1 ? p.payload[1] : 0, p.marker, p.sequenceNumber)) }
+            }
+            _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "weak")
+            views.append(got)
+        }
+        let link = try #require(bLink.value)
+        sim.loop.perform { link.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
+        let limited = second
+        run(seconds: 20)
+
+        /// Frames (marker packets, each once: padding repeats packets) per second of each layer a
+        /// player got, from `from` on.
+        func perSecond(_ view: Locked<[(second: Int, layer: UInt8, marker: Bool, sequence: UInt16)]>, from: Int, to: Int) -> [(low: Int, high: Int)] {
+            var seen = Set<UInt16>()
+            let frames = view.value.filter { $0.marker && seen.insert($0.sequence).inserted }
+            return (from..<to).map { s in
+                (frames.filter { $0.second == s && $0.layer == 1 }.count, frames.filter { $0.second == s && $0.layer == 2 }.count)
+            }
+        }
+        let a = perSecond(views[0], from: limited + 1, to: second)
+        let b = perSecond(views[1], from: limited + 1, to: second)
+        #expect(a.allSatisfy { $0.high >= 29 && $0.low == 0 }, "A: \(a)")
+        // B on the low layer within 3 s of the limit (at the low layer's next keyframe: this
+        // publisher does not answer PLIs), then all of its frames: none lost for good, none
+        // later than the next second (a second's count varies as B's queue drains).
+        let bSettled = Array(b.dropFirst(3))
+        #expect(bSettled.allSatisfy { $0.low >= 25 && $0.high == 0 }, "B: \(b)")
+        #expect(bSettled.reduce(0) { $0 + $1.low } >= 30 * bSettled.count, "B: \(b)")
+        let streams = String(decoding: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
+        #expect(streams.contains("\"layer\":\"l\"") && streams.contains("\"layer\":\"h\"") && streams.contains("estimate_kbps"), "\(streams)")
+        let drops = sim.loop.perform { link.downlink.counters.queueDrops }
+
+        // The limit lifts: B is padded up and back on the high layer.
+        sim.loop.perform { link.downlink.conditions = .clean }
+        let lifted = second
+        run(seconds: 40)
+        let up = perSecond(views[1], from: lifted, to: second)
+        let padding = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
+            .split(separator: "\n").first { $0.hasPrefix("swiftrtc_padding_packets_sent_total") } ?? ""
+        let back = try #require(up.firstIndex { $0.high >= 29 }, "B never came back to the high layer: \(up)")
+        print("weak viewer: B back on the high layer \(back) s after the limit lifted; \(drops) drops at its bottleneck; \(padding); B \(b); up \(up)")
+        #expect(back <= 30)
+        #expect(up[back...].allSatisfy { $0.high >= 29 }, "B after coming back: \(up)")
+
+        for pc in pcs { await pc.close() }
+        await publisher.close()
+        await relay.stop()
+    }
+}

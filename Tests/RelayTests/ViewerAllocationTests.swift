@@ -1,0 +1,142 @@
+import Testing
+@testable import Relay
+
+/// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once,
+/// up one layer after the estimate carried it for `upHold`, padding towards the next layer
+/// while probing (never above the estimate), probes that fail back off; and the resend budget.
+@Suite struct ViewerAllocationTests {
+    let t0 = ContinuousClock.now
+    let layers = [LayerAllocator.Layer(ssrc: 1, bitrate: 150_000), .init(ssrc: 2, bitrate: 500_000), .init(ssrc: 3, bitrate: 2_000_000)]
+
+    @Test func withoutAnEstimateTheLargest() {
+        let a = Allocator()
+        #expect(a.decide(layers: layers, current: nil, estimate: nil, now: t0) == .init(ssrc: 3, padding: 0))
+        #expect(a.decide(layers: [], current: nil, estimate: 1_000_000, now: t0) == nil)
+    }
+
+    @Test func downAtOnceToWhatFitsWithHeadroom() {
+        let a = Allocator()
+        // 400 kbit/s: the high layer does not fit; mid (500k) does not either; low does.
+        let d = a.decide(layers: layers, current: 3, estimate: 400_000, now: t0)
+        #expect(d?.ssrc == 1)
+        // 2.2 Mbit/s carries the high layer (no headroom needed to stay), 560k mid only with headroom.
+        #expect(a.decide(layers: layers, current: 3, estimate: 2_200_000, now: t0)?.ssrc == 3)
+        #expect(a.decide(layers: layers, current: 3, estimate: 560_000, now: t0)?.ssrc == 1, "560k × 0.85 < 500k")
+        #expect(a.decide(layers: layers, current: 3, estimate: 600_000, now: t0)?.ssrc == 2)
+        // A layer that vanished (retired): straight to what fits.
+        #expect(a.decide(layers: layers, current: 9, estimate: 1_000_000, now: t0)?.ssrc == 2)
+    }
+
+    @Test func upOneLayerAfterTheEstimateCarriedItForTheHold() {
+        let a = Allocator()
+        var current: UInt32 = 1
+        var t = t0
+        // The estimate carries even the high layer: up to mid after 2 s, to high 2 s later.
+        var ups: [(Duration, UInt32)] = []
+        for _ in 0..<12 {
+            let d = a.decide(layers: layers, current: current, estimate: 3_000_000, now: t)!
+            if d.ssrc != current { ups.append((t - t0, d.ssrc)) }
+            current = d.ssrc
+            t += .milliseconds(500)
+        }
+        #expect(ups.map(\.1) == [2, 3])
+        #expect(ups.map(\.0) == [.seconds(2), .milliseconds(4500)])
+        // A dip below the next layer restarts the hold.
+        let b = Allocator()
+        #expect(b.decide(layers: layers, current: 1, estimate: 700_000, now: t0)?.ssrc == 1)
+        #expect(b.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(1))?.ssrc == 1)
+        #expect(b.decide(layers: layers, current: 1, estimate: 700_000, now: t0 + .milliseconds(2500))?.ssrc == 1)
+        #expect(b.decide(layers: layers, current: 1, estimate: 700_000, now: t0 + .milliseconds(4500))?.ssrc == 2)
+    }
+
+    @Test func probesPadTowardsTheNextLayerUpToTheEstimate() {
+        let a = Allocator()
+        // On low with a 250k estimate: padded to the estimate (100k on top of 150k).
+        let d = a.decide(layers: layers, current: 1, estimate: 250_000, now: t0)
+        #expect(d == .init(ssrc: 1, padding: 100_000))
+        #expect(a.probing && a.probes == 1)
+        // The estimate grows: padding follows, up to what mid needs with headroom (588k).
+        #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(1))?.padding == 250_000)
+        #expect(a.decide(layers: layers, current: 1, estimate: 580_000, now: t0 + .seconds(2))?.padding == 430_000)
+        // Once it carries mid: padding stops, and mid follows the hold.
+        #expect(a.decide(layers: layers, current: 1, estimate: 620_000, now: t0 + .seconds(3)) == .init(ssrc: 1, padding: 0))
+        #expect(a.decide(layers: layers, current: 1, estimate: 620_000, now: t0 + .seconds(5))?.ssrc == 2)
+        #expect(a.failedProbes == 0)
+        // At the top layer nothing is probed.
+        let top = Allocator()
+        #expect(top.decide(layers: layers, current: 3, estimate: 2_100_000, now: t0) == .init(ssrc: 3, padding: 0))
+        #expect(!top.probing)
+    }
+
+    @Test func aProbeThatFailsBacksOffDoubling() {
+        let a = Allocator()
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0)?.padding == 150_000)
+        // The link is full: the estimate falls (overuse). The probe ends, the player stays on low.
+        #expect(a.decide(layers: layers, current: 1, estimate: 240_000, now: t0 + .seconds(1)) == .init(ssrc: 1, padding: 0))
+        #expect(a.failedProbes == 1 && !a.probing)
+        // No new probe before the 5 s backoff.
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(5))?.padding == 0)
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(6))?.padding == 150_000)
+        // This one sees the estimate hold for 5 s without rising: failed (stalled), next backoff 10 s.
+        #expect(a.decide(layers: layers, current: 1, estimate: 310_000, now: t0 + .seconds(9))?.padding == 160_000)
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(11))?.padding == 0)
+        #expect(a.failedProbes == 2)
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(20))?.padding == 0)
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(21))?.padding == 150_000)
+        #expect(a.probes == 3)
+    }
+
+    @Test func aProbeEndsWhenTheLayerStopsFitting() {
+        let a = Allocator()
+        #expect(a.decide(layers: layers, current: 2, estimate: 700_000, now: t0)?.padding == 200_000)
+        #expect(a.decide(layers: layers, current: 2, estimate: 450_000, now: t0 + .seconds(1)) == .init(ssrc: 1, padding: 0))
+        #expect(a.failedProbes == 1)
+    }
+
+    @Test func theResendBudgetRefillsAtTheRateGiven() {
+        let b = Budget()
+        // 80 kbit/s = 10 kB/s; the bucket holds max(6 kB, 250 ms) = 6 kB to start with.
+        var sent = 0
+        while b.take(1200, bitrate: 80_000, now: t0) { sent += 1 }
+        #expect(sent == 5)
+        // 120 ms later: 1.2 kB more.
+        #expect(b.take(1200, bitrate: 80_000, now: t0 + .milliseconds(120)))
+        #expect(!b.take(1200, bitrate: 80_000, now: t0 + .milliseconds(120)))
+        // After a long pause it holds no more than its cap.
+        sent = 0
+        while b.take(1200, bitrate: 80_000, now: t0 + .seconds(10)) { sent += 1 }
+        #expect(sent == 5)
+        // At 2 Mbit/s the cap is 250 ms of it (62.5 kB).
+        sent = 0
+        while b.take(1000, bitrate: 2_000_000, now: t0 + .seconds(20)) { sent += 1 }
+        #expect(sent == 62)
+    }
+
+    @Test func theEstimateIsTheREMBCappedByLoss() {
+        var e = ViewerEstimate()
+        #expect(e.bitrate == nil)
+        e.remb(400_000, now: t0)
+        #expect(e.bitrate == 400_000)
+        // Heavy loss (25%) cuts below the REMB: rate × (1 − loss/2).
+        e.report(fractionLost: 64, now: t0 + .seconds(1))
+        #expect(e.bitrate == 350_000)
+        e.remb(500_000, now: t0 + .seconds(2))
+        #expect(e.bitrate == 350_000, "loss-based, not the REMB, until loss stops")
+    }
+}
+
+/// The sans-I/O structs behind a reference, so `#expect` can call their mutating methods.
+private final class Allocator {
+    var allocator = LayerAllocator()
+    func decide(layers: [LayerAllocator.Layer], current: UInt32?, estimate: Int?, now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
+        allocator.decide(layers: layers, current: current, estimate: estimate, now: now)
+    }
+    var probing: Bool { allocator.probing }
+    var probes: Int { allocator.probes }
+    var failedProbes: Int { allocator.failedProbes }
+}
+
+private final class Budget {
+    var budget = RateBudget()
+    func take(_ size: Int, bitrate: Int, now: ContinuousClock.Instant) -> Bool { budget.take(size, bitrate: bitrate, now: now) }
+}
