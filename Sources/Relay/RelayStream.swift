@@ -36,6 +36,8 @@ final class RelayStream: @unchecked Sendable {
     private weak var videoReceiver: RtpReceiver?
     /// Simulcast: the layer the recording takes (the largest when it starts), kept throughout.
     private var recordedLayer: UInt32?
+    /// VP8 simulcast: PictureID and TL0PICIDX continuous across layers (VP8LayerAlignment.swift).
+    private var vp8Alignment = VP8LayerAlignment()
     /// A publisher silent this long that sends again gets a keyframe request (see `forward`).
     static let resumeAfter: Duration = .milliseconds(500)
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
@@ -221,8 +223,9 @@ final class RelayStream: @unchecked Sendable {
     /// One publisher packet to every player: its header is validated once (`RTPHeaderView`),
     /// then per player written in place with the player's SSRC, continuous sequence number and
     /// timestamp, payload type and extensions, protected, and all of them sent with one sendmmsg.
-    private func forward(_ packet: RTPPacket, bytes: [UInt8], kind: MediaKind) {
+    private func forward(_ packet: RTPPacket, bytes arrived: [UInt8], kind: MediaKind) {
         loop.preconditionInLoop()
+        var bytes = arrived
         let now = loop.now
         if reception[packet.ssrc] == nil, reception.count < 8 {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
@@ -240,6 +243,11 @@ final class RelayStream: @unchecked Sendable {
         switch kind {
         case .video:
             startsKeyframe = videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false
+            if videoCodec == .vp8, videoLayers.isSimulcast,
+               let offset = bytes.withUnsafeBytes({ (try? RTPHeaderView($0))?.headerLength }) {
+                vp8Alignment.align(&bytes, payloadOffset: offset, ssrc: packet.ssrc, timestamp: packet.timestamp,
+                                   startsKeyframe: startsKeyframe)
+            }
             noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
@@ -390,7 +398,6 @@ final class RelayStream: @unchecked Sendable {
         noteForwarded()
         releasePlayersFromStoppedLayers(now: now)
         for player in players.values where player.connected {
-            player.output(.video) { $0.estimate.tick(now: now) }
             allocate(player, now: now)
             var reports: [SenderReport] = []
             var cname: String?
@@ -488,7 +495,7 @@ final class RelayStream: @unchecked Sendable {
         let ranked = videoLayers.ranked
         guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
               let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }
-        let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.kbps(now: now) * 1000) }
+        let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.recentKbps(now: now) * 1000) }
         player.output(.video) { output in
             guard let decision = output.allocator.decide(layers: layers, current: output.target,
                                                          estimate: output.estimate.bitrate, now: now) else { return }
@@ -533,7 +540,7 @@ final class RelayStream: @unchecked Sendable {
     private func resendBitrate(for player: RelaySession, now: ContinuousClock.Instant) -> Int? {
         let (estimate, source) = player.output(.video) { ($0.estimate.bitrate, $0.rewriter.currentSource) }
         guard let estimate else { return nil }
-        let layerRate = source.flatMap { videoLayers[$0]?.meter.kbps(now: now) }.map { $0 * 1000 } ?? 0
+        let layerRate = source.flatMap { videoLayers[$0]?.meter.recentKbps(now: now) }.map { $0 * 1000 } ?? 0
         return max(estimate - layerRate, estimate / 10)
     }
 
@@ -599,6 +606,15 @@ struct BitrateMeter {
             buckets.append((second, bytes))
             if buckets.count > 4 { buckets.removeFirst() }
         }
+    }
+
+    /// The larger of the last complete second's kbit/s and `kbps(now:)`: a stream that is
+    /// ramping up (a browser turning a simulcast layer on) is not taken for smaller than it is.
+    func recentKbps(now: ContinuousClock.Instant) -> Int {
+        guard let origin else { return 0 }
+        let last = (now - origin).components.seconds - 1
+        let bytes = buckets.last { $0.second == last }?.bytes ?? 0
+        return max(bytes * 8 / 1000, kbps(now: now))
     }
 
     /// kbit/s over the last two complete seconds before `now`.

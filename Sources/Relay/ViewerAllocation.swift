@@ -1,42 +1,36 @@
-import BandwidthEstimation
 import RTPMedia
 
 /// What one player's link carries, from that player's own feedback. Players are not offered
 /// transport-cc (at hundreds of players its stamps and feedback cost the relay ~20% of its
-/// CPU), so Chromium, aiortc and swiftrtc answer with REMB; its receiver reports' loss caps
-/// that as GCC's loss-based rule does. The same `BandwidthEstimator` our senders use towards a
-/// REMB-only peer, without probes (the relay pads instead: `LayerAllocator`). Nil until the
-/// player's first REMB.
+/// CPU), so Chromium, aiortc and swiftrtc answer with REMB — their delay-based estimate — which
+/// is taken as it comes, up or down. Loss the REMB does not see (a policer, a buffer too shallow
+/// to show delay) caps it as GCC's loss-based rule does: over 10% reported, the cap is the
+/// estimate × (1 − loss/2); under 2% it grows 8% per report and is gone once above the REMB;
+/// between, it holds. Nil until the player's first REMB.
 struct ViewerEstimate {
-    static let maxBitrate = 50_000_000
-    private var estimator = BandwidthEstimator(configuration: .init(startBitrate: maxBitrate, minBitrate: 30_000, maxBitrate: maxBitrate,
-                                                                    probing: false, periodicProbeInterval: nil))
+    static let highLoss = 0.1
+    static let lowLoss = 0.02
     private(set) var lastREMB: Int?
-    /// Whether a receiver report came: until one does, the loss-based side knows nothing
-    /// (it would hold where the REMB once pushed it) and the REMB is taken as it is.
-    private var reported = false
+    private(set) var lossCap: Int?
 
     /// Bits per second; nil before the first REMB.
-    var bitrate: Int? {
-        guard let lastREMB else { return nil }
-        return reported ? estimator.targetBitrate : lastREMB
-    }
+    var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } }
 
     mutating func remb(_ bitrate: UInt64, now: ContinuousClock.Instant) {
-        let value = Int(clamping: bitrate)
-        lastREMB = value
-        estimator.onREMB(bitrate: value, at: now)
+        lastREMB = Int(clamping: bitrate)
+        if let cap = lossCap, let remb = lastREMB, cap >= remb { lossCap = nil }
     }
 
-    /// A receiver report block on what we send this player.
+    /// A receiver report block on what we send this player (about once a second).
     mutating func report(fractionLost: UInt8, now: ContinuousClock.Instant) {
-        estimator.onReceiverReport(fractionLost: fractionLost, rtt: nil, at: now)
-        reported = true
-    }
-
-    /// The loss-based side's periodic increase.
-    mutating func tick(now: ContinuousClock.Instant) {
-        estimator.process(at: now)
+        guard let estimate = bitrate else { return }
+        let loss = Double(fractionLost) / 256
+        if loss > Self.highLoss {
+            lossCap = Int(Double(estimate) * (1 - loss / 2))
+        } else if loss < Self.lowLoss, let cap = lossCap {
+            lossCap = Int(Double(cap) * 1.08) + 1000
+            if let remb = lastREMB, lossCap! >= remb { lossCap = nil }
+        }
     }
 }
 
@@ -47,7 +41,9 @@ struct ViewerEstimate {
 /// for the next layer the player is padded towards it (`Decision.padding`, never above the
 /// estimate itself): a probe, which lasts while the estimate keeps rising and fails when it
 /// falls back (the link is full) or stalls; a failed probe is tried again after a backoff
-/// (doubling). Without an estimate (no REMB yet) the player gets the largest. Sans-I/O.
+/// (doubling), and none starts within `firstBackoff` of a step down. Without an estimate (no
+/// REMB yet) the player gets the largest: most links carry it, and one that does not is
+/// stepped down at its first REMB. Sans-I/O.
 struct LayerAllocator {
     /// A layer fits when its rate is at most this share of the estimate (audio, resends, headers).
     static let headroom = 0.85
@@ -57,8 +53,11 @@ struct LayerAllocator {
     static let probeFailure = 0.85
     static let probeGrowth = 1.05
     static let probeStall: Duration = .seconds(5)
+    /// Probes stay frequent: padding never goes above the estimate, so a probe into a full link
+    /// costs a little delay before the receiver's estimate falls, and the next one is the only
+    /// way to find that the link has grown.
     static let firstBackoff: Duration = .seconds(5)
-    static let maxBackoff: Duration = .seconds(40)
+    static let maxBackoff: Duration = .seconds(10)
 
     struct Layer: Equatable {
         let ssrc: UInt32
@@ -98,9 +97,11 @@ struct LayerAllocator {
             return Decision(ssrc: layers[fitting].ssrc, padding: 0)
         }
         if layers[index].bitrate > estimate {
-            // Does not fit at all: down now, to what fits with headroom.
+            // Does not fit at all: down now, to what fits with headroom; no probe until the
+            // estimate has settled there.
             fitsSince = nil
             if probe != nil { probeFailed(now: now) }
+            nextProbe = max(nextProbe ?? now, now + Self.firstBackoff)
             return Decision(ssrc: layers[min(fitting, index)].ssrc, padding: 0)
         }
         if fitting > index {

@@ -87,3 +87,48 @@ import Transport
         await relay.stop()
     }
 }
+
+/// Without simulcast there is no smaller layer to move a weak viewer to, but what the relay
+/// sends it is still bounded: its NACKs are answered only from what its estimate leaves beyond
+/// the stream (at least a tenth of it), not with the stream again and again (issue 22: 14.5 MB
+/// pushed at a 400 kbit/s viewer of a 4.9 MB stream).
+@Suite struct RelayResendBudgetTests {
+    @Test func aViewerWhoseLinkIsFullIsNotSentItsStreamAgainInAnswers() async throws {
+        let sim = Simulation(seed: 5)
+        let relay = try sim.relay()
+        let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "one", rids: ["x", "y"])
+        let weak = Holder<VirtualEndpoint>()
+        let pc = try sim.peer({ $0.mediaPipeline = false }, endpoint: { weak.value = $0 })
+        let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+        let received = Locked(0)
+        video.receiver.onRTP = { _ in received.withLock { $0 += 1 } }
+        _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "one", query: "&layer=high")
+        let link = try #require(weak.value)
+        sim.loop.perform { link.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
+        // Only the high layer is sent ("y", ~1.5 Mbit/s): the player asked for it and the
+        // layer below is silent, so nothing smaller exists to move it to.
+        for f in 0..<(30 * 15) { publisher.frame(sim, packets: [0, 5], size: 1200, keyframes: f % 30 == 0 ? ["y"] : []) }
+        let stream = try #require(await relayStream(sim, relay))
+        let counters = sim.loop.perform { link.downlink.counters }
+        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
+        func metric(_ name: String) -> Int { Int(metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }?.split(separator: " ").last ?? "") ?? -1 }
+        let nacked = metric("swiftrtc_nacks_received_total"), resent = metric("swiftrtc_retransmissions_sent_total")
+        let overBudget = metric("swiftrtc_retransmissions_over_budget_total")
+        print("resend budget: \(nacked) NACKed, \(resent) resent, \(overBudget) over budget; link offered \(counters.offered) packets, "
+              + "dropped \(counters.queueDrops); stream \(stream)")
+        #expect(nacked > 1000, "the weak viewer NACKs what its bottleneck drops")
+        #expect(overBudget > 0, "answers beyond the budget are not sent")
+        // Resends stay within a tenth of its estimate (REMB ~600 kbit/s: ~6 packets/s of 1.2 kB).
+        #expect(resent <= 120, "\(resent) resends in 15 s")
+        // What the relay put on the weak link: the stream once and little more.
+        let published = metric("swiftrtc_rtp_packets_received_total")
+        #expect(Double(counters.offered) <= 1.1 * Double(published), "\(counters.offered) packets offered to the link for \(published) published")
+        await pc.close()
+        await publisher.close()
+        await relay.stop()
+    }
+
+    private func relayStream(_ sim: Simulation, _ relay: RelayServer) async -> String? {
+        String(validating: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
+    }
+}

@@ -91,6 +91,13 @@ import Testing
         #expect(a.decide(layers: layers, current: 2, estimate: 700_000, now: t0)?.padding == 200_000)
         #expect(a.decide(layers: layers, current: 2, estimate: 450_000, now: t0 + .seconds(1)) == .init(ssrc: 1, padding: 0))
         #expect(a.failedProbes == 1)
+        // After a step down no probe for 5 s, even with room for the next layer's padding.
+        #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(5))?.padding == 0)
+        #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(6))?.padding == 250_000)
+        let fresh = Allocator()
+        _ = fresh.decide(layers: layers, current: 3, estimate: 300_000, now: t0)
+        #expect(fresh.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(4))?.padding == 0)
+        #expect(fresh.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(5))?.padding == 150_000)
     }
 
     @Test func theResendBudgetRefillsAtTheRateGiven() {
@@ -114,14 +121,32 @@ import Testing
 
     @Test func theEstimateIsTheREMBCappedByLoss() {
         var e = ViewerEstimate()
+        e.report(fractionLost: 0, now: t0)
         #expect(e.bitrate == nil)
         e.remb(400_000, now: t0)
         #expect(e.bitrate == 400_000)
-        // Heavy loss (25%) cuts below the REMB: rate × (1 − loss/2).
-        e.report(fractionLost: 64, now: t0 + .seconds(1))
+        // The REMB is taken as it comes, up as well as down.
+        e.remb(3_000_000, now: t0 + .seconds(1))
+        #expect(e.bitrate == 3_000_000)
+        e.remb(400_000, now: t0 + .seconds(2))
+        // Random loss of a few percent says nothing.
+        e.report(fractionLost: 13, now: t0 + .seconds(3))
+        #expect(e.bitrate == 400_000)
+        // Heavy loss (25%) cuts below the REMB: estimate × (1 − loss/2).
+        e.report(fractionLost: 64, now: t0 + .seconds(4))
         #expect(e.bitrate == 350_000)
-        e.remb(500_000, now: t0 + .seconds(2))
-        #expect(e.bitrate == 350_000, "loss-based, not the REMB, until loss stops")
+        e.remb(500_000, now: t0 + .seconds(5))
+        #expect(e.bitrate == 350_000, "capped until loss stops")
+        e.report(fractionLost: 13, now: t0 + .seconds(6))
+        #expect(e.bitrate == 350_000, "held at a few percent")
+        // Loss gone: the cap grows 8% a report and goes once above the REMB.
+        var seen: [Int] = []
+        for i in 0..<6 {
+            e.report(fractionLost: 0, now: t0 + .seconds(7 + i))
+            seen.append(e.bitrate ?? 0)
+        }
+        #expect(seen == [379_000, 410_320, 444_145, 480_676, 500_000, 500_000], "\(seen)")
+        #expect(e.lossCap == nil)
     }
 }
 
