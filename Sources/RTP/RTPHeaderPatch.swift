@@ -18,6 +18,31 @@ public struct RTPHeaderPatch: Sendable {
     /// The destination's transport-wide sequence number id: a 2-byte zero placeholder is
     /// written, to be stamped as the packet leaves.
     public var transportCCID: UInt8?
+    /// Up to three payload bytes to replace, from `offset` into the payload (a relay's
+    /// per-destination VP8 PictureID/TL0PICIDX); ignored where the payload is shorter.
+    public var payloadEdit: PayloadEdit?
+
+    public struct PayloadEdit: Sendable, Equatable {
+        public var offset: Int
+        public var count: Int
+        public var bytes: (UInt8, UInt8, UInt8)
+
+        public init(offset: Int, count: Int, bytes: (UInt8, UInt8, UInt8)) {
+            self.offset = offset
+            self.count = max(0, min(3, count))
+            self.bytes = bytes
+        }
+
+        public init(offset: Int, bytes: [UInt8]) {
+            self.offset = offset
+            count = min(3, bytes.count)
+            self.bytes = (bytes.count > 0 ? bytes[0] : 0, bytes.count > 1 ? bytes[1] : 0, bytes.count > 2 ? bytes[2] : 0)
+        }
+
+        public static func == (a: Self, b: Self) -> Bool {
+            a.offset == b.offset && a.count == b.count && a.bytes == b.bytes
+        }
+    }
 
     public init(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8, midID: UInt8? = nil,
                 mid: [UInt8] = [], orientationSourceID: UInt8? = nil, orientationID: UInt8? = nil, transportCCID: UInt8? = nil) {
@@ -142,6 +167,12 @@ extension RTPHeaderView {
             pos += 2
         }
         if !payload.isEmpty { (dst + pos).copyMemory(from: src + payload.lowerBound, byteCount: payload.count) }
+        if let edit = patch.payloadEdit, edit.offset >= 0, edit.offset + edit.count <= payload.count {
+            let at = pos + edit.offset
+            if edit.count > 0 { dst.storeBytes(of: edit.bytes.0, toByteOffset: at, as: UInt8.self) }
+            if edit.count > 1 { dst.storeBytes(of: edit.bytes.1, toByteOffset: at + 1, as: UInt8.self) }
+            if edit.count > 2 { dst.storeBytes(of: edit.bytes.2, toByteOffset: at + 2, as: UInt8.self) }
+        }
         pos += payload.count
         if padding > 0 {
             if padding > 1 { (dst + pos).initializeMemory(as: UInt8.self, repeating: 0, count: padding - 1) }

@@ -57,6 +57,18 @@ enum RelayMetrics {
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",
                streams.map { (labels($0), Double($0.bitrate.kbps(now: $0.loop.now))) })
+        let simulcast = streams.filter { !$0.layers.isEmpty }
+        if !simulcast.isEmpty {
+            func layerLabels(_ s: RelayStream, _ rid: String) -> String { "{app=\"\(s.app)\",stream=\"\(s.name)\",rid=\"\(rid)\"}" }
+            metric("swiftrtc_layer_receive_kbps", "gauge", "Publisher bitrate per simulcast layer over ~2 s.",
+                   simulcast.flatMap { s in s.layers.map { (layerLabels(s, $0.rid), Double($0.kbps)) } })
+            metric("swiftrtc_layer_players", "gauge", "Connected players sent each simulcast layer.",
+                   simulcast.flatMap { s in
+                       s.layers.map { layer in
+                           (layerLabels(s, layer.rid), Double(s.players.values.filter { $0.connected && s.layerRID(of: $0) == layer.rid }.count))
+                       }
+                   })
+        }
         let recorded = streams.filter { $0.recording != nil }
         if !recorded.isEmpty {
             metric("swiftrtc_stream_recording", "gauge", "1 while the stream is being recorded to a file (--record).",

@@ -22,8 +22,8 @@ extension RtpSender {
     /// False when it did not go out (no path or keys yet, packet too large).
     @discardableResult
     func forward(_ source: RTPHeaderView, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8,
-                 videoOrientationID: UInt8?, retransmission: Bool = false, into batch: UDPSendBatch,
-                 now: ContinuousClock.Instant) -> Bool {
+                 videoOrientationID: UInt8?, payloadEdit: RTPHeaderPatch.PayloadEdit? = nil, retransmission: Bool = false,
+                 into batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
         guard let transport else {
             countDropped()
             return false
@@ -32,6 +32,7 @@ extension RtpSender {
                                    midID: mid == nil ? nil : midExtensionID, mid: midBytes,
                                    orientationSourceID: videoOrientationID, orientationID: videoOrientationExtensionID,
                                    transportCCID: transportCCExtensionID)
+        patch.payloadEdit = payloadEdit
         let osn = retransmission ? nack.rtx?.retransmission(&patch) : nil
         let slot = batch.slot()
         guard let written = source.write(patch, rtxOriginalSequence: osn,
@@ -133,10 +134,11 @@ struct RtpForwardingTarget {
     /// touching the sender or its transport. Counting is the caller's (`RtpSender.noteForwarded`).
     @inline(__always)
     func send(_ source: RTPHeaderView, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8,
-                     videoOrientationID: UInt8?, into batch: UDPSendBatch) -> Outcome {
-        let patch = RTPHeaderPatch(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
+                     videoOrientationID: UInt8?, payloadEdit: RTPHeaderPatch.PayloadEdit? = nil, into batch: UDPSendBatch) -> Outcome {
+        var patch = RTPHeaderPatch(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
                                    midID: midID == 0 ? nil : midID, orientationSourceID: videoOrientationID,
                                    orientationID: orientationID == 0 ? nil : orientationID)
+        patch.payloadEdit = payloadEdit
         let slot = batch.slot()
         var midCopy = mid
         let written = withUnsafeBytes(of: &midCopy) { m in

@@ -95,6 +95,8 @@ struct PlayerOutput {
     /// and what is owed of it.
     var paddingRatio = 0.0
     var paddingOwed = 0.0
+    /// VP8 simulcast: its PictureID/TL0PICIDX, continuous across layer switches.
+    var vp8 = VP8Numbering()
     /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
     var packetsSent: UInt32 = 0
     var octetsSent: UInt32 = 0

@@ -36,8 +36,6 @@ final class RelayStream: @unchecked Sendable {
     private weak var videoReceiver: RtpReceiver?
     /// Simulcast: the layer the recording takes (the largest when it starts), kept throughout.
     private var recordedLayer: UInt32?
-    /// VP8 simulcast: PictureID and TL0PICIDX continuous across layers (VP8LayerAlignment.swift).
-    private var vp8Alignment = VP8LayerAlignment()
     /// A publisher silent this long that sends again gets a keyframe request (see `forward`).
     static let resumeAfter: Duration = .milliseconds(500)
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
@@ -223,9 +221,8 @@ final class RelayStream: @unchecked Sendable {
     /// One publisher packet to every player: its header is validated once (`RTPHeaderView`),
     /// then per player written in place with the player's SSRC, continuous sequence number and
     /// timestamp, payload type and extensions, protected, and all of them sent with one sendmmsg.
-    private func forward(_ packet: RTPPacket, bytes arrived: [UInt8], kind: MediaKind) {
+    private func forward(_ packet: RTPPacket, bytes: [UInt8], kind: MediaKind) {
         loop.preconditionInLoop()
-        var bytes = arrived
         let now = loop.now
         if reception[packet.ssrc] == nil, reception.count < 8 {
             reception[packet.ssrc] = ReceiverStatistics(ssrc: packet.ssrc, clockRate: kind == .video ? 90000 : 48000)
@@ -243,11 +240,6 @@ final class RelayStream: @unchecked Sendable {
         switch kind {
         case .video:
             startsKeyframe = videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false
-            if videoCodec == .vp8, videoLayers.isSimulcast,
-               let offset = bytes.withUnsafeBytes({ (try? RTPHeaderView($0))?.headerLength }) {
-                vp8Alignment.align(&bytes, payloadOffset: offset, ssrc: packet.ssrc, timestamp: packet.timestamp,
-                                   startsKeyframe: startsKeyframe)
-            }
             noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
@@ -265,6 +257,8 @@ final class RelayStream: @unchecked Sendable {
         var waiting = false
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
+            // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
+            let vp8 = simulcast && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
             table.withUnsafeBufferPointer { records in
                 for (i, record) in records.enumerated() {
                     // Every player's state is cold by the time a packet comes (the last fan-out's
@@ -277,15 +271,17 @@ final class RelayStream: @unchecked Sendable {
                             continue
                         }
                         output.pointee.layer = view.ssrc
+                        if let vp8 { output.pointee.vp8.switched(to: vp8) }
                     }
                     guard let (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
                                                                           timestamp: view.timestamp, clockRate: clockRate, now: now) else {
                         counters.packetsDropped += 1
                         continue
                     }
+                    let edit = vp8.map { output.pointee.vp8.edit($0) }
                     if let target = record.target {
                         switch target.send(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
-                                           videoOrientationID: orientation, into: batch) {
+                                           videoOrientationID: orientation, payloadEdit: edit, into: batch) {
                         case .sent(let length):
                             output.pointee.unnotedPackets += 1
                             output.pointee.unnotedBytes += length
@@ -299,7 +295,7 @@ final class RelayStream: @unchecked Sendable {
                     } else {
                         let forwarded = record.sender._withUnsafeGuaranteedRef {
                             $0.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
-                                       videoOrientationID: orientation, into: batch, now: now)
+                                       videoOrientationID: orientation, payloadEdit: edit, into: batch, now: now)
                         }
                         guard forwarded else { continue }
                     }
@@ -307,7 +303,8 @@ final class RelayStream: @unchecked Sendable {
                     output.pointee.octetsSent &+= payloadBytes
                     sent += 1
                     if output.pointee.paddingRatio > 0 {
-                        pad(record, with: view, size: bytes.count, sequenceNumber: seq, timestamp: ts, orientation: orientation, now: now)
+                        pad(record, with: view, size: bytes.count, sequenceNumber: seq, timestamp: ts, orientation: orientation,
+                            edit: edit, now: now)
                     }
                 }
             }
@@ -362,9 +359,11 @@ final class RelayStream: @unchecked Sendable {
                 bytes.withUnsafeBytes { raw in
                     guard let view = try? RTPHeaderView(raw),
                           let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
-                                                            kind: kind, clockRate: clockRate, now: now),
-                          sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientation,
-                                         retransmission: true, into: batch, now: now) else { return }
+                                                            kind: kind, clockRate: clockRate, now: now) else { return }
+                    let edit = kind == .video && videoLayers.isSimulcast && videoCodec == .vp8
+                        ? VP8Numbers(payload: view.payload).map { numbers in player.output(.video) { $0.vp8.resend(numbers) } } : nil
+                    guard sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientation,
+                                         payloadEdit: edit, retransmission: true, into: batch, now: now) else { return }
                     counters.retransmissionsSent += 1
                 }
             }
@@ -520,7 +519,7 @@ final class RelayStream: @unchecked Sendable {
     /// again, as a retransmission (on its RTX stream when negotiated), as many times as the
     /// probe's share owes. The receiver counts it towards what it estimates and discards it.
     private func pad(_ record: ForwardingRecord, with view: RTPHeaderView, size: Int, sequenceNumber: UInt16, timestamp: UInt32,
-                     orientation: UInt8?, now: ContinuousClock.Instant) {
+                     orientation: UInt8?, edit: RTPHeaderPatch.PayloadEdit?, now: ContinuousClock.Instant) {
         let output = record.output
         output.pointee.paddingOwed = min(output.pointee.paddingOwed + output.pointee.paddingRatio * Double(size),
                                          (Self.maxPaddingRatio + 1) * Double(size))
@@ -528,7 +527,7 @@ final class RelayStream: @unchecked Sendable {
             output.pointee.paddingOwed -= Double(size)
             let sent = record.sender._withUnsafeGuaranteedRef {
                 $0.forward(view, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: record.payloadType,
-                           videoOrientationID: orientation, retransmission: true, into: batch, now: now)
+                           videoOrientationID: orientation, payloadEdit: edit, retransmission: true, into: batch, now: now)
             }
             guard sent else { return }
             counters.paddingSent += 1

@@ -50,6 +50,11 @@ import Testing
         }
         let streams = String(decoding: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
         #expect(streams.contains("\"layer\":\"l\"") && streams.contains("\"layer\":\"h\""), "\(streams)")
+        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
+        for rid in ["l", "h"] {
+            #expect(metrics.contains("swiftrtc_layer_players{app=\"live\",stream=\"sc\",rid=\"\(rid)\"} 1"), "\(metrics)")
+            #expect(metrics.contains("swiftrtc_layer_receive_kbps{app=\"live\",stream=\"sc\",rid=\"\(rid)\"}"))
+        }
 
         // A NACK from the high player is answered from the high layer.
         let asked = highs.prefix(2).map(\.sequenceNumber)

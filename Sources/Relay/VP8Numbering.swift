@@ -1,0 +1,60 @@
+import RTP
+
+/// Where a VP8 packet's PictureID and TL0PICIDX lie (RFC 7741 §4.2), from the start of its
+/// payload, and their values; nil for a descriptor without a PictureID or cut short.
+struct VP8Numbers: Equatable {
+    /// Offset of the PictureID in the payload; it is 15-bit when `long`, with TL0PICIDX (if
+    /// any) right after it.
+    let offset: Int
+    let long: Bool
+    let pictureID: UInt16
+    let tl0: UInt8?
+
+    init?(payload: UnsafeRawBufferPointer) {
+        guard payload.count >= 3, payload[0] & 0x80 != 0, payload[1] & 0x80 != 0 else { return nil }
+        long = payload[2] & 0x80 != 0
+        offset = 2
+        let end = offset + (long ? 2 : 1)
+        let hasTL0 = payload[1] & 0x40 != 0
+        guard payload.count >= end + (hasTL0 ? 1 : 0) else { return nil }
+        pictureID = long ? UInt16(payload[2] & 0x7F) << 8 | UInt16(payload[3]) : UInt16(payload[2])
+        tl0 = hasTL0 ? payload[end] : nil
+    }
+}
+
+/// One player's VP8 PictureID and TL0PICIDX when the relay moves it between simulcast layers:
+/// each layer numbers its pictures on its own, so at a switch (a keyframe of the new layer) the
+/// numbers are offset to continue from the last ones the player got — Chromium's frame buffer
+/// otherwise drops the new layer's frames until a keyframe with numbers it accepts (a freeze of
+/// seconds was measured). Sans-I/O; the relay writes `edit` into each packet for this player.
+struct VP8Numbering {
+    private var offsets: (pictureID: UInt16, tl0: UInt8) = (0, 0)
+    private var last: (pictureID: UInt16, tl0: UInt8?)?
+
+    /// The player now gets another layer, from this keyframe on.
+    mutating func switched(to keyframe: VP8Numbers) {
+        guard let last else { return }
+        offsets.pictureID = last.pictureID &+ 1 &- keyframe.pictureID
+        if let lastTL0 = last.tl0, let tl0 = keyframe.tl0 { offsets.tl0 = lastTL0 &+ 1 &- tl0 }
+    }
+
+    /// The bytes this player gets for `numbers` (its PictureID, then its TL0PICIDX if any).
+    mutating func edit(_ numbers: VP8Numbers) -> RTPHeaderPatch.PayloadEdit {
+        let mask: UInt16 = numbers.long ? 0x7FFF : 0x7F
+        let pictureID = (numbers.pictureID &+ offsets.pictureID) & mask
+        let tl0 = numbers.tl0.map { $0 &+ offsets.tl0 }
+        last = (pictureID, tl0)
+        if numbers.long {
+            return .init(offset: numbers.offset, count: tl0 == nil ? 2 : 3,
+                         bytes: (0x80 | UInt8(pictureID >> 8), UInt8(truncatingIfNeeded: pictureID), tl0 ?? 0))
+        }
+        return .init(offset: numbers.offset, count: tl0 == nil ? 1 : 2, bytes: (UInt8(pictureID), tl0 ?? 0, 0))
+    }
+
+    /// The bytes for a packet sent again (a resend or padding): the current offsets, without
+    /// moving what counts as the last numbers.
+    func resend(_ numbers: VP8Numbers) -> RTPHeaderPatch.PayloadEdit {
+        var copy = self
+        return copy.edit(numbers)
+    }
+}
