@@ -296,9 +296,25 @@ public final class ICEAgent {
 
     /// Authenticated traffic from `remote` the driver saw (media that passed SRTP, DTLS): it
     /// keeps the selected pair `connected` as STUN does. One comparison per packet.
+    ///
+    /// Lite: media from another address that has passed a check, once the selected one has been
+    /// quiet `rebindAfter`, moves the path there (a NAT rebinding whose first check came while
+    /// the old port was still heard: the peer took our answer as consent and checks again only
+    /// seconds later, while its media already comes from the new port).
     public func noteReceived(from remote: SocketAddress, now: ContinuousClock.Instant) {
-        guard let key = selected, key.remote == remote else { return }
+        guard let key = selected else { return }
+        guard key.remote == remote else {
+            if isLite { rebindOnMedia(from: remote, now: now) }
+            return
+        }
         heardOnSelected(now)
+    }
+
+    private func rebindOnMedia(from remote: SocketAddress, now: ContinuousClock.Instant) {
+        guard lastReceivedAt.map({ now >= $0 + configuration.rebindAfter }) ?? true,
+              let pair = pairs.first(where: { $0.key.remote == remote && $0.state == .succeeded }) else { return }
+        statsCounters.rebinds += 1
+        select(pair.key, now: now)
     }
 
     /// Stops everything; no more transmits, events after `stateChanged(.closed)`, or deadlines.

@@ -45,6 +45,29 @@ import STUN
         #expect(agent.state == .connected || agent.state == .completed)
     }
 
+    /// The rebinding's first check came while the old port was still heard (a packet in flight
+    /// on the old mapping): answered, no move — and the peer, answered, checks again only seconds
+    /// later. Its media, from the new port, moves the path once the old one is quiet.
+    @Test("media from a port that passed a check moves the lite side's path once the old port is quiet")
+    func liteFollowsARebindingOnMedia() {
+        let (agent, base) = lite()
+        let t0 = ContinuousClock.now
+        let old = addr("192.0.2.7", 50000), new = addr("192.0.2.7", 50123), stranger = addr("192.0.2.9", 4000)
+        #expect(agent.handleSTUN(Self.check(1), from: old, local: base, now: t0))
+        agent.noteReceived(from: old, now: t0 + .milliseconds(2000))
+        #expect(agent.handleSTUN(Self.check(2), from: new, local: base, now: t0 + .milliseconds(2050)))
+        #expect(agent.selectedPair?.remote == old)
+        agent.noteReceived(from: new, now: t0 + .milliseconds(2500))
+        #expect(agent.selectedPair?.remote == old, "the old port was heard 0.5 s ago")
+        // Media from an address that never passed a check moves nothing.
+        agent.noteReceived(from: stranger, now: t0 + .milliseconds(3100))
+        #expect(agent.selectedPair?.remote == old)
+        agent.noteReceived(from: new, now: t0 + .milliseconds(3100))
+        #expect(agent.selectedPair?.remote == new)
+        #expect(agent.stats.rebinds == 1)
+        #expect(agent.state == .connected || agent.state == .completed)
+    }
+
     @Test("a full agent probes a silent path every 0.1 s and is connected again within one probe of its return")
     func outageIsFoundWithinAProbe() throws {
         let network = SimulatedNetwork()
