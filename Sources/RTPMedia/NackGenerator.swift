@@ -61,6 +61,10 @@ public struct NackGenerator: Sendable {
     public let configuration: Configuration
     /// Current round-trip estimate (from RTCP); spaces the retries.
     public var rtt: Duration
+    /// How long a first request took to be answered (smoothed 1/8 per answer, as TCP's SRTT):
+    /// the round trip as the retransmissions see it, for a receiver that has no other (an
+    /// ICE-lite relay sends no checks and gets no report on its reports).
+    public private(set) var turnaround: Duration?
     public private(set) var statistics = Statistics()
     /// Highest (extended) sequence number received.
     public private(set) var highestReceived: Int64?
@@ -108,8 +112,13 @@ public struct NackGenerator: Sendable {
             return .newest
         }
         guard let i = index(of: n) else { return .ignored }
-        let requested = entries.remove(at: i).lastSent != nil
+        let entry = entries.remove(at: i)
+        let requested = entry.lastSent != nil
         if requested { statistics.retransmissionsReceived += 1 }
+        if entry.retries == 1, let sent = entry.lastSent {
+            // Only a first request's answer is unambiguous.
+            turnaround = turnaround.map { $0 * 0.875 + (now - sent) * 0.125 } ?? (now - sent)
+        }
         return .recovered(requested: requested)
     }
 

@@ -24,6 +24,9 @@ public struct NackRequester: Sendable {
         didSet { for key in generators.keys { generators[key]?.rtt = rtt } }
     }
 
+    /// The slowest stream's `NackGenerator.turnaround` (nil before any answer).
+    public var turnaround: Duration? { generators.values.compactMap(\.turnaround).max() }
+
     /// Records an arrival. True when it opened a new gap: `poll` has work after the configured
     /// delay (`nextDeadline`); a packet that opens none costs nothing more.
     @discardableResult

@@ -73,6 +73,31 @@ import Testing
         #expect(g.statistics.retransmissionsReceived == 1)
     }
 
+    /// The answers to first requests give the round trip (smoothed); answers to repeated ones
+    /// say nothing (which request was answered?). The requester paces retries by it when it
+    /// has no other RTT.
+    @Test func answersToFirstRequestsMeasureTheTurnaround() {
+        var g = generator()
+        #expect(g.turnaround == nil)
+        g.received(1, at: t0)
+        g.received(5, at: t0)
+        #expect(g.poll(at: t0) == [2, 3, 4])
+        g.received(2, at: t0 + .milliseconds(60))
+        #expect(g.turnaround == .milliseconds(60))
+        g.received(3, at: t0 + .milliseconds(100))
+        #expect(g.turnaround == .milliseconds(65))   // 60 × 7/8 + 100/8
+        #expect(g.poll(at: t0 + .milliseconds(120)) == [4])
+        g.received(4, at: t0 + .milliseconds(130))   // answered after the second request: ignored
+        #expect(g.turnaround == .milliseconds(65))
+        var r = NackRequester(senderSSRC: 9)
+        #expect(r.turnaround == nil)
+        r.received(ssrc: 1, sequenceNumber: 1, at: t0)
+        r.received(ssrc: 1, sequenceNumber: 3, at: t0)
+        #expect(r.poll(now: t0).count == 1)
+        r.received(ssrc: 1, sequenceNumber: 2, at: t0 + .milliseconds(40))
+        #expect(r.turnaround == .milliseconds(40))
+    }
+
     @Test func wrapAround() {
         var g = generator()
         for s: UInt16 in [65_533, 65_534, 1] { g.received(s, at: t0) }
