@@ -33,12 +33,6 @@ public struct RTPHeaderPatch: Sendable {
             self.bytes = bytes
         }
 
-        public init(offset: Int, bytes: [UInt8]) {
-            self.offset = offset
-            count = min(3, bytes.count)
-            self.bytes = (bytes.count > 0 ? bytes[0] : 0, bytes.count > 1 ? bytes[1] : 0, bytes.count > 2 ? bytes[2] : 0)
-        }
-
         public static func == (a: Self, b: Self) -> Bool {
             a.offset == b.offset && a.count == b.count && a.bytes == b.bytes
         }

@@ -51,6 +51,13 @@ public struct KeyframeRequestTracker: Sendable {
         return true
     }
 
+    /// When a request would next make a keyframe (nil: now). A relay asks this before it builds
+    /// a request of its own, and schedules a held-back one for then.
+    public var nextAllowed: ContinuousClock.Instant? { quietUntil }
+
+    /// Whether a request at `now` would make a keyframe (not collapse into the one on its way).
+    public func allows(now: ContinuousClock.Instant) -> Bool { quietUntil.map { now >= $0 } ?? true }
+
     /// A keyframe (asked for or not) went into the send queue; its last packet leaves by `leavingBy`.
     public mutating func keyframeQueued(leavingBy: ContinuousClock.Instant) {
         quietUntil = max(quietUntil ?? leavingBy, leavingBy + minInterval)

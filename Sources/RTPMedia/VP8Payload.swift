@@ -79,6 +79,13 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
 
     /// Parses the descriptor at the start of `payload`; returns it and its size.
     public static func parse(_ payload: [UInt8], packetIndex: Int = 0) throws(PayloadError) -> (VP8PayloadDescriptor, size: Int) {
+        try payload.withUnsafeBytes { raw in
+            Result { () throws(PayloadError) in try parse(raw, packetIndex: packetIndex) }
+        }.get()
+    }
+
+    /// The same, from bytes in place (a relay reads a packet it forwards without copying it).
+    public static func parse(_ payload: UnsafeRawBufferPointer, packetIndex: Int = 0) throws(PayloadError) -> (VP8PayloadDescriptor, size: Int) {
         func fail(_ offset: Int, _ message: String) -> PayloadError {
             PayloadError(format: "VP8", packetIndex: packetIndex, offset: offset, message)
         }

@@ -42,7 +42,6 @@ final class RelayStream: @unchecked Sendable {
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
     /// When the last PLI went to the publisher, and whether a held-back one is due later.
-    private var lastKeyframeRequestAt: ContinuousClock.Instant?
     private var keyframeRetryScheduled = false
     /// The publisher's NTP ↔ RTP mapping per kind and SSRC (its sender reports; a simulcast
     /// layer has its own), for players' reports.
@@ -258,7 +257,7 @@ final class RelayStream: @unchecked Sendable {
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
-            let vp8 = simulcast && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
+            let vp8 = kind == .video && rewritesVP8Numbers ? VP8Numbers(payload: view.payload) : nil
             table.withUnsafeBufferPointer { records in
                 for (i, record) in records.enumerated() {
                     // Every player's state is cold by the time a packet comes (the last fan-out's
@@ -312,7 +311,7 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsOut += sent
         counters.bytesOut += sent * bytes.count
         batch.flush()
-        if waiting, keyframeRequestDue(now: now) { requestKeyframe(now: now) }
+        if waiting, keyframeRequests?.allows(now: now) ?? true { requestKeyframe(now: now) }
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
             if kind == .audio {
@@ -360,7 +359,7 @@ final class RelayStream: @unchecked Sendable {
                     guard let view = try? RTPHeaderView(raw),
                           let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
                                                             kind: kind, clockRate: clockRate, now: now) else { return }
-                    let edit = kind == .video && videoLayers.isSimulcast && videoCodec == .vp8
+                    let edit = kind == .video && rewritesVP8Numbers
                         ? VP8Numbers(payload: view.payload).map { numbers in player.output(.video) { $0.vp8.resend(numbers) } } : nil
                     guard sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientation,
                                          payloadEdit: edit, retransmission: true, into: batch, now: now) else { return }
@@ -374,15 +373,17 @@ final class RelayStream: @unchecked Sendable {
             requestKeyframe(now: now)
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
+            var reported = false
             for block in rr.reports where block.ssrc == ssrc {
+                reported = true
                 player.output(kind) { output in
                     output.roundTrip.handle(block, arrival: now)
-                    if kind == .video { output.estimate.report(fractionLost: block.fractionLost, now: now) }
+                    if kind == .video { output.estimate.report(block, now: now) }
                 }
             }
-            if kind == .video { allocate(player, now: now) }
+            if kind == .video, reported { allocate(player, now: now) }
         case .remb(let remb) where kind == .video:   // it comes to every sender: taken once
-            player.output(.video) { $0.estimate.remb(remb.bitrate, now: now) }
+            player.output(.video) { $0.estimate.remb(remb.bitrate) }
             allocate(player, now: now)
         default:
             break
@@ -444,9 +445,9 @@ final class RelayStream: @unchecked Sendable {
         // changing to one, may be waiting.
         let layers = videoLayers.isSimulcast ? videoLayers.bySSRC.keys.sorted().filter { $0 != source } : []
         guard keyframeRequests?.handle(pli, now: now) == true else {
-            if untilSent, !keyframeRetryScheduled, let last = lastKeyframeRequestAt, let tracker = keyframeRequests {
+            if untilSent, !keyframeRetryScheduled, let next = keyframeRequests?.nextAllowed {
                 keyframeRetryScheduled = true
-                loop.schedule(at: last + tracker.minInterval) { [weak self] in
+                loop.schedule(at: next) { [weak self] in
                     guard let self else { return }
                     self.keyframeRetryScheduled = false
                     self.requestKeyframe(now: self.loop.now, untilSent: true)
@@ -454,7 +455,6 @@ final class RelayStream: @unchecked Sendable {
             }
             return
         }
-        lastKeyframeRequestAt = now
         publisher.pc.sendRTCP([pli] + layers.map { RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: $0) })
     }
 
@@ -534,20 +534,20 @@ final class RelayStream: @unchecked Sendable {
         }
     }
 
-    /// Bits per second `player`'s resends may take: what its estimate has beyond its layer,
-    /// at least a tenth of the estimate; nil (no limit) before it has an estimate.
+    /// Bits per second `player`'s resends may take: what its estimate has beyond its layer; at
+    /// least a quarter of the layer while its reports say its link delivers (what stays lost
+    /// after resends is under 10%: random loss on a jittery path also lowers a delay-based REMB, and starving
+    /// its resends made freezes), else at least a tenth of the estimate. Nil (no limit) before
+    /// it has an estimate.
     private func resendBitrate(for player: RelaySession, now: ContinuousClock.Instant) -> Int? {
-        let (estimate, source) = player.output(.video) { ($0.estimate.bitrate, $0.rewriter.currentSource) }
+        let (estimate, delivering, source) = player.output(.video) { ($0.estimate.bitrate, $0.estimate.delivering, $0.rewriter.currentSource) }
         guard let estimate else { return nil }
         let layerRate = source.flatMap { videoLayers[$0]?.meter.recentKbps(now: now) }.map { $0 * 1000 } ?? 0
-        return max(estimate - layerRate, estimate / 10)
+        return max(estimate - layerRate, estimate / 10, delivering ? layerRate / 4 : 0)
     }
 
-    /// Whether the keyframe throttle would let a request through now (checked before one is made).
-    private func keyframeRequestDue(now: ContinuousClock.Instant) -> Bool {
-        guard let last = lastKeyframeRequestAt, let tracker = keyframeRequests else { return true }
-        return now - last >= tracker.minInterval
-    }
+    /// VP8 simulcast: each player's PictureID/TL0PICIDX are its own (`VP8Numbering`).
+    private var rewritesVP8Numbers: Bool { videoLayers.isSimulcast && videoCodec == .vp8 }
 
     /// The rid of the simulcast layer `player` is sent; nil without simulcast or before its first.
     func layerRID(of player: RelaySession) -> String? {

@@ -1,4 +1,5 @@
 import RTP
+import RTPMedia
 
 /// Where a VP8 packet's PictureID and TL0PICIDX lie (RFC 7741 §4.2), from the start of its
 /// payload, and their values; nil for a descriptor without a PictureID or cut short.
@@ -11,14 +12,11 @@ struct VP8Numbers: Equatable {
     let tl0: UInt8?
 
     init?(payload: UnsafeRawBufferPointer) {
-        guard payload.count >= 3, payload[0] & 0x80 != 0, payload[1] & 0x80 != 0 else { return nil }
-        long = payload[2] & 0x80 != 0
-        offset = 2
-        let end = offset + (long ? 2 : 1)
-        let hasTL0 = payload[1] & 0x40 != 0
-        guard payload.count >= end + (hasTL0 ? 1 : 0) else { return nil }
-        pictureID = long ? UInt16(payload[2] & 0x7F) << 8 | UInt16(payload[3]) : UInt16(payload[2])
-        tl0 = hasTL0 ? payload[end] : nil
+        guard let (descriptor, _) = try? VP8PayloadDescriptor.parse(payload), let pictureID = descriptor.pictureID else { return nil }
+        offset = 2   // after the first byte and the extension byte
+        long = descriptor.longPictureID
+        self.pictureID = pictureID
+        tl0 = descriptor.tl0PictureIndex
     }
 }
 

@@ -1,30 +1,59 @@
+import RTP
 import RTPMedia
 
 /// What one player's link carries, from that player's own feedback. Players are not offered
 /// transport-cc (at hundreds of players its stamps and feedback cost the relay ~20% of its
 /// CPU), so Chromium, aiortc and swiftrtc answer with REMB — their delay-based estimate — which
 /// is taken as it comes, up or down. Loss the REMB does not see (a policer, a buffer too shallow
-/// to show delay) caps it as GCC's loss-based rule does: over 10% reported, the cap is the
-/// estimate × (1 − loss/2); under 2% it grows 8% per report and is gone once above the REMB;
-/// between, it holds. Nil until the player's first REMB.
+/// to show delay) caps it as GCC's loss-based rule does: over 10%, the cap is the estimate ×
+/// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the REMB; between,
+/// it holds. Loss is measured from the reports' cumulative counters over at least a second and
+/// `minPackets` packets: what stayed lost after retransmissions. Each report's own fraction
+/// lost is no measure — Chromium sends a receiver report with every NACK, tens a second, each
+/// counting as lost what its resend will recover; taken one by one at 5% random loss they
+/// ratcheted the cap down to a tenth of the stream and starved its resends. Nil until the
+/// player's first REMB.
 struct ViewerEstimate {
     static let highLoss = 0.1
     static let lowLoss = 0.02
+    static let lossWindow: Duration = .seconds(1)
+    static let minPackets = 50
     private(set) var lastREMB: Int?
     private(set) var lossCap: Int?
+    /// What stayed lost over the last measured window (nil before one).
+    private(set) var lastLoss: Double?
+    /// Where the current loss measurement started: the report's extended highest sequence
+    /// number and cumulative loss.
+    private var window: (highest: UInt32, lost: Int32, at: ContinuousClock.Instant)?
 
     /// Bits per second; nil before the first REMB.
     var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } }
 
-    mutating func remb(_ bitrate: UInt64, now: ContinuousClock.Instant) {
+    mutating func remb(_ bitrate: UInt64) {
         lastREMB = Int(clamping: bitrate)
         if let cap = lossCap, let remb = lastREMB, cap >= remb { lossCap = nil }
     }
 
-    /// A receiver report block on what we send this player (about once a second).
-    mutating func report(fractionLost: UInt8, now: ContinuousClock.Instant) {
+    /// A receiver report block on what we send this player.
+    mutating func report(_ block: ReceptionReport, now: ContinuousClock.Instant) {
+        guard let start = window, block.highestSequence >= start.highest else {
+            // The first report, or the counters started over (a new sender SSRC).
+            window = (block.highestSequence, block.cumulativeLost, now)
+            return
+        }
+        let expected = Int(block.highestSequence - start.highest)
+        guard now - start.at >= Self.lossWindow, expected >= Self.minPackets else { return }
+        let lost = min(expected, max(0, Int(block.cumulativeLost) - Int(start.lost)))
+        window = (block.highestSequence, block.cumulativeLost, now)
+        measured(loss: Double(lost) / Double(expected))
+    }
+
+    /// The player's reports say its link delivers what it is sent (under 10% stays lost).
+    var delivering: Bool { lastLoss.map { $0 <= Self.highLoss } ?? false }
+
+    private mutating func measured(loss: Double) {
+        lastLoss = loss
         guard let estimate = bitrate else { return }
-        let loss = Double(fractionLost) / 256
         if loss > Self.highLoss {
             lossCap = Int(Double(estimate) * (1 - loss / 2))
         } else if loss < Self.lowLoss, let cap = lossCap {

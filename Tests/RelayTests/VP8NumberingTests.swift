@@ -69,7 +69,7 @@ import Testing
         let source = RTPPacket(payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc: 1, payload: [0x90, 0x80]).serialize()
         var out = [UInt8](repeating: 0, count: 200)
         var patch = RTPHeaderPatch(ssrc: 2, sequenceNumber: 1, timestamp: 1, payloadType: 96)
-        patch.payloadEdit = .init(offset: 2, bytes: [0xFF, 0xFF])
+        patch.payloadEdit = .init(offset: 2, count: 2, bytes: (0xFF, 0xFF, 0))
         let length = source.withUnsafeBytes { raw in out.withUnsafeMutableBytes { (try? RTPHeaderView(raw))?.write(patch, into: $0)?.length } }
         #expect(length.map { Array(out[($0 - 2)..<$0]) } == [0x90, 0x80])
     }

@@ -1,4 +1,6 @@
 import Testing
+import RTP
+import SeededRandom
 @testable import Relay
 
 /// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once,
@@ -121,32 +123,72 @@ import Testing
 
     @Test func theEstimateIsTheREMBCappedByLoss() {
         var e = ViewerEstimate()
-        e.report(fractionLost: 0, now: t0)
+        // Reports as a receiver sends them: extended highest sequence and cumulative loss.
+        var highest: UInt32 = 1000, lost: Int32 = 0, t = t0
+        func second(packets: Int, lostNow: Int) {
+            highest += UInt32(packets)
+            lost += Int32(lostNow)
+            t = t + .seconds(1)
+            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), now: t)
+        }
+        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), now: t)
+        #expect(!e.delivering, "no measurement yet")
+        second(packets: 100, lostNow: 0)
         #expect(e.bitrate == nil)
-        e.remb(400_000, now: t0)
+        e.remb(400_000)
         #expect(e.bitrate == 400_000)
         // The REMB is taken as it comes, up as well as down.
-        e.remb(3_000_000, now: t0 + .seconds(1))
+        e.remb(3_000_000)
         #expect(e.bitrate == 3_000_000)
-        e.remb(400_000, now: t0 + .seconds(2))
-        // Random loss of a few percent says nothing.
-        e.report(fractionLost: 13, now: t0 + .seconds(3))
+        e.remb(400_000)
+        // A few percent lost says nothing.
+        second(packets: 100, lostNow: 5)
         #expect(e.bitrate == 400_000)
+        #expect(e.delivering)
         // Heavy loss (25%) cuts below the REMB: estimate × (1 − loss/2).
-        e.report(fractionLost: 64, now: t0 + .seconds(4))
+        second(packets: 100, lostNow: 25)
         #expect(e.bitrate == 350_000)
-        e.remb(500_000, now: t0 + .seconds(5))
+        #expect(!e.delivering)
+        e.remb(500_000)
         #expect(e.bitrate == 350_000, "capped until loss stops")
-        e.report(fractionLost: 13, now: t0 + .seconds(6))
+        second(packets: 100, lostNow: 5)
         #expect(e.bitrate == 350_000, "held at a few percent")
-        // Loss gone: the cap grows 8% a report and goes once above the REMB.
+        // Loss gone: the cap grows 8% a measurement and goes once above the REMB.
         var seen: [Int] = []
-        for i in 0..<6 {
-            e.report(fractionLost: 0, now: t0 + .seconds(7 + i))
+        for _ in 0..<6 {
+            second(packets: 100, lostNow: 0)
             seen.append(e.bitrate ?? 0)
         }
         #expect(seen == [379_000, 410_320, 444_145, 480_676, 500_000, 500_000], "\(seen)")
         #expect(e.lossCap == nil)
+    }
+
+    /// Chromium sends a receiver report with each NACK: tens a second, each counting as lost
+    /// what its resend will recover. At 5% random loss, all recovered, they are no reason to cut.
+    @Test func reportsWithEveryNACKAreMeasuredOverASecond() {
+        var e = ViewerEstimate()
+        e.remb(3_000_000)
+        var highest: UInt32 = 0, lost: Int32 = 0, t = t0
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<400 {   // 20 s of reports every 50 ms, 12 packets each
+            highest += 12
+            // Lost in this interval, recovered in the next: the counter steps up and back down.
+            let now = (0..<12).filter { _ in Double.random(in: 0..<1, using: &rng) < 0.05 }.count
+            lost = Int32(now)
+            t = t + .milliseconds(50)
+            e.report(ReceptionReport(ssrc: 1, fractionLost: UInt8(min(255, now * 256 / 12)), cumulativeLost: lost,
+                                     highestSequence: highest), now: t)
+        }
+        #expect(e.lossCap == nil)
+        #expect(e.bitrate == 3_000_000)
+        // A full queue (a third lost, for good) does cut.
+        for _ in 0..<40 {
+            highest += 12
+            lost += 4
+            t = t + .milliseconds(50)
+            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), now: t)
+        }
+        #expect((e.bitrate ?? 0) < 3_000_000)
     }
 }
 
