@@ -1375,6 +1375,7 @@ def impaired_relay(binary, log_path, up=None, down=None, startup_timeout: float 
 
     relay = Relay.__new__(Relay)
     relay.host = "127.0.0.1"
+    relay.log_path = Path(log_path)
     relay.http_port = free_port()
     relay.udp_port = free_udp_port()
     net = NetEm(listen=("127.0.0.1", relay.udp_port), upstream=("127.0.0.2", relay.udp_port),

@@ -138,6 +138,7 @@ class Relay:
 
     def __init__(self, binary: Path, log_path: Path, startup_timeout: float = 20, extra_args: tuple[str, ...] = ()):
         self.host = "127.0.0.1"
+        self.log_path = log_path
         self.http_port = free_port()
         self.udp_port = free_udp_port()
         self.process = ManagedProcess(
@@ -157,6 +158,15 @@ class Relay:
         return self.process.proc.poll() is None
 
     def close(self) -> None:
+        # What the relay counted (resends, budgets, drops) goes next to its log: the numbers a
+        # failed run is read with afterwards.
+        if self.alive():
+            try:
+                reply = self.request("GET", "/metrics/", timeout=3)
+                if reply.status == 200:
+                    self.log_path.with_name("relay-metrics.txt").write_bytes(reply.body)
+            except Exception:
+                pass
         self.process.close()
 
     # URLs

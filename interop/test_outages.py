@@ -253,6 +253,14 @@ def viewers_context(events: list[dict], views: dict[str, dict], page_stats: dict
     t0 = events[0]["lostAt"] if events else 0.0
     marks = "; ".join(f"{e['event']} {e['lostAt'] - t0:+.1f}..{e['backAt'] - t0:+.1f}" for e in events)
     lines = [f"events (s after the first was lost): {marks}"]
+    # When each event's flows first carried a packet again (the relay's move to a rebound port
+    # shows as the first "down" one), seconds after the event ended.
+    for e in events:
+        records = e.get("record")
+        for r in records if isinstance(records, list) else [records] if records else []:
+            after = {d: round(t - r["end"], 3) for d, t in (r.get("first_forwarded_after") or {}).items()
+                     if t is not None and r.get("end") is not None}
+            lines.append(f"{e['event']} flow {r.get('flow')}: first packet after its end {after}")
     for name, v in views.items():
         last = v.get("lastFrameMonotonic")
         seen = [f"{x['state']} at {x['atMonotonic'] - t0:+.1f}" for x in v.get("visibilityChanges", [])]
