@@ -374,11 +374,12 @@ final class RelayStream: @unchecked Sendable {
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
             var reported = false
+            let sending = kind == .video ? sendingRate(of: player, now: now) : 0
             for block in rr.reports where block.ssrc == ssrc {
                 reported = true
                 player.output(kind) { output in
                     output.roundTrip.handle(block, arrival: now)
-                    if kind == .video { output.estimate.report(block, now: now) }
+                    if kind == .video { output.estimate.report(block, sending: sending, now: now) }
                 }
             }
             if kind == .video, reported { allocate(player, now: now) }
@@ -540,10 +541,16 @@ final class RelayStream: @unchecked Sendable {
     /// its resends made freezes), else at least a tenth of the estimate. Nil (no limit) before
     /// it has an estimate.
     private func resendBitrate(for player: RelaySession, now: ContinuousClock.Instant) -> Int? {
-        let (estimate, delivering, source) = player.output(.video) { ($0.estimate.bitrate, $0.estimate.delivering, $0.rewriter.currentSource) }
+        let (estimate, delivering) = player.output(.video) { ($0.estimate.bitrate, $0.estimate.delivering) }
         guard let estimate else { return nil }
-        let layerRate = source.flatMap { videoLayers[$0]?.meter.recentKbps(now: now) }.map { $0 * 1000 } ?? 0
+        let layerRate = sendingRate(of: player, now: now)
         return max(estimate - layerRate, estimate / 10, delivering ? layerRate / 4 : 0)
+    }
+
+    /// Bits per second of the layer `player` is sent now (0 before its first packet).
+    private func sendingRate(of player: RelaySession, now: ContinuousClock.Instant) -> Int {
+        let source = player.output(.video) { $0.rewriter.currentSource }
+        return source.flatMap { videoLayers[$0]?.meter.recentKbps(now: now) }.map { $0 * 1000 } ?? 0
     }
 
     /// VP8 simulcast: each player's PictureID/TL0PICIDX are its own (`VP8Numbering`).

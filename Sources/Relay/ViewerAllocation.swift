@@ -8,16 +8,21 @@ import RTPMedia
 /// to show delay) caps it as GCC's loss-based rule does: over 10%, the cap is the estimate ×
 /// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the REMB; between,
 /// it holds. Loss is measured from the reports' cumulative counters over at least a second and
-/// `minPackets` packets: what stayed lost after retransmissions. Each report's own fraction
+/// `minPackets` packets (half a second before any estimate): what stayed lost after
+/// retransmissions. Each report's own fraction
 /// lost is no measure — Chromium sends a receiver report with every NACK, tens a second, each
 /// counting as lost what its resend will recover; taken one by one at 5% random loss they
-/// ratcheted the cap down to a tenth of the stream and starved its resends. Nil until the
-/// player's first REMB.
+/// ratcheted the cap down to a tenth of the stream and starved its resends. Before the player's
+/// first REMB (Chromium's comes 2–4 s in) heavy loss alone gives one: what got through of what
+/// it was sent — a weak viewer that joined on the largest layer leaves it a second in. Nil until
+/// one or the other.
 struct ViewerEstimate {
     static let highLoss = 0.1
     static let lowLoss = 0.02
     static let lossWindow: Duration = .seconds(1)
     static let minPackets = 50
+    /// A measurement spanning longer than this (no report for seconds) is dropped.
+    static let staleWindow: Duration = .seconds(4)
     private(set) var lastREMB: Int?
     private(set) var lossCap: Int?
     /// What stayed lost over the last measured window (nil before one).
@@ -26,34 +31,46 @@ struct ViewerEstimate {
     /// number and cumulative loss.
     private var window: (highest: UInt32, lost: Int32, at: ContinuousClock.Instant)?
 
-    /// Bits per second; nil before the first REMB.
-    var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } }
+    /// Bits per second; nil before the first REMB or heavy-loss measurement.
+    var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } ?? lossCap }
 
     mutating func remb(_ bitrate: UInt64) {
         lastREMB = Int(clamping: bitrate)
         if let cap = lossCap, let remb = lastREMB, cap >= remb { lossCap = nil }
     }
 
-    /// A receiver report block on what we send this player.
-    mutating func report(_ block: ReceptionReport, now: ContinuousClock.Instant) {
+    /// A receiver report block on what we send this player; `sending`: bits per second of what
+    /// it is sent now.
+    mutating func report(_ block: ReceptionReport, sending: Int, now: ContinuousClock.Instant) {
         guard let start = window, block.highestSequence >= start.highest else {
             // The first report, or the counters started over (a new sender SSRC).
             window = (block.highestSequence, block.cumulativeLost, now)
             return
         }
         let expected = Int(block.highestSequence - start.highest)
-        guard now - start.at >= Self.lossWindow, expected >= Self.minPackets else { return }
+        if now - start.at > Self.staleWindow {
+            // Its reports stopped for a while (the player's path was out): what went into the
+            // outage says nothing about the link's capacity.
+            window = (block.highestSequence, block.cumulativeLost, now)
+            return
+        }
+        // Before any estimate a shorter window: the player is on the largest layer until one.
+        let window = bitrate == nil ? Self.lossWindow / 2 : Self.lossWindow
+        guard now - start.at >= window, expected >= Self.minPackets else { return }
         let lost = min(expected, max(0, Int(block.cumulativeLost) - Int(start.lost)))
-        window = (block.highestSequence, block.cumulativeLost, now)
-        measured(loss: Double(lost) / Double(expected))
+        self.window = (block.highestSequence, block.cumulativeLost, now)
+        measured(loss: Double(lost) / Double(expected), sending: sending)
     }
 
     /// The player's reports say its link delivers what it is sent (under 10% stays lost).
     var delivering: Bool { lastLoss.map { $0 <= Self.highLoss } ?? false }
 
-    private mutating func measured(loss: Double) {
+    private mutating func measured(loss: Double, sending: Int) {
         lastLoss = loss
-        guard let estimate = bitrate else { return }
+        guard let estimate = bitrate else {
+            if loss > Self.highLoss, sending > 0 { lossCap = Int(Double(sending) * (1 - loss)) }
+            return
+        }
         if loss > Self.highLoss {
             lossCap = Int(Double(estimate) * (1 - loss / 2))
         } else if loss < Self.lowLoss, let cap = lossCap {

@@ -129,12 +129,21 @@ import SeededRandom
             highest += UInt32(packets)
             lost += Int32(lostNow)
             t = t + .seconds(1)
-            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), now: t)
+            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), sending: 1_000_000, now: t)
         }
-        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), now: t)
+        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), sending: 1_000_000, now: t)
         #expect(!e.delivering, "no measurement yet")
         second(packets: 100, lostNow: 0)
         #expect(e.bitrate == nil)
+        // Before any REMB, heavy loss gives one: what got through of what it was sent (1 Mbit/s).
+        second(packets: 100, lostNow: 60)
+        #expect(e.bitrate == 400_000)
+        e.remb(3_000_000)
+        #expect(e.bitrate == 400_000, "the REMB does not lift it at once")
+        second(packets: 100, lostNow: 0)
+        #expect(e.bitrate == 433_000)
+        e.remb(400_000)
+        #expect(e.lossCap == nil, "gone once the REMB is below it")
         e.remb(400_000)
         #expect(e.bitrate == 400_000)
         // The REMB is taken as it comes, up as well as down.
@@ -163,6 +172,21 @@ import SeededRandom
         #expect(e.lossCap == nil)
     }
 
+    /// A player whose path was out sends no reports; its first one after counts everything
+    /// sent into the outage as lost. That is no measure of its link.
+    @Test func anOutageIsNotLoss() {
+        var e = ViewerEstimate()
+        e.remb(2_000_000)
+        e.report(ReceptionReport(ssrc: 1, highestSequence: 100), sending: 1_000_000, now: t0)
+        e.report(ReceptionReport(ssrc: 1, highestSequence: 300), sending: 1_000_000, now: t0 + .seconds(1))
+        #expect(e.delivering)
+        // 15 s without reports, 3,000 packets lost into it.
+        e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3000, highestSequence: 3400), sending: 1_000_000, now: t0 + .seconds(16))
+        #expect(e.lossCap == nil && e.bitrate == 2_000_000)
+        e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3000, highestSequence: 3600), sending: 1_000_000, now: t0 + .seconds(17))
+        #expect(e.delivering && e.lossCap == nil)
+    }
+
     /// Chromium sends a receiver report with each NACK: tens a second, each counting as lost
     /// what its resend will recover. At 5% random loss, all recovered, they are no reason to cut.
     @Test func reportsWithEveryNACKAreMeasuredOverASecond() {
@@ -177,7 +201,7 @@ import SeededRandom
             lost = Int32(now)
             t = t + .milliseconds(50)
             e.report(ReceptionReport(ssrc: 1, fractionLost: UInt8(min(255, now * 256 / 12)), cumulativeLost: lost,
-                                     highestSequence: highest), now: t)
+                                     highestSequence: highest), sending: 1_000_000, now: t)
         }
         #expect(e.lossCap == nil)
         #expect(e.bitrate == 3_000_000)
@@ -186,7 +210,7 @@ import SeededRandom
             highest += 12
             lost += 4
             t = t + .milliseconds(50)
-            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), now: t)
+            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), sending: 1_000_000, now: t)
         }
         #expect((e.bitrate ?? 0) < 3_000_000)
     }
