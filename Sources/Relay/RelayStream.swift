@@ -230,7 +230,10 @@ final class RelayStream: @unchecked Sendable {
         // Back after a silence (an outage, a NAT rebinding): the players lost what was sent into
         // it and resends of it are too late, so a keyframe is asked for at once rather than
         // when the first player's own request comes.
-        if let last = lastPublisherPacketAt, now - last >= Self.resumeAfter { requestKeyframe(now: now, untilSent: true) }
+        if let last = lastPublisherPacketAt, now - last >= Self.resumeAfter {
+            requestKeyframe(now: now, untilSent: true)
+            for player in players.values { player.output(.video) { $0.estimate.publisherResumed(now: now) } }
+        }
         lastPublisherPacketAt = now
         counters.packetsIn += 1
         counters.bytesIn += bytes.count

@@ -21,8 +21,12 @@ struct ViewerEstimate {
     static let lowLoss = 0.02
     static let lossWindow: Duration = .seconds(1)
     static let minPackets = 50
-    /// A measurement spanning longer than this (no report for seconds) is dropped.
-    static let staleWindow: Duration = .seconds(4)
+    /// Reports further apart than this: the player's path was out (receivers report about
+    /// every second). What went into an outage says nothing about the link's capacity.
+    static let reportGap: Duration = .milliseconds(2500)
+    /// After the publisher's own silence, reports this long are not measured: they count what
+    /// it sent into its outage as lost at every player.
+    static let settleAfterPublisherGap: Duration = .milliseconds(500)
     private(set) var lastREMB: Int?
     private(set) var lossCap: Int?
     /// What stayed lost over the last measured window (nil before one).
@@ -30,6 +34,8 @@ struct ViewerEstimate {
     /// Where the current loss measurement started: the report's extended highest sequence
     /// number and cumulative loss.
     private var window: (highest: UInt32, lost: Int32, at: ContinuousClock.Instant)?
+    private var lastReportAt: ContinuousClock.Instant?
+    private var measureFrom: ContinuousClock.Instant?
 
     /// Bits per second; nil before the first REMB or heavy-loss measurement.
     var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } ?? lossCap }
@@ -42,24 +48,27 @@ struct ViewerEstimate {
     /// A receiver report block on what we send this player; `sending`: bits per second of what
     /// it is sent now.
     mutating func report(_ block: ReceptionReport, sending: Int, now: ContinuousClock.Instant) {
-        guard let start = window, block.highestSequence >= start.highest else {
-            // The first report, or the counters started over (a new sender SSRC).
+        defer { lastReportAt = now }
+        let outage = lastReportAt.map { now - $0 > Self.reportGap } ?? false
+        guard let start = window, block.highestSequence >= start.highest, !outage, measureFrom.map({ now >= $0 }) ?? true else {
+            // The first report, the counters started over (a new sender SSRC), or after an outage.
             window = (block.highestSequence, block.cumulativeLost, now)
             return
         }
+        measureFrom = nil
         let expected = Int(block.highestSequence - start.highest)
-        if now - start.at > Self.staleWindow {
-            // Its reports stopped for a while (the player's path was out): what went into the
-            // outage says nothing about the link's capacity.
-            window = (block.highestSequence, block.cumulativeLost, now)
-            return
-        }
         // Before any estimate a shorter window: the player is on the largest layer until one.
         let window = bitrate == nil ? Self.lossWindow / 2 : Self.lossWindow
         guard now - start.at >= window, expected >= Self.minPackets else { return }
         let lost = min(expected, max(0, Int(block.cumulativeLost) - Int(start.lost)))
         self.window = (block.highestSequence, block.cumulativeLost, now)
         measured(loss: Double(lost) / Double(expected), sending: sending)
+    }
+
+    /// The publisher was silent (an outage on its side) and sends again: the gap reaches every
+    /// player as lost packets, which is no measure of their links.
+    mutating func publisherResumed(now: ContinuousClock.Instant) {
+        measureFrom = now + Self.settleAfterPublisherGap
     }
 
     /// The player's reports say its link delivers what it is sent (under 10% stays lost).

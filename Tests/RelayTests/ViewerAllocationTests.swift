@@ -185,6 +185,17 @@ import SeededRandom
         #expect(e.lossCap == nil && e.bitrate == 2_000_000)
         e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3000, highestSequence: 3600), sending: 1_000_000, now: t0 + .seconds(17))
         #expect(e.delivering && e.lossCap == nil)
+        // The publisher's own outage: its players' reports go on, and the first ones after it
+        // count what it sent into the outage (here 300 packets) as lost.
+        for second in 18...20 {
+            e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3000, highestSequence: 3600), sending: 0, now: t0 + .seconds(second))
+        }
+        e.publisherResumed(now: t0 + .seconds(20))
+        e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3300, highestSequence: 4000), sending: 1_000_000, now: t0 + .milliseconds(20_200))
+        e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3300, highestSequence: 4100), sending: 1_000_000, now: t0 + .milliseconds(21_000))
+        #expect(e.lossCap == nil && e.delivering)
+        e.report(ReceptionReport(ssrc: 1, cumulativeLost: 3300, highestSequence: 4300), sending: 1_000_000, now: t0 + .seconds(22))
+        #expect(e.lossCap == nil && e.delivering && e.lastLoss == 0)
     }
 
     /// Chromium sends a receiver report with each NACK: tens a second, each counting as lost
