@@ -71,11 +71,15 @@ struct ViewerEstimate {
         measureFrom = now + Self.settleAfterPublisherGap
     }
 
-    /// The player's reports say its link delivers what it is sent (under 10% stays lost).
-    var delivering: Bool { lastLoss.map { $0 <= Self.highLoss } ?? false }
+    /// Its reports say its link loses more than 10% even after resends, in two measurements in
+    /// a row: a full queue. Random loss of a few percent gets there in one window at most (a
+    /// burst), and holding its resends on that one would make the next window lossy too.
+    var lossy: Bool { lossyMeasurements >= 2 }
+    private var lossyMeasurements = 0
 
     private mutating func measured(loss: Double, sending: Int) {
         lastLoss = loss
+        lossyMeasurements = loss > Self.highLoss ? lossyMeasurements + 1 : 0
         guard let estimate = bitrate else {
             if loss > Self.highLoss, sending > 0 { lossCap = Int(Double(sending) * (1 - loss)) }
             return

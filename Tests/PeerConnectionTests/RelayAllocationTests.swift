@@ -89,8 +89,8 @@ import Transport
 }
 
 /// Without simulcast there is no smaller layer to move a weak viewer to, but what the relay
-/// sends it is still bounded: its NACKs are answered only from what its estimate leaves beyond
-/// the stream (at least a tenth of it), not with the stream again and again (issue 22: 14.5 MB
+/// sends it is still bounded: once its reports show a full link, its NACKs are answered only from
+/// what its estimate leaves beyond the stream (at least a tenth of it), not with the stream again and again (issue 22: 14.5 MB
 /// pushed at a 400 kbit/s viewer of a 4.9 MB stream).
 @Suite struct RelayResendBudgetTests {
     @Test func aViewerWhoseLinkIsFullIsNotSentItsStreamAgainInAnswers() async throws {
@@ -100,14 +100,36 @@ import Transport
         let weak = Holder<VirtualEndpoint>()
         let pc = try sim.peer({ $0.mediaPipeline = false }, endpoint: { weak.value = $0 })
         let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-        let received = Locked(0)
-        video.receiver.onRTP = { _ in received.withLock { $0 += 1 } }
+        // What it got, for the receiver reports it sends (the relay reads loss from them).
+        let received = Locked((count: 0, ssrc: UInt32(0), first: Int?.none, highest: 0, seen: Set<Int>()))
+        video.receiver.onRTP = { packet in
+            received.withLock { r in
+                r.count += 1
+                r.ssrc = packet.ssrc
+                var n = Int(packet.sequenceNumber)
+                if let h = r.first.map({ _ in r.highest }) {   // unwrap near the highest
+                    while n < h - 32768 { n += 65536 }
+                }
+                if r.first == nil { r.first = n; r.highest = n }
+                r.highest = max(r.highest, n)
+                r.seen.insert(n)
+            }
+        }
         _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "one", query: "&layer=high")
         let link = try #require(weak.value)
         sim.loop.perform { link.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
         // Only the high layer is sent ("y", ~1.5 Mbit/s): the player asked for it and the
         // layer below is silent, so nothing smaller exists to move it to.
-        for f in 0..<(30 * 15) { publisher.frame(sim, packets: [0, 5], size: 1200, keyframes: f % 30 == 0 ? ["y"] : []) }
+        for f in 0..<(30 * 15) {
+            publisher.frame(sim, packets: [0, 5], size: 1200, keyframes: f % 30 == 0 ? ["y"] : [])
+            if f % 30 == 29 {
+                let r = received.withLock { $0 }
+                guard let first = r.first else { continue }
+                let lost = Int32(r.highest - first + 1 - r.seen.count)
+                let block = ReceptionReport(ssrc: r.ssrc, cumulativeLost: lost, highestSequence: UInt32(r.highest))
+                sim.loop.perform { pc.sendRTCP([.receiverReport(ReceiverReport(ssrc: 0x5EED, reports: [block]))]) }
+            }
+        }
         let stream = try #require(await relayStream(sim, relay))
         let counters = sim.loop.perform { link.downlink.counters }
         let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
@@ -118,11 +140,14 @@ import Transport
               + "dropped \(counters.queueDrops); stream \(stream)")
         #expect(nacked > 1000, "the weak viewer NACKs what its bottleneck drops")
         #expect(overBudget > 0, "answers beyond the budget are not sent")
-        // Resends stay within a tenth of its estimate (REMB ~600 kbit/s: ~6 packets/s of 1.2 kB).
-        #expect(resent <= 120, "\(resent) resends in 15 s")
+        // Its NACKs are answered in full until its reports show the full link twice (~3 s in:
+        // ~200 answers; one lossy measurement may be a burst of random loss), then within a
+        // tenth of its estimate (REMB ~600 kbit/s: ~6 packets/s of 1.2 kB). Before the budget
+        // waited for that evidence, 90 answers — and Chromium at 5% random loss was starved.
+        #expect(resent <= 320, "\(resent) resends in 15 s")
         // What the relay put on the weak link: the stream once and little more.
         let published = metric("swiftrtc_rtp_packets_received_total")
-        #expect(Double(counters.offered) <= 1.1 * Double(published), "\(counters.offered) packets offered to the link for \(published) published")
+        #expect(Double(counters.offered) <= 1.15 * Double(published), "\(counters.offered) packets offered to the link for \(published) published")
         await pc.close()
         await publisher.close()
         await relay.stop()
