@@ -89,11 +89,8 @@ extension ICEAgent {
                 select(key, now: now)
             } else if selected == nil {
                 select(key, now: now)
-            } else if let current = selected, current.remote != remote,
-                      lastReceivedAt.map({ now >= $0 + configuration.rebindAfter }) ?? true {
-                // The peer's path moved (a NAT rebound its port) and the old one went quiet.
-                statsCounters.rebinds += 1
-                select(key, now: now)
+            } else if let current = selected, current.remote != remote {
+                rebindIfQuiet(to: key, now: now)
             }
             if key == selected { lastReceivedAt = now }
             return true

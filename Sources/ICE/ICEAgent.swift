@@ -311,10 +311,16 @@ public final class ICEAgent {
     }
 
     private func rebindOnMedia(from remote: SocketAddress, now: ContinuousClock.Instant) {
-        guard lastReceivedAt.map({ now >= $0 + configuration.rebindAfter }) ?? true,
-              let pair = pairs.first(where: { $0.key.remote == remote && $0.state == .succeeded }) else { return }
+        guard let pair = pairs.first(where: { $0.key.remote == remote && $0.state == .succeeded }) else { return }
+        rebindIfQuiet(to: pair.key, now: now)
+    }
+
+    /// Lite: the peer's path moved (a NAT rebound its port) — to `key`, once the selected
+    /// remote has gone quiet.
+    func rebindIfQuiet(to key: PairKey, now: ContinuousClock.Instant) {
+        guard lastReceivedAt.map({ now >= $0 + configuration.rebindAfter }) ?? true else { return }
         statsCounters.rebinds += 1
-        select(pair.key, now: now)
+        select(key, now: now)
     }
 
     /// Stops everything; no more transmits, events after `stateChanged(.closed)`, or deadlines.

@@ -41,7 +41,7 @@ final class RelayStream: @unchecked Sendable {
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
-    /// When the last PLI went to the publisher, and whether a held-back one is due later.
+    /// Whether a held-back PLI is scheduled (for when the throttle allows it).
     private var keyframeRetryScheduled = false
     /// The publisher's NTP ↔ RTP mapping per kind and SSRC (its sender reports; a simulcast
     /// layer has its own), for players' reports.

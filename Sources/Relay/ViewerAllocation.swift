@@ -9,8 +9,7 @@ import RTPMedia
 /// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the REMB; between,
 /// it holds. Loss is measured from the reports' cumulative counters over at least a second and
 /// `minPackets` packets (half a second before any estimate): what stayed lost after
-/// retransmissions. Each report's own fraction
-/// lost is no measure — Chromium sends a receiver report with every NACK, tens a second, each
+/// retransmissions. Each report's own fraction lost is no measure — Chromium sends a receiver report with every NACK, tens a second, each
 /// counting as lost what its resend will recover; taken one by one at 5% random loss they
 /// ratcheted the cap down to a tenth of the stream and starved its resends. Before the player's
 /// first REMB (Chromium's comes 2–4 s in) heavy loss alone gives one: what got through of what
@@ -36,6 +35,8 @@ struct ViewerEstimate {
     private var window: (highest: UInt32, lost: Int32, at: ContinuousClock.Instant)?
     private var lastReportAt: ContinuousClock.Instant?
     private var measureFrom: ContinuousClock.Instant?
+    /// Measurements over `highLoss` in a row.
+    private var lossyMeasurements = 0
 
     /// Bits per second; nil before the first REMB or heavy-loss measurement.
     var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } ?? lossCap }
@@ -58,10 +59,10 @@ struct ViewerEstimate {
         measureFrom = nil
         let expected = Int(block.highestSequence - start.highest)
         // Before any estimate a shorter window: the player is on the largest layer until one.
-        let window = bitrate == nil ? Self.lossWindow / 2 : Self.lossWindow
-        guard now - start.at >= window, expected >= Self.minPackets else { return }
+        let span = bitrate == nil ? Self.lossWindow / 2 : Self.lossWindow
+        guard now - start.at >= span, expected >= Self.minPackets else { return }
         let lost = min(expected, max(0, Int(block.cumulativeLost) - Int(start.lost)))
-        self.window = (block.highestSequence, block.cumulativeLost, now)
+        window = (block.highestSequence, block.cumulativeLost, now)
         measured(loss: Double(lost) / Double(expected), sending: sending)
     }
 
@@ -75,7 +76,6 @@ struct ViewerEstimate {
     /// a row: a full queue. Random loss of a few percent gets there in one window at most (a
     /// burst), and holding its resends on that one would make the next window lossy too.
     var lossy: Bool { lossyMeasurements >= 2 }
-    private var lossyMeasurements = 0
 
     private mutating func measured(loss: Double, sending: Int) {
         lastLoss = loss
