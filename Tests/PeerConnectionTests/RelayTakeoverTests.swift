@@ -22,7 +22,7 @@ final class PatternLog: VideoRenderer, Sendable {
 /// so the player's SRTP replay window and jitter buffer accept the new publisher at once.
 /// The relay and the peers run in process on a simulated loop (`Simulation`); frames go out one
 /// per 33 ms of virtual time.
-@Suite(.serialized) struct RelayTakeoverTests {
+@Suite(.serialized, .timeLimit(.minutes(2))) struct RelayTakeoverTests {
     func publisher(_ sim: Simulation, _ relay: RelayServer) async throws -> (PeerConnection, VideoSource) {
         let pc = try sim.peer()
         let source = VideoSource()
@@ -55,7 +55,9 @@ final class PatternLog: VideoRenderer, Sendable {
 
     /// POSTs `body`; if the relay holds it (waiting for the stream's publisher to be silent long
     /// enough), `whileHeld` moves virtual time on until the hold ends. The answer and the virtual
-    /// time it came at. The hold is an event of the relay, so time moves only once it is armed.
+    /// time it came at. The hold is an event of the relay, so time moves only once it is armed;
+    /// until then the request runs on the test's threads, so the waits have no wall-clock limit
+    /// of their own (a loaded host took over 10 s): the suite's time limit catches a hang.
     func post(_ sim: Simulation, _ relay: RelayServer, _ seen: Monitor<Seen>, _ body: [UInt8],
               whileHeld: () -> Void = {}) async -> (response: HTTPResponse?, at: ContinuousClock.Instant, held: Bool) {
         let heldBefore = seen.withLock { s -> Int in
@@ -67,10 +69,10 @@ final class PatternLog: VideoRenderer, Sendable {
                                       headers: ["Content-Type": "application/sdp"])
             seen.withLock { $0.answer = (r, sim.loop.now) }
         }
-        #expect(await seen.wait { $0.answer != nil || $0.held > heldBefore })
+        #expect(await seen.wait(until: { $0.answer != nil || $0.held > heldBefore }, timeout: nil))
         let held = seen.value.answer == nil
         if held { whileHeld() }
-        #expect(await seen.wait { $0.answer != nil }, "no answer after the hold")
+        #expect(await seen.wait(until: { $0.answer != nil }, timeout: nil), "no answer after the hold")
         return (seen.value.answer?.0, seen.value.answer?.1 ?? sim.loop.now, held)
     }
 

@@ -56,9 +56,10 @@ public final class Monitor<Value>: @unchecked Sendable {
         return true
     }
 
-    /// Suspends until `holds(value)`, or `timeout` has passed, or the task is cancelled;
-    /// whether it holds.
-    public func wait(until holds: @escaping @Sendable (Value) -> Bool, timeout: Duration = .seconds(10)) async -> Bool {
+    /// Suspends until `holds(value)`, or `timeout` of wall time has passed (nil: no limit but
+    /// the test's own, for what waits on a simulated loop's work, however slow the host), or the
+    /// task is cancelled; whether it holds.
+    public func wait(until holds: @escaping @Sendable (Value) -> Bool, timeout: Duration? = .seconds(10)) async -> Bool {
         let id = lock.withLock {
             nextID += 1
             return nextID
@@ -73,7 +74,9 @@ public final class Monitor<Value>: @unchecked Sendable {
                 }
                 waiters[id] = Waiter(holds: holds, continuation: continuation)
                 lock.unlock()
-                DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.expire(id) }
+                if let timeout {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.expire(id) }
+                }
                 if Task.isCancelled { expire(id) }
             }
         } onCancel: {
