@@ -92,8 +92,9 @@ struct PlayerOutput {
     /// that layer's keyframe.
     var target: UInt32?
     /// Padding sent along with its layer (a probe for the next one): bytes per forwarded byte,
-    /// and what is owed of it.
+    /// a higher ratio until a time (the probe's burst), and what is owed of it.
     var paddingRatio = 0.0
+    var burst: (ratio: Double, until: ContinuousClock.Instant)?
     var paddingOwed = 0.0
     /// VP8 simulcast: its PictureID/TL0PICIDX, continuous across layer switches.
     var vp8 = VP8Numbering()

@@ -304,7 +304,7 @@ final class RelayStream: @unchecked Sendable {
                     output.pointee.packetsSent &+= 1
                     output.pointee.octetsSent &+= payloadBytes
                     sent += 1
-                    if output.pointee.paddingRatio > 0 {
+                    if output.pointee.paddingRatio > 0 || output.pointee.burst != nil {
                         pad(record, with: view, size: bytes.count, sequenceNumber: seq, timestamp: ts, orientation: orientation,
                             edit: edit, now: now)
                     }
@@ -504,8 +504,10 @@ final class RelayStream: @unchecked Sendable {
                                                          estimate: output.estimate.bitrate, now: now) else { return }
             output.target = decision.ssrc
             let rate = layers.first { $0.ssrc == decision.ssrc }?.bitrate ?? 0
-            output.paddingRatio = rate > 0 ? min(Self.maxPaddingRatio, Double(decision.padding) / Double(rate)) : 0
-            if output.paddingRatio == 0 { output.paddingOwed = 0 }
+            let ratio = { (padding: Int) in rate > 0 ? min(Self.maxPaddingRatio, Double(padding) / Double(rate)) : 0 }
+            output.paddingRatio = ratio(decision.padding)
+            output.burst = decision.burst.map { (ratio($0.padding), $0.until) }
+            if output.paddingRatio == 0, output.burst == nil { output.paddingOwed = 0 }
         }
     }
 
@@ -525,7 +527,9 @@ final class RelayStream: @unchecked Sendable {
     private func pad(_ record: ForwardingRecord, with view: RTPHeaderView, size: Int, sequenceNumber: UInt16, timestamp: UInt32,
                      orientation: UInt8?, edit: RTPHeaderPatch.PayloadEdit?, now: ContinuousClock.Instant) {
         let output = record.output
-        output.pointee.paddingOwed = min(output.pointee.paddingOwed + output.pointee.paddingRatio * Double(size),
+        if let burst = output.pointee.burst, now >= burst.until { output.pointee.burst = nil }
+        let ratio = output.pointee.burst?.ratio ?? output.pointee.paddingRatio
+        output.pointee.paddingOwed = min(output.pointee.paddingOwed + ratio * Double(size),
                                          (Self.maxPaddingRatio + 1) * Double(size))
         while output.pointee.paddingOwed >= Double(size) {
             output.pointee.paddingOwed -= Double(size)

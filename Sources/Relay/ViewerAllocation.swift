@@ -97,24 +97,46 @@ struct ViewerEstimate {
 /// asked for) whose rate fits. Down at once when the current one no longer fits; up one layer
 /// at a time, once the estimate has carried the next one for `upHold`. A receiver's estimate
 /// cannot rise far above what it receives (REMB: 1.5 × its incoming rate), so to find room
-/// for the next layer the player is padded towards it (`Decision.padding`, never above the
-/// estimate itself): a probe, which lasts while the estimate keeps rising and fails when it
-/// falls back (the link is full) or stalls; a failed probe is tried again after a backoff
-/// (doubling), and none starts within `firstBackoff` of a step down. Without an estimate (no
-/// REMB yet) the player gets the largest: most links carry it, and one that does not is
-/// stepped down at its first REMB. Sans-I/O.
+/// for the next layer the player is padded towards it (`Decision.padding`, up to the estimate,
+/// after a first second above it: `Decision.burst`): a probe, which lasts while the estimate
+/// keeps rising and fails when it falls back (the link is full) or stalls; a failed probe is
+/// tried again after a backoff (doubling), and none starts within `firstBackoff` of a step
+/// down. Without an estimate (no REMB yet) the player gets the largest: most links carry it,
+/// and one that does not is stepped down at its first REMB. Sans-I/O.
 struct LayerAllocator {
     /// A layer fits when its rate is at most this share of the estimate (audio, resends, headers).
     static let headroom = 0.85
     static let upHold: Duration = .seconds(2)
-    /// A probe fails when the estimate falls below this share of its peak during the probe, or
-    /// when it has not risen `probeGrowth` above that peak for `probeStall`.
-    static let probeFailure = 0.85
+    /// A probe fails when the estimate falls below this share of its peak during the probe (a
+    /// receiver's AIMD falls only on overuse — the link is full — to 0.85 × what it receives,
+    /// which after a burst can be only a few percent down), or when it has not risen
+    /// `probeGrowth` for `probeStall`.
+    static let probeFailure = 0.98
     static let probeGrowth = 1.05
     static let probeStall: Duration = .seconds(5)
-    /// Probes stay frequent: padding never goes above the estimate, so a probe into a full link
-    /// costs a little delay before the receiver's estimate falls, and the next one is the only
-    /// way to find that the link has grown.
+    /// A probe starts with `burstLength` of padding to this much more than the estimate (up to
+    /// what the next layer needs). A receiver's AIMD (REMB) grows by about a packet per response
+    /// time — ~20 kbit/s per second at 400 kbit/s, 50 s back to 1.5 Mbit/s — while what it
+    /// receives (over a second) stays within 3 deviations of the link capacity it last saw; its
+    /// estimate after an overuse is 0.85 × that capacity, the bound 1.1–1.25 × it. A second at
+    /// 1.5 × the estimate passes the bound: it forgets the capacity and grows 8% a second until
+    /// the next overuse, with padding only up to its estimate. Into a full link a burst made
+    /// Chromium's estimate fall to a third (1 in 3 runs), so a probe bursts only once its
+    /// estimate is `burstAbove` the highest at which the link was last seen full (a failed
+    /// probe's peak; at a step down, the estimate over `headroom`): below it, padding to the
+    /// estimate finds a full link gently, and past it the link has grown.
+    static let burstRatio = 1.5
+    static let burstLength: Duration = .seconds(1)
+    static let burstAbove = 1.1
+    /// After a probe fails the padding does not stop at once, it goes to `settleShare` of the
+    /// (fallen) estimate for `settleLength`: below the link, so the queue drains, but not down
+    /// to the layer alone. A receiver cuts its estimate to 0.85 × what it gets every 200 ms
+    /// while its detector still sees overuse (it lags the queue by ~0.5–1 s); with the padding
+    /// gone that was 0.85 × the low layer: Chromium's estimate fell to a third, 365 → 120 kbit/s.
+    static let settleShare = 0.85
+    static let settleLength: Duration = .seconds(2)
+    /// Probes stay frequent: a probe into a full link costs a little delay before the receiver's
+    /// estimate falls, and the next one is the only way to find that the link has grown.
     static let firstBackoff: Duration = .seconds(5)
     static let maxBackoff: Duration = .seconds(10)
 
@@ -128,10 +150,27 @@ struct LayerAllocator {
         var ssrc: UInt32
         /// Bits per second of padding to send the player on top of its layer (0: none).
         var padding: Int
+        /// More padding (bits per second) until a time, then `padding`: a probe's first second.
+        var burst: Burst? = nil
+    }
+
+    struct Burst: Equatable {
+        var padding: Int
+        var until: ContinuousClock.Instant
+    }
+
+    private struct Probe {
+        var peak: Int
+        /// The estimate it last rose `probeGrowth` from, and when.
+        var base: Int
+        var baseAt: ContinuousClock.Instant
+        var burstUntil: ContinuousClock.Instant?
     }
 
     private var fitsSince: ContinuousClock.Instant?
-    private var probe: (peak: Int, peakAt: ContinuousClock.Instant)?
+    private var probe: Probe?
+    private var fullAt: Int?
+    private var settleUntil: ContinuousClock.Instant?
     private var nextProbe: ContinuousClock.Instant?
     private var backoff = firstBackoff
     /// Probes started and failed (stats, tests).
@@ -159,6 +198,7 @@ struct LayerAllocator {
             // Does not fit at all: down now, to what fits with headroom; no probe until the
             // estimate has settled there.
             fitsSince = nil
+            fullAt = max(fullAt ?? 0, Int(Double(estimate) / Self.headroom))
             if probe != nil { probeFailed(now: now) }
             nextProbe = max(nextProbe ?? now, now + Self.firstBackoff)
             return Decision(ssrc: layers[min(fitting, index)].ssrc, padding: 0)
@@ -178,22 +218,38 @@ struct LayerAllocator {
             probe = nil
             return Decision(ssrc: layers[index].ssrc, padding: 0)
         }
-        if let p = probe {
-            if Double(estimate) < Double(p.peak) * Self.probeFailure || now - p.peakAt >= Self.probeStall {
+        let rate = layers[index].bitrate
+        if var p = probe {
+            if Double(estimate) < Double(p.peak) * Self.probeFailure || now - p.baseAt >= Self.probeStall {
                 probeFailed(now: now)
-            } else if Double(estimate) >= Double(p.peak) * Self.probeGrowth {
-                probe = (estimate, now)
+                settleUntil = now + Self.settleLength
+            } else {
+                p.peak = max(p.peak, estimate)
+                if Double(estimate) >= Double(p.base) * Self.probeGrowth { (p.base, p.baseAt) = (estimate, now) }
+                probe = p
             }
         } else if nextProbe.map({ now >= $0 }) ?? true {
-            probe = (estimate, now)
+            probe = Probe(peak: estimate, base: estimate, baseAt: now, burstUntil: nil)
             probes += 1
         }
-        guard probe != nil else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
+        guard var p = probe else {
+            let settling = settleUntil.map { now < $0 } ?? false
+            return Decision(ssrc: layers[index].ssrc, padding: settling ? max(0, Int(Double(estimate) * Self.settleShare) - rate) : 0)
+        }
+        if p.burstUntil == nil, fullAt.map({ Double(estimate) > Double($0) * Self.burstAbove }) ?? true {
+            p.burstUntil = now + Self.burstLength
+            probe = p
+        }
         let wanted = Int(Double(layers[index + 1].bitrate) / Self.headroom)
-        return Decision(ssrc: layers[index].ssrc, padding: max(0, min(estimate, wanted) - layers[index].bitrate))
+        var decision = Decision(ssrc: layers[index].ssrc, padding: max(0, min(estimate, wanted) - rate))
+        if let until = p.burstUntil, now < until {
+            decision.burst = Burst(padding: max(0, min(Int(Double(estimate) * Self.burstRatio), wanted) - rate), until: until)
+        }
+        return decision
     }
 
     private mutating func probeFailed(now: ContinuousClock.Instant) {
+        if let peak = probe?.peak { fullAt = max(fullAt ?? 0, peak) }
         probe = nil
         failedProbes += 1
         nextProbe = now + backoff

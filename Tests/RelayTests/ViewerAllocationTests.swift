@@ -5,7 +5,7 @@ import SeededRandom
 
 /// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once,
 /// up one layer after the estimate carried it for `upHold`, padding towards the next layer
-/// while probing (never above the estimate), probes that fail back off; and the resend budget.
+/// while probing (above the estimate for its first second), probes that fail back off; and the resend budget.
 @Suite struct ViewerAllocationTests {
     let t0 = ContinuousClock.now
     let layers = [LayerAllocator.Layer(ssrc: 1, bitrate: 150_000), .init(ssrc: 2, bitrate: 500_000), .init(ssrc: 3, bitrate: 2_000_000)]
@@ -51,11 +51,14 @@ import SeededRandom
         #expect(b.decide(layers: layers, current: 1, estimate: 700_000, now: t0 + .milliseconds(4500))?.ssrc == 2)
     }
 
-    @Test func probesPadTowardsTheNextLayerUpToTheEstimate() {
+    @Test func probesPadTowardsTheNextLayerUpToTheEstimateAfterABurst() {
         let a = Allocator()
-        // On low with a 250k estimate: padded to the estimate (100k on top of 150k).
+        // On low with a 250k estimate: padded to the estimate (100k on top of 150k), for the
+        // first second to 1.5 × it (225k), past the receiver's last link capacity so that its
+        // AIMD grows by 8% a second again.
         let d = a.decide(layers: layers, current: 1, estimate: 250_000, now: t0)
-        #expect(d == .init(ssrc: 1, padding: 100_000))
+        #expect(d == .init(ssrc: 1, padding: 100_000, burst: .init(padding: 225_000, until: t0 + .seconds(1))))
+        #expect(a.decide(layers: layers, current: 1, estimate: 250_000, now: t0 + .milliseconds(500))?.burst?.padding == 225_000)
         #expect(a.probing && a.probes == 1)
         // The estimate grows: padding follows, up to what mid needs with headroom (588k).
         #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(1))?.padding == 250_000)
@@ -73,19 +76,46 @@ import SeededRandom
     @Test func aProbeThatFailsBacksOffDoubling() {
         let a = Allocator()
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0)?.padding == 150_000)
-        // The link is full: the estimate falls (overuse). The probe ends, the player stays on low.
-        #expect(a.decide(layers: layers, current: 1, estimate: 240_000, now: t0 + .seconds(1)) == .init(ssrc: 1, padding: 0))
+        // The link is full: the estimate falls (overuse). The probe ends, the player stays on low;
+        // for 2 s it is padded to 0.85 × the estimate (the queue drains, but what the receiver
+        // gets does not fall to the layer alone while its detector still sees overuse).
+        #expect(a.decide(layers: layers, current: 1, estimate: 240_000, now: t0 + .seconds(1)) == .init(ssrc: 1, padding: 54_000))
+        #expect(a.decide(layers: layers, current: 1, estimate: 240_000, now: t0 + .seconds(3)) == .init(ssrc: 1, padding: 0))
         #expect(a.failedProbes == 1 && !a.probing)
         // No new probe before the 5 s backoff.
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(5))?.padding == 0)
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(6))?.padding == 150_000)
         // This one sees the estimate hold for 5 s without rising: failed (stalled), next backoff 10 s.
         #expect(a.decide(layers: layers, current: 1, estimate: 310_000, now: t0 + .seconds(9))?.padding == 160_000)
-        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(11))?.padding == 0)
+        #expect(a.decide(layers: layers, current: 1, estimate: 305_000, now: t0 + .seconds(11))?.padding == 109_250)
         #expect(a.failedProbes == 2)
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(20))?.padding == 0)
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(21))?.padding == 150_000)
         #expect(a.probes == 3)
+        // After a burst into a full link the estimate falls only a few percent (to 0.85 × what
+        // got through): that fails the probe too.
+        #expect(a.decide(layers: layers, current: 1, estimate: 290_000, now: t0 + .seconds(22)) == .init(ssrc: 1, padding: 96_500))
+        #expect(a.failedProbes == 3)
+    }
+
+    @Test func aProbeBurstsOnlyPastWhereTheLinkWasFull() {
+        let a = Allocator()
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0)?.burst != nil)
+        // Full at 300k (the probe's peak): the next probes pad to the estimate, and burst once it
+        // is over 330k.
+        _ = a.decide(layers: layers, current: 1, estimate: 240_000, now: t0 + .seconds(1))
+        #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(6)) == .init(ssrc: 1, padding: 150_000))
+        #expect(a.decide(layers: layers, current: 1, estimate: 330_000, now: t0 + .seconds(7)) == .init(ssrc: 1, padding: 180_000))
+        #expect(a.decide(layers: layers, current: 1, estimate: 340_000, now: t0 + .seconds(8))
+                == .init(ssrc: 1, padding: 190_000, burst: .init(padding: 360_000, until: t0 + .seconds(9))))
+        // One burst a probe.
+        #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(10)) == .init(ssrc: 1, padding: 250_000))
+        // A step down sets it too: the estimate then over the headroom (mid stops fitting at
+        // 450k: full at 529k, bursts from 582k).
+        let b = Allocator()
+        _ = b.decide(layers: layers, current: 2, estimate: 450_000, now: t0)
+        #expect(b.decide(layers: layers, current: 1, estimate: 580_000, now: t0 + .seconds(5))?.burst == nil)
+        #expect(b.decide(layers: layers, current: 1, estimate: 583_000, now: t0 + .seconds(6))?.burst != nil)
     }
 
     @Test func aProbeEndsWhenTheLayerStopsFitting() {
