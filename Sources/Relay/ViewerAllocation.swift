@@ -114,17 +114,18 @@ struct LayerAllocator {
     static let probeFailure = 0.98
     static let probeGrowth = 1.05
     static let probeStall: Duration = .seconds(5)
-    /// A probe starts with `burstLength` of padding to this much more than the estimate (up to
-    /// what the next layer needs). A receiver's AIMD (REMB) grows by about a packet per response
+    /// A probe bursts: `burstLength` of padding to this much more than the estimate (up to what
+    /// the next layer needs). A receiver's AIMD (REMB) grows by about a packet per response
     /// time — ~20 kbit/s per second at 400 kbit/s, 50 s back to 1.5 Mbit/s — while what it
     /// receives (over a second) stays within 3 deviations of the link capacity it last saw; its
     /// estimate after an overuse is 0.85 × that capacity, the bound 1.1–1.25 × it. A second at
     /// 1.5 × the estimate passes the bound: it forgets the capacity and grows 8% a second until
-    /// the next overuse, with padding only up to its estimate. Into a full link a burst made
-    /// Chromium's estimate fall to a third (1 in 3 runs), so a probe bursts only once its
-    /// estimate is `burstAbove` the highest at which the link was last seen full (a failed
-    /// probe's peak; at a step down, the estimate over `headroom`): below it, padding to the
-    /// estimate finds a full link gently, and past it the link has grown.
+    /// the next overuse, with padding only up to its estimate. A burst into a full link is
+    /// ~0.3 s of queue, so a probe bursts only once its estimate is `burstAbove` where the link
+    /// was last seen full (the last failed probe's peak; at a step down, the estimate over
+    /// `headroom`): below that, padding to the estimate finds a full link gently; past it, the
+    /// link has grown. The last, not the highest: a link that got worse must not need its old
+    /// capacity passed before a burst.
     static let burstRatio = 1.5
     static let burstLength: Duration = .seconds(1)
     static let burstAbove = 1.1
@@ -198,7 +199,7 @@ struct LayerAllocator {
             // Does not fit at all: down now, to what fits with headroom; no probe until the
             // estimate has settled there.
             fitsSince = nil
-            fullAt = max(fullAt ?? 0, Int(Double(estimate) / Self.headroom))
+            fullAt = Int(Double(estimate) / Self.headroom)
             if probe != nil { probeFailed(now: now) }
             nextProbe = max(nextProbe ?? now, now + Self.firstBackoff)
             return Decision(ssrc: layers[min(fitting, index)].ssrc, padding: 0)
@@ -249,7 +250,7 @@ struct LayerAllocator {
     }
 
     private mutating func probeFailed(now: ContinuousClock.Instant) {
-        if let peak = probe?.peak { fullAt = max(fullAt ?? 0, peak) }
+        if let peak = probe?.peak { fullAt = peak }
         probe = nil
         failedProbes += 1
         nextProbe = now + backoff

@@ -116,6 +116,13 @@ import SeededRandom
         _ = b.decide(layers: layers, current: 2, estimate: 450_000, now: t0)
         #expect(b.decide(layers: layers, current: 1, estimate: 580_000, now: t0 + .seconds(5))?.burst == nil)
         #expect(b.decide(layers: layers, current: 1, estimate: 583_000, now: t0 + .seconds(6))?.burst != nil)
+        // Where it was full last, not at its highest: the link got worse (a probe fails at 400k),
+        // and the next probe bursts from 440k.
+        let c = Allocator()
+        _ = c.decide(layers: layers, current: 2, estimate: 450_000, now: t0)
+        #expect(c.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(5))?.burst == nil)
+        _ = c.decide(layers: layers, current: 1, estimate: 380_000, now: t0 + .seconds(6))
+        #expect(c.decide(layers: layers, current: 1, estimate: 445_000, now: t0 + .seconds(11))?.burst != nil)
     }
 
     @Test func aProbeEndsWhenTheLayerStopsFitting() {
