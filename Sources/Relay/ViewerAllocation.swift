@@ -9,9 +9,10 @@ import RTPMedia
 /// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the REMB; between,
 /// it holds. Loss is measured from the reports' cumulative counters over at least a second and
 /// `minPackets` packets (half a second before any estimate): what stayed lost after
-/// retransmissions. Each report's own fraction lost is no measure — Chromium sends a receiver report with every NACK, tens a second, each
-/// counting as lost what its resend will recover; taken one by one at 5% random loss they
-/// ratcheted the cap down to a tenth of the stream and starved its resends. Before the player's
+/// retransmissions. Each report's own fraction lost is no measure — Chromium sends a receiver
+/// report with every NACK, tens a second, each counting as lost what its resend will recover;
+/// taken one by one at 5% random loss they ratcheted the cap down to a tenth of the stream and
+/// starved its resends. Before the player's
 /// first REMB (Chromium's comes 2–4 s in) heavy loss alone gives one: what got through of what
 /// it was sent — a weak viewer that joined on the largest layer leaves it a second in. Nil until
 /// one or the other.
