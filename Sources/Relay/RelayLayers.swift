@@ -49,6 +49,16 @@ struct VideoLayers {
     var rids: [String] = []
 
     var isSimulcast: Bool { rids.count > 1 }
+    /// When the first video packet came (nil: none yet).
+    var firstPacketAt: ContinuousClock.Instant?
+
+    /// Whether a player can be given its first layer: every rid has shown its stream, or the
+    /// publisher has sent for `stoppedAfter` (the missing ones are not coming). Before that, a
+    /// player asking for the low layer would get the first layer to arrive, whatever it is.
+    func isComplete(now: ContinuousClock.Instant) -> Bool {
+        let seen = Set(bySSRC.values.compactMap(\.rid))
+        return rids.allSatisfy(seen.contains) || firstPacketAt.map { now - $0 >= Self.stoppedAfter } ?? false
+    }
 
     /// The layer of `ssrc`, made on its first packet (while under the limit).
     mutating func touch(_ ssrc: UInt32, rid: @autoclosure () -> String?) -> Bool {

@@ -468,6 +468,7 @@ final class RelayStream: @unchecked Sendable {
         let ssrc = packet.ssrc
         let receiver = videoLayers.isSimulcast ? videoReceiver : nil
         guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
+        if videoLayers.firstPacketAt == nil { videoLayers.firstPacketAt = now }
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         videoLayers[ssrc]?.lastPacketAt = now
         videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
@@ -495,6 +496,7 @@ final class RelayStream: @unchecked Sendable {
     /// one it asked for that its estimate carries), and the padding of a probe for the next.
     private func allocate(_ player: RelaySession, now: ContinuousClock.Instant) {
         guard videoLayers.isSimulcast else { return }
+        if player.output(.video, { $0.target }) == nil, !videoLayers.isComplete(now: now) { return }
         let ranked = videoLayers.ranked
         guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
               let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }

@@ -115,6 +115,9 @@ import Transport
                 r.seen.insert(n)
             }
         }
+        // The stream runs for a while before the viewer joins: the relay has seen that "x" is
+        // silent (a player's first layer waits for every rid or a second of the stream).
+        for f in 0..<40 { publisher.frame(sim, packets: [0, 5], size: 1200, keyframes: f % 30 == 0 ? ["y"] : []) }
         _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "one", query: "&layer=high")
         let link = try #require(weak.value)
         sim.loop.perform { link.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
