@@ -105,3 +105,59 @@ def test_chromium_simulcast_each_player_gets_its_layer(codec, relay, browser, sw
     # Chromium over WHEP decodes the middle layer through the relay's rewriting.
     assert inbound.get("framesDecoded", 0) > 30 and inbound.get("frameWidth") == sent["m"]["width"], \
         f"Chromium on /players/?layer=mid: {inbound}, Chromium's mid layer is {sent['m']}"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("codec", ["VP8", "H264"])
+def test_swift_simulcast_each_player_gets_its_layer(codec, relay, browser, swift_bin, runs, artifact_dir, logs):  # noqa: F811
+    """`swiftrtc publish --simulcast` (1280x720: layers h, m/2, l/4, one encoder each) over WHIP:
+    the relay takes the three rids, each player decodes its layer's size, and the publisher's
+    stats show each layer encoded."""
+    app, name = "live", f"swift-simulcast-{codec.lower()}"
+    publisher = runs(SwiftRun(swift_bin, "publish", [relay.whip_url(app, name), "--codec", codec.lower(), "--simulcast",
+                                                     "--duration", "30"], artifact_dir, "publish"))
+    relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=20)
+    # The layers come on as the publisher's estimate (from the relay's feedback) carries them.
+    sized = lambda s: len([layer for layer in ((s or {}).get("video") or {}).get("layers") or []  # noqa: E731
+                           if layer.get("width")]) == 3
+    stream, _ = poll(lambda: relay.stream(app, name), sized, timeout=30)
+    assert sized(stream), f"the relay did not see three sized layers: {stream}\n{publisher.text()[-2000:]}"
+
+    low = runs(SwiftRun(swift_bin, "play", [relay.whep_url(app, name) + "&layer=low", "--duration", "8"], artifact_dir, "play-low"))
+    high = runs(SwiftRun(swift_bin, "play", [relay.whep_url(app, name), "--duration", "8"], artifact_dir, "play-high"))
+    viewer = open_player_page(browser, relay, app, name, query="layer=mid")
+    logs.append(("viewer page #log", lambda: page_log(viewer)))
+    try:
+        viewer.evaluate("document.getElementById('play').click(); true")
+        watched, _ = poll(lambda: viewer.evaluate(PC_STATS_JS, timeout=10),
+                          lambda st: bool(st and st["inbound"] and st["inbound"]["framesDecoded"] > 30), timeout=20)
+        stream = relay.stream(app, name) or {}
+        codes = {run.name: run.wait(timeout=20) for run in (low, high)}
+    finally:
+        close_page(browser, viewer)
+    assert publisher.wait(timeout=40) == 0, f"publish failed:\n{publisher.text()[-2000:]}"
+    for run in (low, high):
+        assert codes[run.name] == 0, f"{run.name} failed (the relay's stream {stream}):\n" + run.text()[-1500:]
+
+    rows = {run.name: [r for r in status_series(run.text()) if r["fps"] > 0] for run in (low, high)}
+    sizes = {n: sorted({(r["width"], r["height"]) for r in rs}) for n, rs in rows.items()}
+    layers = {layer.get("rid"): layer for layer in publisher.stats().get("layers") or []}
+    inbound = (watched or {}).get("inbound") or {}
+    write_json(artifact_dir / "summary.json", {"publisherLayers": layers, "players": sizes, "chromiumViewer": watched,
+                                               "apiStream": stream})
+    print(f"swift simulcast {codec}: publisher layers {layers}; play-low {sizes['play-low']}, play-high {sizes['play-high']}, "
+          f"Chromium layer=mid {inbound.get('frameWidth')}x{inbound.get('frameHeight')} ({inbound.get('framesDecoded')} frames)")
+    assert "simulcast, 3 layers: l 320x180, m 640x360, h 1280x720" in publisher.text(), publisher.text()[-2000:]
+    assert sorted(layers) == ["h", "l", "m"], f"the publisher's outbound-rtp per rid: {layers}"
+    assert [(layers[r]["frameWidth"], layers[r]["frameHeight"]) for r in "lmh"] == [(320, 180), (640, 360), (1280, 720)], layers
+    assert all(layers[r]["framesEncoded"] > 100 for r in "lmh"), f"frames encoded per layer: {layers}"
+    # Every frame each player decoded was its layer's size.
+    assert sizes["play-low"] == [(320, 180)], f"play with layer=low decoded {sizes['play-low']}"
+    assert sizes["play-high"] == [(1280, 720)], f"play (the largest by default) decoded {sizes['play-high']}"
+    for run_name in ("play-low", "play-high"):
+        fps = sorted(r["fps"] for r in rows[run_name])[len(rows[run_name]) // 2]
+        assert fps >= 25, f"{run_name} played a median {fps} fps"
+    assert [layer["rid"] for layer in stream.get("video", {}).get("layers") or []] == ["l", "m", "h"], stream
+    assert sorted(p.get("layer") for p in stream.get("players", [])) == ["h", "l", "m"], stream.get("players")
+    assert inbound.get("framesDecoded", 0) > 30 and (inbound.get("frameWidth"), inbound.get("frameHeight")) == (640, 360), \
+        f"Chromium on /players/?layer=mid: {inbound}"

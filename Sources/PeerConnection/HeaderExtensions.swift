@@ -15,11 +15,14 @@ public struct RtpHeaderExtensionParameters: Sendable, Hashable {
 /// The header extensions we offer and accept, per media kind.
 enum HeaderExtensionPolicy {
     /// What an offer of ours lists for `kind`, with the ids Chromium uses (1 for mid, 3 for
-    /// transport-wide sequence numbers, 13 for video orientation) unless one is taken, then
-    /// the next free one-byte id.
-    static func offered(for kind: MediaKind) -> [(id: Int, uri: String)] {
+    /// transport-wide sequence numbers, 13 for video orientation, 10 and 11 for the stream ids
+    /// of a simulcast we send) unless one is taken, then the next free one-byte id.
+    static func offered(for kind: MediaKind, simulcast: Bool = false) -> [(id: Int, uri: String)] {
         var wanted: [(id: Int, uri: String)] = [(1, RTPExtensionURI.sdesMID), (3, RTPExtensionURI.transportWideCC)]
         if kind == .video { wanted.append((13, RTPExtensionURI.videoOrientation)) }
+        if kind == .video, simulcast {
+            wanted += [(10, RTPExtensionURI.rtpStreamID), (11, RTPExtensionURI.repairedRTPStreamID)]
+        }
         var used = Set<Int>()
         return wanted.map { w in
             var id = w.id

@@ -78,9 +78,11 @@ extension PeerConnection {
                                      rawFormats: t.negotiatedCodecs.map { String($0.payloadType) })
         }
         if !t.negotiatedCodecs.isEmpty {
-            return LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
-                                     direction: t.direction, codecs: t.negotiatedCodecs,
-                                     extensions: t.negotiatedHeaderExtensions.map { (id: Int($0.id), uri: $0.uri) }, sender: t.sender)
+            var section = LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
+                                            direction: t.direction, codecs: t.negotiatedCodecs,
+                                            extensions: t.negotiatedHeaderExtensions.map { (id: Int($0.id), uri: $0.uri) }, sender: t.sender)
+            offerSimulcast(t.sender.simulcastRIDs, into: &section)
+            return section
         }
         var pts = Set<UInt8>()
         func freePayloadType(from preferred: UInt8) -> UInt8 {
@@ -100,17 +102,29 @@ extension PeerConnection {
                 [c, RTXCodec.parameters(payloadType: freePayloadType(from: c.payloadType &+ 1), repairing: c.payloadType)]
             }
         }
-        return LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
-                                 direction: t.direction, codecs: codecs, extensions: bundledExtensions(for: t.kind), sender: t.sender)
+        let rids = t.sender.otherLayers.isEmpty ? [] : t.sender.parameters.encodings.compactMap(\.rid)
+        var section = LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
+                                        direction: t.direction, codecs: codecs,
+                                        extensions: bundledExtensions(for: t.kind, simulcast: !rids.isEmpty), sender: t.sender)
+        offerSimulcast(rids, into: &section)
+        return section
+    }
+
+    /// `a=rid:… send` and `a=simulcast:send …` for the layers we offer to send (none: nothing).
+    private func offerSimulcast(_ rids: [String], into section: inout LocalMediaSection) {
+        guard rids.count > 1, section.direction.sends else { return }
+        section.rids = rids.map { RID(id: $0, direction: .send) }
+        section.simulcast = Simulcast(send: rids.map { [Simulcast.Stream(rid: $0)] })
     }
 
     /// Our extension ids for a new m-line, made to agree with those the bundle already uses
     /// (one id means one URI across a BUNDLE group, RFC 8843 §9.1).
-    func bundledExtensions(for kind: MediaKind) -> [(id: Int, uri: String)] {
+    func bundledExtensions(for kind: MediaKind, simulcast: Bool = false) -> [(id: Int, uri: String)] {
         let inUse = transceiverList.flatMap(\.negotiatedHeaderExtensions)
-        guard !inUse.isEmpty else { return HeaderExtensionPolicy.offered(for: kind) }
+        let offered = HeaderExtensionPolicy.offered(for: kind, simulcast: simulcast)
+        guard !inUse.isEmpty else { return offered }
         var taken = Set(inUse.map { Int($0.id) })
-        return HeaderExtensionPolicy.offered(for: kind).map { e in
+        return offered.map { e in
             if let id = inUse.id(for: e.uri) { return (Int(id), e.uri) }
             var id = e.id
             while taken.contains(id) { id = id % 14 + 1 }
@@ -424,6 +438,8 @@ extension PeerConnection {
                 t.negotiatedHeaderExtensions = []
                 t.sender.videoOrientationExtensionID = nil
                 t.sender.transportCCExtensionID = nil
+                t.sender.simulcastRIDs = []
+                t.sender.ridExtensionID = nil
                 t.nackPayloadTypes = []
                 continue
             }
@@ -441,13 +457,23 @@ extension PeerConnection {
             // Simulcast is ours to receive only as our answer took it (`receiveSimulcast`).
             let simulcastRIDs = !localIsOffer && configuration.receiveSimulcast ? m.simulcast?.recvRIDs ?? [] : []
             t.receiveRIDs = simulcastRIDs
+            // Simulcast we send: the layers of our offer the answer takes to receive, in our order.
+            let offeredRIDs = t.sender.otherLayers.isEmpty ? [] : t.sender.parameters.encodings.compactMap(\.rid)
+            let answerRIDs = localIsOffer && t.currentDirection?.sends == true ? m.simulcast?.recvRIDs ?? [] : []
+            let sendRIDs = offeredRIDs.filter(answerRIDs.contains)
             t.negotiatedHeaderExtensions = m.extMaps.compactMap { e in
-                guard HeaderExtensionPolicy.accepts(e.uri, kind: m.kind, simulcast: !simulcastRIDs.isEmpty), (1...255).contains(e.id)
+                guard HeaderExtensionPolicy.accepts(e.uri, kind: m.kind, simulcast: !simulcastRIDs.isEmpty || sendRIDs.count > 1),
+                      (1...255).contains(e.id)
                 else { return nil }
                 return RtpHeaderExtensionParameters(uri: e.uri, id: UInt8(e.id))
             }
             t.ridExtensionID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.rtpStreamID)
             t.repairedRIDExtensionID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.repairedRTPStreamID)
+            // Without the rid element a receiver cannot tell the layers apart: one stream then.
+            let sendsSimulcast = sendRIDs.count > 1 && t.ridExtensionID != nil
+            t.sender.simulcastRIDs = sendsSimulcast ? sendRIDs : []
+            t.sender.ridExtensionID = sendsSimulcast ? t.ridExtensionID : nil
+            t.sender.repairedRIDExtensionID = sendsSimulcast ? t.repairedRIDExtensionID : nil
             t.sender.videoOrientationExtensionID = t.kind == .video
                 ? t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation) : nil
             t.sender.rtxPayloadTypes = Dictionary(RTXCodec.map(t.negotiatedCodecs).map { ($1, $0) }) { a, _ in a }
@@ -459,7 +485,10 @@ extension PeerConnection {
             t.sender.transport = transport
             t.sender.mid = mid
         }
-        for t in transceiverList { t.sender.midExtensionID = midExtensionID }
+        for t in transceiverList {
+            t.sender.midExtensionID = midExtensionID
+            t.sender.configureLayers()
+        }
         // The peer sends feedback on what we send if it took transport-cc or REMB for it.
         let sending = transceiverList.filter { $0.currentDirection?.sends == true }
         let feedback = sending.contains { t in

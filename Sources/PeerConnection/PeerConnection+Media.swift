@@ -11,12 +11,17 @@ import Glibc
 /// The media streams of one connection, keyed by mid. Loop thread only.
 struct MediaStreams {
     var videoSend: [String: VideoSendStream] = [:]
+    /// Simulcast: the other layers' streams of the m-line (`videoSend` has the largest).
+    var videoLayers: [String: [VideoSendStream]] = [:]
     var audioSend: [String: AudioSendStream] = [:]
     var videoReceive: [String: VideoReceiveStream] = [:]
     var audioReceive: [String: AudioReceiveStream] = [:]
     var reportTimer: Int?
     var reportSchedule: RTCPScheduler?
     var ntp = NTPClock.now()
+
+    /// Every video RTP stream we send: each m-line's, and the other simulcast layers.
+    var allVideoSend: [VideoSendStream] { Array(videoSend.values) + videoLayers.values.joined() }
 }
 
 extension PeerConnection {
@@ -54,10 +59,18 @@ extension PeerConnection {
             case .video:
                 guard let type = VideoCodecType(mimeType: codec.mimeType) else { continue }
                 if direction.sends, media.videoSend[mid] == nil {
-                    let stream = VideoSendStream(sender: t.sender, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop,
-                                                 network: transport.congestion.network, execution: configuration.codecExecution)
-                    media.videoSend[mid] = stream
-                    attachVideo(stream, to: t.sender)
+                    // One stream per layer that sends (simulcast), each its own scaler and encoder.
+                    let layers = t.sender.sendingLayers
+                    let indices = layers.count > 1 ? layers.map(\.encodingIndex) : []
+                    let on = Locked(Set(indices))
+                    let streams = layers.map { layer in
+                        VideoSendStream(sender: layer, codec: type, payloadType: codec.payloadType, transport: transport, loop: loop,
+                                        network: transport.congestion.network, execution: configuration.codecExecution,
+                                        simulcastLayers: indices, layersOn: on)
+                    }
+                    media.videoSend[mid] = streams[0]
+                    if streams.count > 1 { media.videoLayers[mid] = Array(streams.dropFirst()) }
+                    attachVideo(streams, to: t.sender)
                 }
                 let orientationID = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.videoOrientation)
                 if direction.receives, media.videoReceive[mid] == nil, let track = t.receiver.videoTrack {
@@ -92,7 +105,17 @@ extension PeerConnection {
         guard let transport else { return }
         var low = 0, high = 0
         for s in media.videoSend.values {
-            let e = s.sender.parameters.encodings.first ?? RtpEncodingParameters()
+            let encodings = s.sender.parameters.encodings
+            let layers = s.sender.sendingLayers.map(\.encodingIndex).filter(encodings.indices.contains)
+            // A simulcast needs its lowest layer's minimum, and at most every layer's maximum.
+            if layers.count > 1 {
+                let size = s.sender.videoTrack?.lastFrameSize ?? VideoSize(width: 1280, height: 720)
+                let rates = SimulcastAllocation.layers(of: encodings, indices: layers, width: size.width, height: size.height) { _ in true }
+                low += rates.first?.layer.rates.min ?? 30_000
+                high += rates.reduce(0) { $0 + $1.layer.rates.max }
+                continue
+            }
+            let e = encodings[layers.first ?? 0]
             low += e.minBitrate ?? 30_000
             high += e.active ? (e.maxBitrate ?? 2_500_000) : 0
         }
@@ -103,25 +126,27 @@ extension PeerConnection {
         }
     }
 
-    private func attachVideo(_ stream: VideoSendStream, to sender: RtpSender) {
+    private func attachVideo(_ streams: [VideoSendStream], to sender: RtpSender) {
         let current = LockedBox<VideoTrack?>(nil)
         let attach: @Sendable () -> Void = {
             let track = sender.videoTrack
             current.update { old in
                 if old !== track {
-                    old?.removeRenderer(stream)
-                    track?.addRenderer(stream)
-                    stream.requestKeyframe()
+                    for stream in streams {
+                        old?.removeRenderer(stream)
+                        track?.addRenderer(stream)
+                        stream.requestKeyframe()
+                    }
                 }
                 old = track
             }
         }
         sender.onTrackChanged = attach
-        sender.onParametersChanged = { [weak self] in
-            stream.update($0)
+        sender.onParametersChanged = { [weak self] p in
+            for stream in streams { stream.update(p) }
             self?.loop.execute { [weak self] in self?.updateCongestionBounds() }
         }
-        stream.update(sender.parameters)
+        for stream in streams { stream.update(sender.parameters) }
         attach()
     }
 
@@ -142,7 +167,10 @@ extension PeerConnection {
     }
 
     func stopMediaStreams() {
-        for (_, s) in media.videoSend { s.sender.videoTrack?.removeRenderer(s) }
+        for (mid, s) in media.videoSend {
+            // The layers' streams render the track of the m-line's sender.
+            for stream in [s] + (media.videoLayers[mid] ?? []) { s.sender.videoTrack?.removeRenderer(stream) }
+        }
         for (_, s) in media.audioSend { s.sender.audioTrack?.removeSink(s) }
         for (_, s) in media.videoReceive { s.close() }
         for (_, s) in media.audioReceive { s.close() }
@@ -185,7 +213,7 @@ extension PeerConnection {
                 audio.setReportedLoss(fraction: report.fractionLost)
                 continue
             }
-            guard let stream = media.videoSend.values.first(where: { $0.sender.ssrc == report.ssrc }) else { continue }
+            guard let stream = sendStream(ssrc: report.ssrc) else { continue }
             let rtt = stream.sender.statistics.handle(report, arrival: now)
             if let rtt {
                 stream.sender.nack.rtt = rtt
@@ -196,7 +224,7 @@ extension PeerConnection {
     }
 
     private func sendStream(ssrc: UInt32) -> VideoSendStream? {
-        media.videoSend.values.first { $0.sender.ssrc == ssrc }
+        media.videoSend.values.first { $0.sender.ssrc == ssrc } ?? media.videoLayers.values.joined().first { $0.sender.ssrc == ssrc }
     }
 
     /// Sender and receiver reports on RFC 3550 timing (`RTCPScheduler`: about once a second,
@@ -220,7 +248,7 @@ extension PeerConnection {
         let blocks = media.videoReceive.values.compactMap { $0.receptionReport(now: now) }
             + media.audioReceive.values.compactMap { $0.receptionReport(now: now) }
         let ntp = media.ntp.ntp(at: now)
-        let senders = media.videoSend.values.map(\.sender) + media.audioSend.values.map(\.sender)
+        let senders = media.allVideoSend.map(\.sender) + media.audioSend.values.map(\.sender)
         let srs = senders.compactMap { $0.statistics.senderReport(now: now, ntp: ntp) }
         let packets = RTCPReportComposer.compound(senderReports: srs, receptionBlocks: blocks,
                                                   reporterSSRC: transceiverList.first?.sender.ssrc, cname: cname)
@@ -231,21 +259,18 @@ extension PeerConnection {
     /// W3C members the media streams add to outbound-rtp / inbound-rtp / remote-inbound-rtp.
     func mediaStats(for t: RtpTransceiver, mid: String, into report: inout StatsReport) {
         if let s = media.videoSend[mid], var o = report.stats["OT\(mid)"] {
-            let c = s.stats
-            o["framesEncoded"] = .int(c.framesEncoded)
-            o["keyFramesEncoded"] = .int(c.keyFramesEncoded)
-            o["frameWidth"] = .int(c.frameWidth)
-            o["frameHeight"] = .int(c.frameHeight)
-            o["totalEncodeTime"] = .double(c.totalEncodeTime.seconds)
-            o["nackCount"] = .int(c.nackCount)
-            o["pliCount"] = .int(c.pliCount)
-            o["firCount"] = .int(c.firCount)
-            o["retransmittedPacketsSent"] = .int(c.retransmittedPackets)
-            o["targetBitrate"] = .int(c.targetBitrate)
-            o["qualityLimitationReason"] = .string(c.bandwidthLimited ? "bandwidth" : "none")
-            o["qualityLimitationResolutionChanges"] = .int(c.resolutionChanges)
-            o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder + c.framesDroppedCongestion)
+            addVideoOutbound(s, into: &o)
             report.add(o)
+            // Simulcast: one outbound-rtp per layer, named by its rid (as Chromium reports them).
+            for layer in media.videoLayers[mid] ?? [] {
+                var l = o
+                l.id = "OT\(mid)_\(layer.sender.rid ?? String(layer.sender.ssrc))"
+                l["ssrc"] = .int(Int(layer.sender.ssrc))
+                l["packetsSent"] = .int(layer.sender.stats.packets)
+                l["bytesSent"] = .int(layer.sender.stats.bytes)
+                addVideoOutbound(layer, into: &l)
+                report.add(l)
+            }
             var m = RTCStats(id: "MS\(mid)", type: "media-source")
             m["kind"] = .string("video")
             if let size = t.sender.videoTrack?.lastFrameSize {
@@ -269,6 +294,29 @@ extension PeerConnection {
             report.add(m)
             if let r = remoteInbound(s.sender.statistics, kind: "audio", mid: mid) { report.add(r) }
         }
+        mediaReceiveStats(mid: mid, into: &report)
+    }
+
+    /// What a video stream's encoder adds to its outbound-rtp.
+    private func addVideoOutbound(_ s: VideoSendStream, into o: inout RTCStats) {
+        if let rid = s.sender.rid, s.sender.otherLayers.isEmpty || !s.sender.simulcastRIDs.isEmpty { o["rid"] = .string(rid) }
+        let c = s.stats
+        o["framesEncoded"] = .int(c.framesEncoded)
+        o["keyFramesEncoded"] = .int(c.keyFramesEncoded)
+        o["frameWidth"] = .int(c.frameWidth)
+        o["frameHeight"] = .int(c.frameHeight)
+        o["totalEncodeTime"] = .double(c.totalEncodeTime.seconds)
+        o["nackCount"] = .int(c.nackCount)
+        o["pliCount"] = .int(c.pliCount)
+        o["firCount"] = .int(c.firCount)
+        o["retransmittedPacketsSent"] = .int(c.retransmittedPackets)
+        o["targetBitrate"] = .int(c.targetBitrate)
+        o["qualityLimitationReason"] = .string(c.bandwidthLimited ? "bandwidth" : "none")
+        o["qualityLimitationResolutionChanges"] = .int(c.resolutionChanges)
+        o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder + c.framesDroppedCongestion)
+    }
+
+    private func mediaReceiveStats(mid: String, into report: inout StatsReport) {
         if let s = media.videoReceive[mid], var i = report.stats["IT\(mid)"] {
             let c = s.stats, j = s.jitterStatistics
             i["framesDecoded"] = .int(c.framesDecoded)

@@ -145,6 +145,6 @@ extension PeerConnection {
     }
 
     func sender(ssrc: UInt32) -> RtpSender? {
-        transceiverList.first(where: { $0.sender.ssrc == ssrc })?.sender
+        transceiverList.lazy.compactMap { $0.sender.layer(ssrc: ssrc) }.first
     }
 }

@@ -127,13 +127,19 @@ public final class PeerConnection: @unchecked Sendable {
                                codecs: [RtpCodecCapability]? = nil) async throws -> RtpTransceiver {
         try await loop.submit { [self] in
             guard !closed else { throw PeerConnectionError(.closed, "addTransceiver: the connection is closed") }
+            if !options.sendEncodings.isEmpty {
+                try RtpSendParameters(encodings: options.sendEncodings).validate("addTransceiver sendEncodings")
+                guard kind == .video || options.sendEncodings.count == 1 else {
+                    throw PeerConnectionError(.invalidArgument, "addTransceiver sendEncodings: simulcast is for video")
+                }
+            }
             return makeTransceiver(kind, options, codecs: codecs)
         }
     }
 
     func makeTransceiver(_ kind: MediaKind, _ options: TransceiverInit, codecs: [RtpCodecCapability]?) -> RtpTransceiver {
         var ssrc = UInt32.random(in: 1...UInt32.max)
-        while transceiverList.contains(where: { $0.sender.ssrc == ssrc }) { ssrc = UInt32.random(in: 1...UInt32.max) }
+        while transceiverList.contains(where: { $0.sender.layer(ssrc: ssrc) != nil }) { ssrc = UInt32.random(in: 1...UInt32.max) }
         let list = codecs ?? (kind == .audio ? configuration.audioCodecs : configuration.videoCodecs)
         let t = RtpTransceiver(kind: kind, init: options, codecs: list, ssrc: ssrc, cname: cname, loop: loop)
         transceiverList.append(t)

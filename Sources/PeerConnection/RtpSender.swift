@@ -22,9 +22,17 @@ public final class RtpSender: @unchecked Sendable {
     public let trackId: String
     /// The SSRC of our RTX stream (video), used when the peer negotiated rtx.
     public let rtxSSRC: UInt32?
+    /// Simulcast: this stream's rid and its place in `parameters.encodings` (the transceiver's
+    /// sender is the largest layer, the one that goes alone when the peer refuses simulcast).
+    public let rid: String?
+    package let encodingIndex: Int
+    /// Simulcast: the other layers, each an RTP stream of its own (SSRC, RTX, history, reports,
+    /// keyframe requests) sharing this sender's track, parameters and m-line.
+    package let otherLayers: [RtpSender]
+    private let negotiatedRIDs = Locked<[String]>([])
     let loop: EventLoop
     private let counters = Locked(RtpStreamCounters())
-    private let sendParameters = Locked(RtpSendParameters())
+    private let sendParameters: Locked<RtpSendParameters>
     private let handlers = Locked(Handlers())
     private let orientationID = Locked<UInt8?>(nil)
 
@@ -53,6 +61,11 @@ public final class RtpSender: @unchecked Sendable {
     /// negotiated). Packets carry a 2-byte placeholder the transport fills in as they leave,
     /// so the numbers follow the order on the wire (retransmissions and forwards included).
     package var transportCCExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
+    /// The rtp-stream-id element (RFC 8852) on each packet, and repaired-rtp-stream-id on its
+    /// retransmissions: set when the answer took our simulcast.
+    package var ridExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
+    package var repairedRIDExtensionID: UInt8?
+    private let ridBytes: [UInt8]
     private var nextSequence = UInt16.random(in: 0...UInt16.max)
     /// What was sent, for NACKs (about 2 s of 720p video; audio keeps the same).
     package private(set) var history = RTPHistory<[UInt8]>(capacity: 2048)
@@ -63,10 +76,17 @@ public final class RtpSender: @unchecked Sendable {
     /// PLIs and FIRs about this stream, collapsed to one keyframe per interval.
     package var keyframeRequests: KeyframeRequestTracker
 
-    init(kind: MediaKind, ssrc: UInt32, cname: String, streamIds: [String], loop: EventLoop, rtxSSRC: UInt32? = nil) {
+    init(kind: MediaKind, ssrc: UInt32, cname: String, streamIds: [String], loop: EventLoop, rtxSSRC: UInt32? = nil,
+         rid: String? = nil, encodingIndex: Int = 0, otherLayers: [RtpSender] = [],
+         parameters: RtpSendParameters = RtpSendParameters()) {
         self.kind = kind
+        self.sendParameters = Locked(parameters)
         self.ssrc = ssrc
         self.rtxSSRC = rtxSSRC
+        self.rid = rid
+        self.ridBytes = rid.map { Array($0.utf8) } ?? []
+        self.encodingIndex = encodingIndex
+        self.otherLayers = otherLayers
         self.cname = cname
         self.streamIds = streamIds
         self.loop = loop
@@ -77,6 +97,38 @@ public final class RtpSender: @unchecked Sendable {
     }
 
     public var stats: RtpStreamCounters { counters.withLock { $0 } }
+
+    /// The simulcast layers the negotiation took, in our `a=simulcast` order (empty: one stream,
+    /// this sender's; also when the peer refused simulcast). Any thread.
+    public internal(set) var simulcastRIDs: [String] {
+        get { negotiatedRIDs.withLock { $0 } }
+        set { negotiatedRIDs.withLock { $0 = newValue } }
+    }
+
+    /// The RTP streams that send: this one, and with simulcast the other negotiated layers.
+    package var sendingLayers: [RtpSender] {
+        let rids = simulcastRIDs
+        return [self] + otherLayers.filter { $0.rid.map(rids.contains) ?? false }
+    }
+
+    /// This sender or the layer of it that sends as `ssrc`.
+    func layer(ssrc: UInt32) -> RtpSender? {
+        ssrc == self.ssrc ? self : otherLayers.first { $0.ssrc == ssrc }
+    }
+
+    /// Copies what the negotiation set on this sender to its other layers (loop thread).
+    func configureLayers() {
+        for l in otherLayers {
+            l.transport = transport
+            l.mid = mid
+            l.midExtensionID = midExtensionID
+            l.transportCCExtensionID = transportCCExtensionID
+            l.videoOrientationExtensionID = videoOrientationExtensionID
+            l.rtxPayloadTypes = rtxPayloadTypes
+            l.ridExtensionID = ridExtensionID
+            l.repairedRIDExtensionID = repairedRIDExtensionID
+        }
+    }
 
     /// Media payload type → the rtx payload type negotiated for it (loop thread).
     var rtxPayloadTypes: [UInt8: UInt8] {
@@ -175,6 +227,12 @@ public final class RtpSender: @unchecked Sendable {
     /// active, degradation preference).
     public func setParameters(_ parameters: RtpSendParameters) throws {
         try parameters.validate()
+        // W3C InvalidModificationError: the encodings are fixed by the transceiver.
+        let rids = self.parameters.encodings.map(\.rid)
+        guard parameters.encodings.map(\.rid) == rids else {
+            throw PeerConnectionError(.invalidArgument,
+                                      "setParameters: the encodings and their rids are fixed (\(rids.map { $0 ?? "-" }))")
+        }
         sendParameters.withLock { $0 = parameters }
         onParametersChanged?(parameters)
     }
@@ -241,6 +299,7 @@ public final class RtpSender: @unchecked Sendable {
         var packet = packet
         if let id = midExtensionID, mid != nil { packet.setExtension(id: id, data: midBytes) }
         if let id = transportCCExtensionID { packet.setExtension(id: id, data: [0, 0]) }
+        if let id = ridExtensionID, !ridBytes.isEmpty { packet.setExtension(id: id, data: ridBytes) }
         guard let transport, transport.canSendMedia else {
             counters.withLock { $0.dropped += 1 }
             return
@@ -261,14 +320,24 @@ public final class RtpSender: @unchecked Sendable {
         guard let transport else { return 0 }
         var sent = 0
         for (_, bytes) in nack.respond(to: sequenceNumbers, from: history, now: now) {
-            guard let packet = nack.retransmission(of: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
-                                                   orientationID: videoOrientationExtensionID,
-                                                   transportCCID: transportCCExtensionID) else { continue }
+            guard let rewritten = nack.retransmission(of: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
+                                                      orientationID: videoOrientationExtensionID,
+                                                      transportCCID: transportCCExtensionID) else { continue }
+            let packet = withRepairedRID(rewritten)
             count(packet.count, payloadType: packet[1] & 0x7F)
             transport.sendRTP(packet, transportCCID: transportCCExtensionID, kind: .retransmission)
             sent += 1
         }
         return sent
+    }
+
+    /// A simulcast layer's retransmission names the layer it repairs (RFC 8852), so a receiver
+    /// without our SSRCs in the SDP knows where it goes.
+    private func withRepairedRID(_ bytes: [UInt8]) -> [UInt8] {
+        guard let id = repairedRIDExtensionID, !ridBytes.isEmpty, nack.rtx != nil,
+              var packet = try? RTPPacket(parsing: bytes), packet.ssrc == rtxSSRC else { return bytes }
+        packet.setExtension(id: id, data: ridBytes)
+        return packet.serialize()
     }
 
     /// Padding-only packets on the RTX stream for a bandwidth probe, about `bytes` in all (the

@@ -1,5 +1,11 @@
-/// W3C `RTCRtpEncodingParameters` (one encoding: simulcast is not implemented).
+import SDP
+
+/// W3C `RTCRtpEncodingParameters`: one encoding, or with a `rid` one layer of a simulcast
+/// (`TransceiverInit.sendEncodings`).
 public struct RtpEncodingParameters: Sendable, Equatable {
+    /// The layer's RTP stream id (RFC 8851); set on every encoding of a simulcast, fixed once the
+    /// transceiver is made.
+    public var rid: String?
     public var active: Bool
     /// Bits per second the encoder may use at most.
     public var maxBitrate: Int?
@@ -8,8 +14,9 @@ public struct RtpEncodingParameters: Sendable, Equatable {
     /// ≥ 1: the sent resolution is the source's divided by this.
     public var scaleResolutionDownBy: Double?
 
-    public init(active: Bool = true, maxBitrate: Int? = nil, minBitrate: Int? = nil,
+    public init(rid: String? = nil, active: Bool = true, maxBitrate: Int? = nil, minBitrate: Int? = nil,
                 maxFramerate: Double? = nil, scaleResolutionDownBy: Double? = nil) {
+        self.rid = rid
         self.active = active
         self.maxBitrate = maxBitrate
         self.minBitrate = minBitrate
@@ -36,23 +43,38 @@ public struct RtpSendParameters: Sendable, Equatable {
         self.degradationPreference = degradationPreference
     }
 
-    /// Checks what `setParameters` accepts; the message names the bad field.
-    func validate() throws(PeerConnectionError) {
-        guard encodings.count == 1 else {
-            throw PeerConnectionError(.unsupported, "setParameters: exactly one encoding is supported (got \(encodings.count))")
+    /// At most this many simulcast layers (libwebrtc's limit).
+    public static let maxLayers = 4
+
+    /// Checks what `setParameters` (and `sendEncodings`) accepts; the message names the bad field.
+    func validate(_ context: String = "setParameters") throws(PeerConnectionError) {
+        guard (1...Self.maxLayers).contains(encodings.count) else {
+            throw PeerConnectionError(.invalidArgument, "\(context): 1 to \(Self.maxLayers) encodings (got \(encodings.count))")
         }
-        let e = encodings[0]
+        if encodings.count > 1 {
+            let rids = encodings.map { $0.rid ?? "" }
+            guard rids.allSatisfy(RID.isValidID) else {
+                throw PeerConnectionError(.invalidArgument, "\(context): every simulcast encoding needs a rid of letters, digits, - and _ (got \(rids))")
+            }
+            guard Set(rids).count == rids.count else {
+                throw PeerConnectionError(.invalidArgument, "\(context): simulcast rids must differ (got \(rids))")
+            }
+        }
+        for e in encodings { try Self.validate(e, context) }
+    }
+
+    private static func validate(_ e: RtpEncodingParameters, _ context: String) throws(PeerConnectionError) {
         if let s = e.scaleResolutionDownBy, !(s >= 1) {
-            throw PeerConnectionError(.invalidArgument, "setParameters: scaleResolutionDownBy must be ≥ 1 (got \(s))")
+            throw PeerConnectionError(.invalidArgument, "\(context): scaleResolutionDownBy must be ≥ 1 (got \(s))")
         }
-        if let m = e.maxBitrate, m <= 0 { throw PeerConnectionError(.invalidArgument, "setParameters: maxBitrate must be > 0 (got \(m))") }
-        if let m = e.minBitrate, m < 0 { throw PeerConnectionError(.invalidArgument, "setParameters: minBitrate must be ≥ 0 (got \(m))") }
+        if let m = e.maxBitrate, m <= 0 { throw PeerConnectionError(.invalidArgument, "\(context): maxBitrate must be > 0 (got \(m))") }
+        if let m = e.minBitrate, m < 0 { throw PeerConnectionError(.invalidArgument, "\(context): minBitrate must be ≥ 0 (got \(m))") }
         if let lo = e.minBitrate, let hi = e.maxBitrate, lo > hi {
-            throw PeerConnectionError(.invalidArgument, "setParameters: minBitrate \(lo) is above maxBitrate \(hi)")
+            throw PeerConnectionError(.invalidArgument, "\(context): minBitrate \(lo) is above maxBitrate \(hi)")
         }
         // 0.01 fps (a frame every 100 s) and up: below that the frame interval overflows nanoseconds.
         if let f = e.maxFramerate, !(f >= 0.01 && f.isFinite) {
-            throw PeerConnectionError(.invalidArgument, "setParameters: maxFramerate must be a number ≥ 0.01 (got \(f))")
+            throw PeerConnectionError(.invalidArgument, "\(context): maxFramerate must be a number ≥ 0.01 (got \(f))")
         }
     }
 }

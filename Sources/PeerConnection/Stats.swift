@@ -55,6 +55,11 @@ public struct RTCStats: Sendable {
         }
     }
 
+    public func string(_ key: String) -> String? {
+        if case .string(let v) = values[key] { return v }
+        return nil
+    }
+
     public func double(_ key: String) -> Double? {
         switch values[key] {
         case .int(let v): return Double(v)

@@ -9,9 +9,14 @@ import Locks
 public struct TransceiverInit: Sendable {
     public var direction: TransceiverDirection
     public var streamIds: [String]
-    public init(direction: TransceiverDirection = .sendrecv, streamIds: [String] = []) {
+    /// The sender's encodings; more than one (each with a `rid`, video only) is simulcast
+    /// (RFC 8853): one RTP stream, scaler and encoder per layer. Empty: one default encoding.
+    public var sendEncodings: [RtpEncodingParameters]
+    public init(direction: TransceiverDirection = .sendrecv, streamIds: [String] = [],
+                sendEncodings: [RtpEncodingParameters] = []) {
         self.direction = direction
         self.streamIds = streamIds
+        self.sendEncodings = sendEncodings
     }
 }
 
@@ -64,8 +69,26 @@ public final class RtpTransceiver: @unchecked Sendable {
     init(kind: MediaKind, init options: TransceiverInit, codecs: [RtpCodecCapability], ssrc: UInt32, cname: String, loop: EventLoop) {
         self.kind = kind
         self.shared = Locked(Shared(direction: options.direction, preferences: codecs))
-        self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds, loop: loop,
-                                rtxSSRC: kind == .video ? UInt32.random(in: 1...UInt32.max) : nil)
+        let encodings = options.sendEncodings.isEmpty ? [RtpEncodingParameters()] : options.sendEncodings
+        let parameters = RtpSendParameters(encodings: encodings)
+        let rtx = { kind == .video ? UInt32.random(in: 1...UInt32.max) : nil }
+        if kind == .video, encodings.count > 1 {
+            // The largest layer is the transceiver's sender: it goes alone if simulcast is refused.
+            let main = encodings.indices.min { (encodings[$0].scaleResolutionDownBy ?? 1, $0) < (encodings[$1].scaleResolutionDownBy ?? 1, $1) }!
+            var ssrcs: Set<UInt32> = [ssrc]
+            let others = encodings.indices.filter { $0 != main }.map { i in
+                var layerSSRC = UInt32.random(in: 1...UInt32.max)
+                while !ssrcs.insert(layerSSRC).inserted { layerSSRC = UInt32.random(in: 1...UInt32.max) }
+                return RtpSender(kind: kind, ssrc: layerSSRC, cname: cname, streamIds: options.streamIds, loop: loop,
+                                 rtxSSRC: rtx(), rid: encodings[i].rid, encodingIndex: i)
+            }
+            self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds, loop: loop,
+                                    rtxSSRC: rtx(), rid: encodings[main].rid, encodingIndex: main, otherLayers: others,
+                                    parameters: parameters)
+        } else {
+            self.sender = RtpSender(kind: kind, ssrc: ssrc, cname: cname, streamIds: options.streamIds, loop: loop,
+                                    rtxSSRC: rtx(), parameters: parameters)
+        }
         self.receiver = RtpReceiver(kind: kind)
     }
 

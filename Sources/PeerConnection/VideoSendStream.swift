@@ -43,9 +43,19 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
     private var dropper = FrameDropper()
     /// The connection's bandwidth estimate (0 until feedback arrives).
     private let network: NetworkTarget
+    /// Simulcast: the encodings that send (indices into `parameters.encodings`, this stream's
+    /// `sender.encodingIndex` among them); the estimate is split across them
+    /// (`SimulcastAllocation`). Empty: one stream, which gets all of it.
+    private let simulcastLayers: [Int]
+    /// Which of those layers sent at their last split, shared by the sender's streams so each
+    /// computes the same split (each on its own encode queue).
+    private let layersOn: Locked<Set<Int>>
 
     init(sender: RtpSender, codec: VideoCodecType, payloadType: UInt8, transport: MediaTransport, loop: EventLoop,
-         network: NetworkTarget, execution: CodecExecution) {
+         network: NetworkTarget, execution: CodecExecution, simulcastLayers: [Int] = [],
+         layersOn: Locked<Set<Int>> = Locked([])) {
+        self.simulcastLayers = simulcastLayers
+        self.layersOn = layersOn
         queue = CodecQueue(label: "swiftrtc.video-encode", qos: .userInitiated, execution: execution)
         inline = execution == .inline
         self.sender = sender
@@ -90,13 +100,28 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
 
     private func encode(_ input: VideoFrame) {
         let p = parameters.withLock { $0 }
-        let encoding = p.encodings.first ?? RtpEncodingParameters()
+        let index = sender.encodingIndex
+        let encoding = p.encodings.indices.contains(index) ? p.encodings[index] : RtpEncodingParameters()
         guard encoding.active else { return }
         let askedFps = encoding.maxFramerate.map { min($0, 30) } ?? 30
         // The network's estimate, within the sender's limits, decides size and rate.
-        let networkBitrate = network.bitrate
+        var networkBitrate = network.bitrate
+        // Simulcast: only the largest layer that sends holds its encoder to its share by dropping
+        // frames; the layers below it keep their frame rate (an encoder that overshoots a small
+        // layer's target — libvpx on a detailed 320x180 picture, 3× — is paid for by the top
+        // layer's share as the estimate follows, not by that layer's smoothness).
+        var isTopLayer = true
         var adapted = BandwidthAdaptation.Output(scale: 1, fps: askedFps, limited: false)
-        if networkBitrate > 0 {
+        if !simulcastLayers.isEmpty {
+            // A simulcast layer keeps its size and rate; the estimate decides which layers send.
+            guard let share = layerShare(of: networkBitrate, encodings: p.encodings, width: input.width, height: input.height)
+            else {
+                counters.withLock { $0.framesDroppedRate += 1 }
+                return
+            }
+            networkBitrate = share.bitrate
+            isTopLayer = share.isTop
+        } else if networkBitrate > 0 {
             let bps = min(max(networkBitrate, encoding.minBitrate ?? 0), encoding.maxBitrate ?? .max)
             if network.isSettled {
                 adapted = adaptation.adapt(width: input.width, height: input.height, fps: askedFps, targetBitrate: bps,
@@ -139,7 +164,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             : targetBitrate(width: frame.width, height: frame.height, fps: fps, encoding: encoding)
         if networkBitrate > 0,
            dropper.shouldDrop(now: inline ? loop.now : .now, targetBitrate: target, queueDelay: network.queueDelay,
-                              bucket: network.isSettled && p.degradationPreference != .maintainFramerate,
+                              bucket: network.isSettled && p.degradationPreference != .maintainFramerate && isTopLayer,
                               keyframeWanted: keyframeWanted.load(ordering: .relaxed) || encoder == nil) {
             counters.withLock { $0.framesDroppedCongestion += 1 }
             return
@@ -215,6 +240,33 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
         }
     }
 
+    /// This layer's part of `total` (nil: the layer is off; `total` 0, no estimate yet: 0, all
+    /// layers on at their defaults). A layer coming back on starts with a keyframe.
+    private func layerShare(of total: Int, encodings: [RtpEncodingParameters], width: Int, height: Int)
+        -> (bitrate: Int, isTop: Bool)? {
+        let me = sender.encodingIndex
+        let wasOn = layersOn.withLock { $0 }
+        var share = 0, isTop = true
+        if total > 0 {
+            let layers = SimulcastAllocation.layers(of: encodings, indices: simulcastLayers, width: width, height: height,
+                                                    wasOn: wasOn.contains)
+            let shares = SimulcastAllocation.split(total, layers.map(\.layer))
+            let position = layers.firstIndex { $0.index == me }
+            share = position.map { shares[$0] } ?? 0
+            isTop = position.map { shares.indices.contains($0 + 1) ? shares[$0 + 1] == 0 : true } ?? true
+        }
+        let on = total == 0 || share > 0
+        if on != wasOn.contains(me) {
+            if on { keyframeWanted.store(true, ordering: .relaxed) }
+            layersOn.withLock { if on { $0.insert(me) } else { $0.remove(me) } }
+            counters.withLock {
+                $0.layerSwitches += 1
+                if !on { $0.targetBitrate = 0 }
+            }
+        }
+        return on ? (share, isTop) : nil
+    }
+
     /// libwebrtc-like defaults: about 0.05 bit per pixel per frame, within the sender's limits.
     private func targetBitrate(width: Int, height: Int, fps: Double, encoding: RtpEncodingParameters) -> Int {
         var bps = Int(Double(width * height) * fps * 0.05)
@@ -255,5 +307,7 @@ struct VideoSendCounters: Sendable {
     var totalEncodeTime: Duration = .zero, totalEncodedBytes = 0, targetBitrate = 0
     /// The network's estimate made the encoder lower the resolution or the frame rate.
     var bandwidthLimited = false, resolutionChanges = 0
+    /// Simulcast: times this layer was switched off or on by the split of the estimate.
+    var layerSwitches = 0
     var nackCount = 0, pliCount = 0, firCount = 0, keyframesRequested = 0, retransmittedPackets = 0
 }

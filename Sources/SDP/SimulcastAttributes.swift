@@ -49,8 +49,10 @@ public struct RID: Sendable, Equatable {
         return "\(id) \(direction.rawValue)" + (parameters.isEmpty ? "" : " " + parameters.joined(separator: ";"))
     }
 
+    public static func isValidID(_ text: String) -> Bool { isValidID(Substring(text)) }
+
     /// rid-id = 1*(ALPHA / DIGIT / "-" / "_"); RFC 8852's header element holds at most 255 bytes.
-    static func isValidID(_ text: Substring) -> Bool {
+    public static func isValidID(_ text: Substring) -> Bool {
         !text.isEmpty && text.utf8.count <= 255 && text.utf8.allSatisfy { unit in
             (unit >= 0x30 && unit <= 0x39) || (unit | 0x20 >= 0x61 && unit | 0x20 <= 0x7a) || unit == 0x2d || unit == 0x5f
         }

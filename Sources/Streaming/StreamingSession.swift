@@ -25,6 +25,10 @@ public final class StreamingSession: Sendable {
         public var api: String?
         /// Video codecs to offer, preferred first (H.264 first, as the reference app does).
         public var videoCodecs: [RtpCodecCapability] = [.h264, .vp8]
+        /// The video sender's encodings (`TransceiverInit.sendEncodings`): several with rids
+        /// publish simulcast. A server that does not take it (SRS) gets the largest layer alone;
+        /// `RtpSender.simulcastRIDs` says what it took. Empty: one default encoding.
+        public var videoEncodings: [RtpEncodingParameters] = []
         public var iceServers: [IceServer] = []
         public var configuration = PeerConnection.Configuration()
         /// Signaling requests, and the first connection, must be done within this.
@@ -288,7 +292,8 @@ public final class StreamingSession: Sendable {
                 t.sender.replaceTrack(audio)
             }
             if let video {
-                let t = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"]),
+                let t = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly, streamIds: ["swiftrtc"],
+                                                                            sendEncodings: options.videoEncodings),
                                                     codecs: options.videoCodecs)
                 t.sender.replaceTrack(video)
             }

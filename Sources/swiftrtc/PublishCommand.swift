@@ -8,7 +8,7 @@ enum PublishCommand {
                                 [--bitrate KBPS] [--min-bitrate KBPS] [--max-fps N] [--degradation PREF]
                                 [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
                                 [--audio-processing all|none|aec,agc,ns,hpf]
-                                [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--record PATH] [--token T] [--api URL]
+                                [--simulcast [--layers 1,2,4]] [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--record PATH] [--token T] [--api URL]
                                 [--insecure] [--no-trickle] [--reconnect on|off]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
@@ -21,6 +21,12 @@ enum PublishCommand {
       --size WxH          capture size (default 1280x720)      --fps N   capture rate (default 30)
       --bitrate KBPS      the sender's maxBitrate               --max-fps N   the sender's maxFramerate
       --min-bitrate KBPS  the sender's minBitrate (the bandwidth estimate never takes the encoder below it)
+      --simulcast         send simulcast: one encoder per layer, the estimate split across them lowest
+                          first (a layer that does not fit is switched off); a server that refuses it
+                          (SRS) gets the largest layer alone, and this says so. --bitrate caps the
+                          largest layer, --min-bitrate the smallest, --max-fps every one
+      --layers LIST       with --simulcast: each layer's size as a divisor of the capture size
+                          (default 1,2,4: rids h, m, l; 2 to 4 layers)
       --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
                           maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
@@ -65,6 +71,8 @@ enum PublishCommand {
         }
         let audioSpec = try a.option("audio") ?? "tone"
         let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
+        let simulcast = a.flag("simulcast")
+        let layers = try a.option("layers", default: [1.0, 2, 4], SimulcastOption.parseLayers)
         let beauty = try a.number("beauty", default: 0.0, in: 0...1)
         let disableAfter: Double? = try a.number("disable-after", in: 0...maxSeconds)
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
@@ -100,6 +108,7 @@ enum PublishCommand {
         let audio = try AudioCapture(audioSpec, processing: processing, tone: (440, 0.25), command: "swiftrtc publish")
         let audioTrack = audio.track
         options.videoCodecs = [codec]
+        if simulcast { options.videoEncodings = SimulcastOption.encodings(layers) }
         let session = try StreamingSession(role: .publish, url: url, options: options)
         if let recorder { session.forEachConnection { recorder.record(sending: $0) } }
         let started = now()
@@ -113,11 +122,15 @@ enum PublishCommand {
         let connectMs = (now() - started) * 1000
         if let video = session.peerConnection.transceivers.first(where: { $0.kind == .video }) {
             var p = video.sender.parameters
-            p.encodings[0].maxBitrate = bitrate.map { $0 * 1000 }
-            p.encodings[0].maxFramerate = maxFps
-            p.encodings[0].minBitrate = minBitrate.map { $0 * 1000 }
+            // One encoding, or with simulcast: the largest layer's cap, the smallest's floor.
+            let largest = video.sender.encodingIndex
+            let smallest = p.encodings.indices.max { (p.encodings[$0].scaleResolutionDownBy ?? 1) < (p.encodings[$1].scaleResolutionDownBy ?? 1) } ?? 0
+            p.encodings[largest].maxBitrate = bitrate.map { $0 * 1000 }
+            for i in p.encodings.indices { p.encodings[i].maxFramerate = maxFps }
+            p.encodings[smallest].minBitrate = minBitrate.map { $0 * 1000 }
             p.degradationPreference = degradation
             try video.sender.setParameters(p)
+            if simulcast { say("publish: " + SimulcastOption.describe(video.sender, width: size.width, height: size.height)) }
         }
         try await capture.start()
         try audio.start()
@@ -141,9 +154,12 @@ enum PublishCommand {
             }
             try? await Task.sleep(for: .milliseconds(250))
             let report = await session.stats()
-            let out = report.ofType("outbound-rtp").first { $0["kind"] == .string("video") }
+            // With simulcast: the largest layer's size and frames, every layer's bytes.
+            let video = report.ofType("outbound-rtp").filter { $0["kind"] == .string("video") }
+            let out = video.max { ($0.int("frameWidth") ?? 0) < ($1.int("frameWidth") ?? 0) }
             let remote = report.ofType("remote-inbound-rtp").first
-            let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: out?.int("bytesSent") ?? 0)
+            let bytes = video.reduce(0) { $0 + ($1.int("bytesSent") ?? 0) }
+            let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: bytes)
             status.show(formatStatus(state: session.status, elapsed: now() - started,
                                      fps: rate.fps, width: out?.int("frameWidth") ?? 0, height: out?.int("frameHeight") ?? 0,
                                      kbps: rate.kbps, rtt: remote?.double("roundTripTime"), loss: remote?.double("fractionLost"))
@@ -178,6 +194,7 @@ enum PublishCommand {
             summary["qualityLimitationResolutionChanges"] = out?.int("qualityLimitationResolutionChanges") ?? 0
             summary["retransmittedPacketsSent"] = out?.int("retransmittedPacketsSent") ?? 0
             summary["trickledCandidates"] = session.trickledCandidates
+            if simulcast { summary["layers"] = SimulcastOption.json(report) }
             if let mic = audio.microphone { summary["microphone"] = AudioOptions.json(mic.stats) }
             if let recorder { summary["recording"] = RecordOption.json(recorder) }
             try writeJSON(summary, to: statsPath)

@@ -88,6 +88,14 @@ func senderExtras(_ report: StatsReport) -> String {
     if let target = out.int("targetBitrate"), target > 0 { text += "  target \(target / 1000) kbps" }
     if case .string(let reason)? = out["qualityLimitationReason"], reason != "none" { text += " (\(reason))" }
     if let resent = out.int("retransmittedPacketsSent"), resent > 0 { text += "  rtx \(resent)" }
+    // Simulcast: each layer's size and target (a layer the estimate switched off shows 0).
+    let layers = report.ofType("outbound-rtp").filter { $0["kind"] == .string("video") && $0.string("rid") != nil }
+        .sorted { ($0.int("frameWidth") ?? 0) < ($1.int("frameWidth") ?? 0) }
+    if layers.count > 1 {
+        text += "  layers " + layers.map { l in
+            "\(l.string("rid") ?? "") \(l.int("frameWidth") ?? 0)x\(l.int("frameHeight") ?? 0) \((l.int("targetBitrate") ?? 0) / 1000)k"
+        }.joined(separator: ", ")
+    }
     return text
 }
 

@@ -120,10 +120,11 @@ struct ErrorKindTests {
             try sender.setParameters(RtpSendParameters(encodings: [RtpEncodingParameters(maxBitrate: 100_000, minBitrate: 200_000)]))
         }
         #expect(range?.kind == .invalidArgument)
+        // Simulcast is set up with the transceiver (sendEncodings); setParameters cannot add layers.
         let simulcast = #expect(throws: PeerConnectionError.self) {
-            try sender.setParameters(RtpSendParameters(encodings: [RtpEncodingParameters(), RtpEncodingParameters()]))
+            try sender.setParameters(RtpSendParameters(encodings: [RtpEncodingParameters(rid: "a"), RtpEncodingParameters(rid: "b")]))
         }
-        #expect(simulcast?.kind == .unsupported)
+        #expect(simulcast?.kind == .invalidArgument && simulcast?.message.contains("encodings and their rids are fixed") == true)
         await pc.close()
     }
 
