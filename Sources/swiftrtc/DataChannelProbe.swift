@@ -40,11 +40,15 @@ struct DataChannelProbe {
         channel.bufferedAmountLowThreshold = 1 << 20
         for i in 0..<count {
             // W3C flow control: at most 4 MiB waiting in our queue, sending again on bufferedamountlow.
-            if channel.bufferedAmount > 4 << 20 { report.queueFullWaits += 1 }
-            while channel.bufferedAmount > 4 << 20 {
-                guard let event = await events.next() else { throw PeerConnectionError(.closed, "the data channel closed while sending") }
-                if case .error(let error) = event { throw error }
-                if case .bufferedAmountLow = event { report.bufferedAmountLowEvents += 1 }
+            // One read decides a wait (the loop thread drains the queue meanwhile: a second read could
+            // find it drained and count a wait that never waited); the wait ends on an event.
+            if channel.bufferedAmount > 4 << 20 {
+                report.queueFullWaits += 1
+                repeat {
+                    guard let event = await events.next() else { throw PeerConnectionError(.closed, "the data channel closed while sending") }
+                    if case .error(let error) = event { throw error }
+                    if case .bufferedAmountLow = event { report.bufferedAmountLowEvents += 1 }
+                } while channel.bufferedAmount > 4 << 20
             }
             try channel.send(message(i, count: count, limit: limit))
             report.sent += 1
