@@ -25,6 +25,7 @@ Run: CI=true interop/run.sh -k network
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -108,6 +109,13 @@ class Bed:
         self.relay.wait_event(rf"player \S+ connected \(live/{stream}\)", timeout=20)
         self.sampler.mark("player connected")
         return run, self.roles.wait_flow("play")
+
+    def step_uplink(self, flow: int, t0: float, steps) -> None:
+        """Changes `flow`'s uplink at each (seconds after t0, spec), marking each change."""
+        for at, spec in steps:
+            time.sleep(max(0.0, t0 + at - self.net.now()))
+            self.net.set("up", spec, flow=flow)
+            self.sampler.mark(f"uplink {spec}")
 
     def close(self) -> None:
         if self.closed:
@@ -232,12 +240,25 @@ class ChromiumViewer:
             self.page = None
 
 
+def emulator_timing(artifact_dir) -> str:
+    """How late the emulator's engine ran (a starved one sends overdue packets back to back,
+    faster than its link): to tell a result of ours from one of the test bed's."""
+    try:
+        st = json.loads((artifact_dir / "netem-stats.json").read_text())
+    except (OSError, ValueError):
+        return "emulator timing: no netem-stats.json"
+    errs = {d: st[d]["timer_error_ms"] for d in ("up", "down") if d in st}
+    return ("emulator timer error " + ", ".join(f"{d} p99 {e['p99']} / max {e['max']} ms" for d, e in errs.items())
+            + f" (realtime {st.get('engine', {}).get('realtime')}, nice {st.get('engine', {}).get('nice')})")
+
+
 def finish(artifact_dir, checks: Checks, doc: dict, headline: str) -> None:
     doc["checks"] = checks.items
     write_json(artifact_dir / "network.json", doc)
-    print(f"{headline}\n{checks.summary()}")
+    timing = emulator_timing(artifact_dir)
+    print(f"{headline}\n{checks.summary()}\n{timing}")
     assert not checks.failed, (f"{len(checks.failed)} check(s) failed (numbers in "
-                               f"{artifact_dir / 'network.json'}):\n{checks.summary()}")
+                               f"{artifact_dir / 'network.json'}):\n{checks.summary()}\n{timing}")
 
 
 def kbps(bps):
@@ -552,10 +573,7 @@ def test_network_bottleneck_step_swift(make_bed, artifact_dir):
     bed = make_bed({"pub": ("rate=2.5mbit,queue=200ms", None)}, seed=16)
     pub, t_conn, pub_flow = bed.publish("step", duration=total, extra=("--degradation", "maintain-framerate"))
     player, play_flow = bed.play("step", duration=total - 0.5)
-    for at, spec in ((t_down, "rate=500kbit"), (t_up, "rate=2.5mbit")):
-        time.sleep(max(0.0, t_conn + at - bed.net.now()))
-        bed.net.set("up", spec, flow=pub_flow)
-        bed.sampler.mark(f"uplink {spec}")
+    bed.step_uplink(pub_flow, t_conn, ((t_down, "rate=500kbit"), (t_up, "rate=2.5mbit")))
     play_code = player.wait(timeout=total + 20)
     pub_code = pub.wait(timeout=20)
     bed.close()

@@ -11,7 +11,6 @@ players would measure the relay→player leg alone). Numbers in network.json."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -39,10 +38,7 @@ def test_simulcast_publisher_switches_its_top_layer_off_and_on_with_the_uplink(m
     bed = make_bed({"pub": ("rate=4mbit,queue=200ms", None)}, seed=23)
     pub, t_conn, pub_flow = bed.publish("sc-up", duration=TOTAL, extra=("--simulcast",))
     player, _ = bed.play("sc-up", duration=TOTAL - 1)
-    for at, spec in ((DOWN, "rate=700kbit"), (UP, "rate=4mbit")):
-        time.sleep(max(0.0, t_conn + at - bed.net.now()))
-        bed.net.set("up", spec, flow=pub_flow)
-        bed.sampler.mark(f"uplink {spec}")
+    bed.step_uplink(pub_flow, t_conn, ((DOWN, "rate=700kbit"), (UP, "rate=4mbit")))
     play_code = player.wait(timeout=TOTAL + 20)
     pub_code = pub.wait(timeout=20)
     bed.close()

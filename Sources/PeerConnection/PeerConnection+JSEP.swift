@@ -102,7 +102,7 @@ extension PeerConnection {
                 [c, RTXCodec.parameters(payloadType: freePayloadType(from: c.payloadType &+ 1), repairing: c.payloadType)]
             }
         }
-        let rids = t.sender.otherLayers.isEmpty ? [] : t.sender.parameters.encodings.compactMap(\.rid)
+        let rids = t.sender.offeredRIDs
         var section = LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
                                         direction: t.direction, codecs: codecs,
                                         extensions: bundledExtensions(for: t.kind, simulcast: !rids.isEmpty), sender: t.sender)
@@ -458,9 +458,8 @@ extension PeerConnection {
             let simulcastRIDs = !localIsOffer && configuration.receiveSimulcast ? m.simulcast?.recvRIDs ?? [] : []
             t.receiveRIDs = simulcastRIDs
             // Simulcast we send: the layers of our offer the answer takes to receive, in our order.
-            let offeredRIDs = t.sender.otherLayers.isEmpty ? [] : t.sender.parameters.encodings.compactMap(\.rid)
             let answerRIDs = localIsOffer && t.currentDirection?.sends == true ? m.simulcast?.recvRIDs ?? [] : []
-            let sendRIDs = offeredRIDs.filter(answerRIDs.contains)
+            let sendRIDs = t.sender.offeredRIDs.filter(answerRIDs.contains)
             t.negotiatedHeaderExtensions = m.extMaps.compactMap { e in
                 guard HeaderExtensionPolicy.accepts(e.uri, kind: m.kind, simulcast: !simulcastRIDs.isEmpty || sendRIDs.count > 1),
                       (1...255).contains(e.id)

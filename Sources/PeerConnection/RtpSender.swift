@@ -105,6 +105,9 @@ public final class RtpSender: @unchecked Sendable {
         set { negotiatedRIDs.withLock { $0 = newValue } }
     }
 
+    /// The rids our offer lists (`a=rid … send`): every layer's, or none without simulcast.
+    var offeredRIDs: [String] { otherLayers.isEmpty ? [] : parameters.encodings.compactMap(\.rid) }
+
     /// The RTP streams that send: this one, and with simulcast the other negotiated layers.
     package var sendingLayers: [RtpSender] {
         let rids = simulcastRIDs
