@@ -402,7 +402,7 @@ public final class RelayServer: Sendable {
                              + "(\(published.values.map(\.mimeType).sorted().joined(separator: ", ")))", code: 400)
         }
         try await loop.submit { [state, log, loop, dvr] in
-            let stream = state.value.streams[key] ?? RelayStream(app: app, name: name, loop: loop, dvr: dvr)
+            let stream = state.value.streams[key] ?? RelayStream(app: app, name: name, loop: loop, dvr: dvr, log: log)
             state.value.streams[key] = stream
             state.value.sessions[id] = session
             if role == .publisher {

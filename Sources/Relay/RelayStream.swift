@@ -69,10 +69,14 @@ final class RelayStream: @unchecked Sendable {
     /// `--record`: the publisher's packets to a file (RelayRecording.swift); nil when off.
     private(set) var recording: StreamRecording?
 
-    init(app: String, name: String, loop: EventLoop, dvr: RelayDVR? = nil) {
+    /// The server's log (layer switches); nil: none.
+    let log: (@Sendable (String) -> Void)?
+
+    init(app: String, name: String, loop: EventLoop, dvr: RelayDVR? = nil, log: (@Sendable (String) -> Void)? = nil) {
         self.app = app
         self.name = name
         self.loop = loop
+        self.log = log
         created = loop.now
         // The recorder's keyframe requests take the same throttled path as players'.
         recording = dvr.map { dvr in
@@ -501,15 +505,24 @@ final class RelayStream: @unchecked Sendable {
         guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
               let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }
         let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.recentKbps(now: now) * 1000) }
-        player.output(.video) { output in
-            guard let decision = output.allocator.decide(layers: layers, current: output.target,
-                                                         estimate: output.estimate.bitrate, now: now) else { return }
+        let switched: (from: UInt32?, to: UInt32, estimate: Int?)? = player.output(.video) { output in
+            guard let decision = output.allocator.decide(layers: layers, current: output.target, estimate: output.estimate.bitrate,
+                                                         limitedByLoss: output.estimate.limitedByLoss, now: now)
+            else { return nil }
+            let previous = output.target
             output.target = decision.ssrc
             let rate = layers.first { $0.ssrc == decision.ssrc }?.bitrate ?? 0
             let ratio = { (padding: Int) in rate > 0 ? min(Self.maxPaddingRatio, Double(padding) / Double(rate)) : 0 }
             output.paddingRatio = ratio(decision.padding)
             output.burst = decision.burst.map { (ratio($0.padding), $0.until) }
             if output.paddingRatio == 0, output.burst == nil { output.paddingOwed = 0 }
+            return previous == decision.ssrc ? nil : (previous, decision.ssrc, output.estimate.bitrate)
+        }
+        if let switched, let log {
+            let name = { (ssrc: UInt32?) in ssrc.flatMap { self.videoLayers[$0]?.rid } ?? "-" }
+            let rates = layers.map { "\(name($0.ssrc)) \($0.bitrate / 1000)" }.joined(separator: ", ")
+            log("serve: player \(player.id) layer \(name(switched.from)) → \(name(switched.to)) (\(id); estimate "
+                + "\(switched.estimate.map { "\($0 / 1000) kbps" } ?? "none yet"); layers \(rates) kbps)")
         }
     }
 
