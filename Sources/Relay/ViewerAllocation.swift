@@ -42,6 +42,9 @@ struct ViewerEstimate {
     /// Bits per second; nil before the first REMB or heavy-loss measurement.
     var bitrate: Int? { lastREMB.map { min($0, lossCap ?? .max) } ?? lossCap }
 
+    /// Loss, not the REMB, sets `bitrate`: evidence of a full link on its own.
+    var limitedByLoss: Bool { lossCap.map { cap in lastREMB.map { cap < $0 } ?? true } ?? false }
+
     mutating func remb(_ bitrate: UInt64) {
         lastREMB = Int(clamping: bitrate)
         if let cap = lossCap, let remb = lastREMB, cap >= remb { lossCap = nil }
@@ -95,7 +98,12 @@ struct ViewerEstimate {
 }
 
 /// Which simulcast layer one player is sent, from its estimate: the largest (up to the layer it
-/// asked for) whose rate fits. Down at once when the current one no longer fits; up one layer
+/// asked for) whose rate fits. Down when the current one no longer fits and the link says it is
+/// full — the estimate fell (a receiver's AIMD falls only on overuse), loss sets it, or it is
+/// under `farBelow` of the layer — or after `downHold` of not fitting: a REMB cannot run ahead
+/// of what its player receives, so a player's first one (seen at 0.64–0.76 of the layer on a
+/// clean join) or one from before its layer grew (a publisher ramping up) is below the layer
+/// without the link being full, and the next one, up to 1.5 × what it now receives, fits. Up one layer
 /// at a time, once the estimate has carried the next one for `upHold`. A receiver's estimate
 /// cannot rise far above what it receives (REMB: 1.5 × its incoming rate), so to find room
 /// for the next layer the player is padded towards it (`Decision.padding`, up to the estimate,
@@ -108,6 +116,11 @@ struct LayerAllocator {
     /// A layer fits when its rate is at most this share of the estimate (audio, resends, headers).
     static let headroom = 0.85
     static let upHold: Duration = .seconds(2)
+    static let downHold: Duration = .seconds(2)
+    /// An estimate at most this share of the one before it fell (REMB's own decrease ratio).
+    static let fallRatio = 0.97
+    /// An estimate under this share of the layer is more than a join or a ramp explains.
+    static let farBelow = 0.5
     /// A probe fails when the estimate falls below this share of its peak during the probe (a
     /// receiver's AIMD falls only on overuse — the link is full — to 0.85 × what it receives,
     /// which after a burst can be only a few percent down), or when it has not risen
@@ -170,6 +183,9 @@ struct LayerAllocator {
     }
 
     private var fitsSince: ContinuousClock.Instant?
+    /// Since when the current layer has not fit (without evidence of a full link).
+    private var unfitSince: ContinuousClock.Instant?
+    private var lastEstimate: Int?
     private var probe: Probe?
     private var fullAt: Int?
     private var settleUntil: ContinuousClock.Instant?
@@ -181,14 +197,18 @@ struct LayerAllocator {
 
     var probing: Bool { probe != nil }
 
-    /// `layers`: the ones the player may get, smallest first; `current`: the layer decided last.
-    mutating func decide(layers: [Layer], current: UInt32?, estimate: Int?, now: ContinuousClock.Instant) -> Decision? {
+    /// `layers`: the ones the player may get, smallest first; `current`: the layer decided last;
+    /// `limitedByLoss`: loss, not the player's REMB, set the estimate.
+    mutating func decide(layers: [Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
+                         now: ContinuousClock.Instant) -> Decision? {
         guard let largest = layers.last else { return nil }
         guard let estimate else {
             fitsSince = nil
             probe = nil
             return Decision(ssrc: largest.ssrc, padding: 0)
         }
+        let fell = lastEstimate.map { Double(estimate) <= Double($0) * Self.fallRatio } ?? false
+        lastEstimate = estimate
         let budget = Double(estimate) * Self.headroom
         let fitting = layers.lastIndex { Double($0.bitrate) <= budget } ?? 0
         guard let index = layers.firstIndex(where: { $0.ssrc == current }) else {
@@ -197,14 +217,22 @@ struct LayerAllocator {
             return Decision(ssrc: layers[fitting].ssrc, padding: 0)
         }
         if layers[index].bitrate > estimate {
-            // Does not fit at all: down now, to what fits with headroom; no probe until the
-            // estimate has settled there.
+            // Does not fit at all: down, to what fits with headroom, once the link says it is
+            // full; no probe until the estimate has settled there.
             fitsSince = nil
+            let since = unfitSince ?? now
+            unfitSince = since
+            let farBelow = Double(estimate) < Double(layers[index].bitrate) * Self.farBelow
+            guard fell || limitedByLoss || farBelow || now - since >= Self.downHold else {
+                return Decision(ssrc: layers[index].ssrc, padding: 0)
+            }
+            unfitSince = nil
             fullAt = Int(Double(estimate) / Self.headroom)
             if probe != nil { probeFailed(now: now) }
             nextProbe = max(nextProbe ?? now, now + Self.firstBackoff)
             return Decision(ssrc: layers[min(fitting, index)].ssrc, padding: 0)
         }
+        unfitSince = nil
         if fitting > index {
             // The estimate carries the next layer: up once it has for `upHold`.
             let since = fitsSince ?? now

@@ -3,8 +3,8 @@ import RTP
 import SeededRandom
 @testable import Relay
 
-/// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once,
-/// up one layer after the estimate carried it for `upHold`, padding towards the next layer
+/// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once
+/// when the estimate falls or loss sets it (else after a hold), up one layer after the estimate carried it for `upHold`, padding towards the next layer
 /// while probing (above the estimate for its first second), probes that fail back off; and the resend budget.
 @Suite struct ViewerAllocationTests {
     let t0 = ContinuousClock.now
@@ -16,17 +16,39 @@ import SeededRandom
         #expect(a.decide(layers: [], current: nil, estimate: 1_000_000, now: t0) == nil)
     }
 
-    @Test func downAtOnceToWhatFitsWithHeadroom() {
+    @Test func downAtOnceToWhatFitsWithHeadroomWhenTheEstimateFalls() {
         let a = Allocator()
-        // 400 kbit/s: the high layer does not fit; mid (500k) does not either; low does.
-        let d = a.decide(layers: layers, current: 3, estimate: 400_000, now: t0)
-        #expect(d?.ssrc == 1)
-        // 2.2 Mbit/s carries the high layer (no headroom needed to stay), 560k mid only with headroom.
+        // 2.2 Mbit/s carries the high layer (no headroom needed to stay).
+        #expect(a.decide(layers: layers, current: 3, estimate: 2_200_000, now: t0)?.ssrc == 3)
+        // It falls to 400 kbit/s: the high layer does not fit; mid (500k) does not either; low does.
+        #expect(a.decide(layers: layers, current: 3, estimate: 400_000, now: t0)?.ssrc == 1)
         #expect(a.decide(layers: layers, current: 3, estimate: 2_200_000, now: t0)?.ssrc == 3)
         #expect(a.decide(layers: layers, current: 3, estimate: 560_000, now: t0)?.ssrc == 1, "560k × 0.85 < 500k")
+        #expect(a.decide(layers: layers, current: 3, estimate: 2_200_000, now: t0)?.ssrc == 3)
         #expect(a.decide(layers: layers, current: 3, estimate: 600_000, now: t0)?.ssrc == 2)
         // A layer that vanished (retired): straight to what fits.
         #expect(a.decide(layers: layers, current: 9, estimate: 1_000_000, now: t0)?.ssrc == 2)
+    }
+
+    @Test func anEstimateBelowTheLayerThatDidNotFallWaitsForTheHoldOrLoss() {
+        // A player's first REMB (from a part second after its join), or one from before its
+        // layer grew: below the layer, yet the link is not full. The next REMB decides.
+        let a = Allocator()
+        #expect(a.decide(layers: layers, current: 3, estimate: 1_500_000, now: t0)?.ssrc == 3)
+        #expect(a.decide(layers: layers, current: 3, estimate: 1_500_000, now: t0 + .seconds(1))?.ssrc == 3)
+        #expect(a.decide(layers: layers, current: 3, estimate: 2_800_000, now: t0 + .milliseconds(1500))?.ssrc == 3)
+        #expect(a.decide(layers: layers, current: 3, estimate: 1_900_000, now: t0 + .seconds(3))?.ssrc == 2, "fell 32%")
+        // The hold ends 2 s on with no REMB that says otherwise.
+        let b = Allocator()
+        #expect(b.decide(layers: layers, current: 3, estimate: 1_500_000, now: t0)?.ssrc == 3)
+        #expect(b.decide(layers: layers, current: 3, estimate: 1_500_000, now: t0 + .milliseconds(1999))?.ssrc == 3)
+        #expect(b.decide(layers: layers, current: 3, estimate: 1_500_000, now: t0 + .seconds(2))?.ssrc == 2)
+        // Loss setting the estimate is evidence on its own, and so is an estimate under half the layer.
+        let c = Allocator()
+        #expect(c.decide(layers: layers, current: 3, estimate: 1_100_000, limitedByLoss: true, now: t0)?.ssrc == 2)
+        let d = Allocator()
+        #expect(d.decide(layers: layers, current: 3, estimate: 1_000_000, now: t0)?.ssrc == 3)
+        #expect(d.decide(layers: layers, current: 3, estimate: 999_000, now: t0 + .milliseconds(100))?.ssrc == 2)
     }
 
     @Test func upOneLayerAfterTheEstimateCarriedItForTheHold() {
@@ -113,13 +135,13 @@ import SeededRandom
         // A step down sets it too: the estimate then over the headroom (mid stops fitting at
         // 450k: full at 529k, bursts from 582k).
         let b = Allocator()
-        _ = b.decide(layers: layers, current: 2, estimate: 450_000, now: t0)
+        _ = b.decide(layers: layers, current: 2, estimate: 450_000, limitedByLoss: true, now: t0)
         #expect(b.decide(layers: layers, current: 1, estimate: 580_000, now: t0 + .seconds(5))?.burst == nil)
         #expect(b.decide(layers: layers, current: 1, estimate: 583_000, now: t0 + .seconds(6))?.burst != nil)
         // Where it was full last, not at its highest: the link got worse (a probe fails at 400k),
         // and the next probe bursts from 440k.
         let c = Allocator()
-        _ = c.decide(layers: layers, current: 2, estimate: 450_000, now: t0)
+        _ = c.decide(layers: layers, current: 2, estimate: 450_000, limitedByLoss: true, now: t0)
         #expect(c.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(5))?.burst == nil)
         _ = c.decide(layers: layers, current: 1, estimate: 380_000, now: t0 + .seconds(6))
         #expect(c.decide(layers: layers, current: 1, estimate: 445_000, now: t0 + .seconds(11))?.burst != nil)
@@ -134,7 +156,7 @@ import SeededRandom
         #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(5))?.padding == 0)
         #expect(a.decide(layers: layers, current: 1, estimate: 400_000, now: t0 + .seconds(6))?.padding == 250_000)
         let fresh = Allocator()
-        _ = fresh.decide(layers: layers, current: 3, estimate: 300_000, now: t0)
+        #expect(fresh.decide(layers: layers, current: 3, estimate: 300_000, limitedByLoss: true, now: t0)?.ssrc == 1)
         #expect(fresh.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(4))?.padding == 0)
         #expect(fresh.decide(layers: layers, current: 1, estimate: 300_000, now: t0 + .seconds(5))?.padding == 150_000)
     }
@@ -175,12 +197,15 @@ import SeededRandom
         // Before any REMB, heavy loss gives one: what got through of what it was sent (1 Mbit/s).
         second(packets: 100, lostNow: 60)
         #expect(e.bitrate == 400_000)
+        #expect(e.limitedByLoss)
         e.remb(3_000_000)
         #expect(e.bitrate == 400_000, "the REMB does not lift it at once")
+        #expect(e.limitedByLoss)
         second(packets: 100, lostNow: 0)
         #expect(e.bitrate == 433_000)
         e.remb(400_000)
         #expect(e.lossCap == nil, "gone once the REMB is below it")
+        #expect(!e.limitedByLoss)
         e.remb(400_000)
         #expect(e.bitrate == 400_000)
         // The REMB is taken as it comes, up as well as down.
@@ -268,8 +293,9 @@ import SeededRandom
 /// The sans-I/O structs behind a reference, so `#expect` can call their mutating methods.
 private final class Allocator {
     var allocator = LayerAllocator()
-    func decide(layers: [LayerAllocator.Layer], current: UInt32?, estimate: Int?, now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
-        allocator.decide(layers: layers, current: current, estimate: estimate, now: now)
+    func decide(layers: [LayerAllocator.Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
+                now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
+        allocator.decide(layers: layers, current: current, estimate: estimate, limitedByLoss: limitedByLoss, now: now)
     }
     var probing: Bool { allocator.probing }
     var probes: Int { allocator.probes }
