@@ -171,6 +171,20 @@ def leg_report(bed: Bed, flow: int, t0: float, t1: float) -> dict:
     return out
 
 
+def unread_reasons(samples: list[dict]) -> str:
+    """Why no read of the pattern was valid: no picture (<video> without a size) or which words it read
+    (a black picture reads all 0), with what Chromium's inbound-rtp said then."""
+    bad = [s for s in samples if not (s.get("pattern") and s["pattern"].get("valid"))]
+    blank = sum(1 for s in bad if not s.get("pattern"))
+    first = next((s for s in bad if s.get("pattern")), None)
+    seen = ""
+    if first:
+        p, i = first["pattern"], first.get("inbound") or {}
+        seen = (f"; first read {p['width']}x{p['height']} words {p['frame']:#x} {p['captureMs']:#x} {p['check']:#x}"
+                f" while inbound {i.get('frameWidth')}x{i.get('frameHeight')}, framesDecoded {i.get('framesDecoded')}")
+    return f"{blank} without a picture, {len(bad) - blank} invalid{seen}"
+
+
 def publisher_summary(stats: dict) -> dict:
     out = stats.get("outbound") or {}
     keys = ("framesEncoded", "framesSent", "bytesSent", "targetBitrate", "qualityLimitationReason",
@@ -463,7 +477,7 @@ def test_network_lossy_chromium_receiver(make_bed, browser, artifact_dir, logs):
     valid = [s for s in samples if s.get("inbound") and s.get("pattern") and s["pattern"].get("valid")]
     c = Checks()
     c.check("the pattern was readable off Chromium's <video>", len(valid) >= 0.8 * len(samples) and len(valid) >= 20,
-            f"{len(valid)}/{len(samples)} reads", ">= 80% and >= 20")
+            f"{len(valid)}/{len(samples)} reads" + ("" if valid else f"; {unread_reasons(samples)}"), ">= 80% and >= 20")
     doc_window = None
     if len(valid) >= 2:
         a, b = valid[0], valid[-1]

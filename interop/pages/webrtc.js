@@ -53,6 +53,19 @@ function videoCodecs(codec) {
   return [...main, ...extra];
 }
 
+// Resolves when `dc` opens. Listen from the channel's creation: under load the open event can be
+// dispatched before the setRemoteDescription promise's continuation runs.
+function whenOpen(dc) {
+  const opened = new Promise((resolve, reject) => {
+    if (dc.readyState === 'open') resolve();
+    dc.addEventListener('open', () => resolve(), { once: true });
+    dc.addEventListener('error', (e) => reject(new Error(`data channel error before open: ${e.error || e}`)), { once: true });
+  });
+  opened.catch(() => {});
+  return (timeoutMs = 15000) => Promise.race([opened, new Promise((_, reject) => setTimeout(
+    () => reject(new Error(`data channel not open after ${timeoutMs / 1000} s (${dc.readyState})`)), timeoutMs))]);
+}
+
 async function postOffer(url, sdp) {
   const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: sdp });
   const body = await res.text();
@@ -216,6 +229,7 @@ window.dataChannelEcho = async function dataChannelEcho(url, sizes) {
   window.pc = pc;
   watch(pc);
   const dc = pc.createDataChannel('echo', { ordered: true });
+  const open = whenOpen(dc);
   dc.binaryType = 'arraybuffer';
   await pc.setLocalDescription(await pc.createOffer());
   await waitGatheringComplete(pc);
@@ -224,11 +238,8 @@ window.dataChannelEcho = async function dataChannelEcho(url, sizes) {
   window.lastAnswer = answer;
   window.resourceLocation = location ? new URL(location, url).href : null;
   await pc.setRemoteDescription({ type: 'answer', sdp: answer });
-  await new Promise((resolve, reject) => {
-    dc.onopen = resolve;
-    dc.onerror = (e) => reject(new Error(`data channel error before open: ${e.error || e}`));
-    setTimeout(() => reject(new Error(`data channel not open after 15 s (${dc.readyState})`)), 15000);
-  });
+  note('answer applied');
+  await open();
   note(`data channel open, id ${dc.id}, sending ${sizes.length} messages`);
   const started = performance.now();
   let received = 0, bytes = 0, firstBad = null;
@@ -279,6 +290,7 @@ window.dataChannelOpen = async function dataChannelOpen(url, init) {
   window.pc = pc;
   watch(pc);
   const dc = pc.createDataChannel('lossy', init);
+  const open = whenOpen(dc);
   dc.binaryType = 'arraybuffer';
   window.dc = dc;
   window.dcEchoed = [];
@@ -288,10 +300,8 @@ window.dataChannelOpen = async function dataChannelOpen(url, init) {
   const { answer, location } = await postOffer(url, pc.localDescription.sdp);
   window.resourceLocation = location ? new URL(location, url).href : null;
   await pc.setRemoteDescription({ type: 'answer', sdp: answer });
-  await new Promise((resolve, reject) => {
-    dc.onopen = resolve;
-    setTimeout(() => reject(new Error(`data channel not open after 15 s (${dc.readyState})`)), 15000);
-  });
+  note('answer applied');
+  await open();
   return { id: dc.id, ordered: dc.ordered, maxRetransmits: dc.maxRetransmits };
 };
 
