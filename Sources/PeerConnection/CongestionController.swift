@@ -98,6 +98,9 @@ final class CongestionController {
         pacer = Pacer(configuration: .init(initialTargetBitrate: startBitrate))
     }
 
+    /// The estimator's inner numbers (transport stats, not W3C); nil while not estimating.
+    var estimatorStats: BandwidthEstimator.Stats? { estimating ? estimator.stats : nil }
+
     /// W3C candidate-pair `availableOutgoingBitrate`: nil until the peer's feedback gives one.
     var availableOutgoingBitrate: Int? { estimating && firstFeedback != nil ? estimator.availableOutgoingBitrate : nil }
 

@@ -27,6 +27,15 @@ extension PeerConnection {
             t["transportFeedbackSent"] = .int(c.feedbackSent)
             t["rembSent"] = .int(c.rembSent)
         }
+        // Not W3C: why the send estimate is what it is.
+        if let e = transport?.congestion.estimatorStats {
+            if let b = e.delayBasedBitrate { t["delayBasedBitrate"] = .int(b) }
+            if let b = e.acknowledgedBitrate { t["acknowledgedBitrate"] = .int(b) }
+            if let b = e.rembBitrate { t["rembReceivedBitrate"] = .int(b) }
+            t["delayState"] = .string("\(e.delayState)")
+            t["probeClustersRequested"] = .int(e.probeClustersRequested)
+            if let b = e.lastProbeResult { t["lastProbeResult"] = .int(b) }
+        }
         guard let ice = transport?.ice else {
             report.add(t)
             return

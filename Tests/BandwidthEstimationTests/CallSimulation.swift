@@ -54,6 +54,9 @@ struct CallSimulation {
     /// Bottleneck rate from each time on (seconds).
     var capacity: [(at: Double, bps: Int)] = [(0, 1_000_000)]
     var rembs: [(at: Double, bps: Int)] = []
+    /// The most the encoder makes from each time on (seconds), whatever the target: a simple
+    /// picture at its size is application-limited.
+    var encoderLimit: [(at: Double, bps: Int)] = []
     var bounds: [(at: Double, min: Int, max: Int)] = []
     var lossRate = 0.0
     /// Random loss changes: from `at` seconds on, `rate`.
@@ -139,7 +142,8 @@ struct CallSimulation {
             // Encoder: one frame per 1/30 s sized to the target, cut into 1200-byte packets.
             if Double(step) >= nextFrameMs {
                 nextFrameMs += 1000.0 / 30
-                var frameBytes = bwe.targetBitrate / 8 / 30
+                let limit = encoderLimit.last { $0.at <= t }?.bps ?? .max
+                var frameBytes = min(bwe.targetBitrate, limit) / 8 / 30
                 while frameBytes > 0 {
                     let size = min(1200, frameBytes)
                     frameBytes -= size

@@ -26,6 +26,22 @@ import Testing
         #expect(r.droppedByQueue == 0)
     }
 
+    /// An encoder that makes less than the target (a simple picture, a small size) on a wide link:
+    /// the AIMD stops at 1.5 × what is acknowledged, so only probes can show there is more; the
+    /// sender's next size up waits for them.
+    @Test func anApplicationLimitedSenderStillFindsTheLink() {
+        var sim = CallSimulation()
+        sim.capacity = [(0, 800_000), (3, 50_000_000)]
+        sim.encoderLimit = [(0, 500_000)]
+        sim.bounds = [(0, 30_000, 2_500_000)]
+        let r = sim.run(seconds: 25)
+        // Measured: 0.90 Mbit/s (1.5 × the 0.5 acknowledged + start probes) until the periodic
+        // probe at 6.0 s, 2.5 Mbit/s (the maximum) from 6.1 s on.
+        #expect(r.targets(from: 2, to: 6).allSatisfy { $0 <= 1_000_000 })
+        let up = r.firstTime(from: 3) { $0 >= 1_500_000 }
+        #expect(up != nil && up! - 3 <= 10)
+    }
+
     @Test func followsACapacityStepDownAndBackUp() {
         var sim = CallSimulation()
         sim.capacity = [(0, 2_500_000), (10, 500_000), (25, 2_500_000)]
