@@ -57,6 +57,11 @@ extension PeerConnection {
         /// send-side estimate per connection). A relay's players turn it off: forwarding cannot
         /// follow a per-player estimate (no layers to pick), so it would only cost CPU.
         public var transportWideCC = true
+        /// Answer abs-send-time on video where a peer offers it without transport-wide-cc:
+        /// forwarded packets (`RtpSender.forward`, the relay's) then carry the time they leave,
+        /// which a receiver that estimates only from it needs before it sends REMB (aiortc).
+        /// Off by default: our own senders do not stamp it.
+        public var absSendTime = false
         /// Whether the host's interfaces are watched after the first gathering (the Google SDK's
         /// `continualGatheringPolicy`): an address that appears becomes a new host candidate
         /// (trickled, with srflx/relay ones where servers are configured), one that goes away is

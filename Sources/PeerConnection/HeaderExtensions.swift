@@ -33,10 +33,11 @@ enum HeaderExtensionPolicy {
     }
 
     /// Whether we accept `uri`, offered in an m-line of `kind`, in our answer; the stream ids
-    /// (RFC 8852) only where we receive simulcast.
+    /// (RFC 8852) only where we receive simulcast; abs-send-time only where the configuration
+    /// asks for it (`Configuration.absSendTime`, checked by the answer).
     static func accepts(_ uri: String, kind: String, simulcast: Bool = false) -> Bool {
         uri == RTPExtensionURI.sdesMID || uri == RTPExtensionURI.transportWideCC
-            || (kind == "video" && uri == RTPExtensionURI.videoOrientation)
+            || (kind == "video" && (uri == RTPExtensionURI.videoOrientation || uri == RTPExtensionURI.absSendTime))
             || (simulcast && kind == "video" && (uri == RTPExtensionURI.rtpStreamID || uri == RTPExtensionURI.repairedRTPStreamID))
     }
 }

@@ -12,6 +12,8 @@ import TURN
 /// keys, SRTP protects media; RFC 7983 demultiplexes the shared port. Only the owning loop
 /// thread touches it; sends from other threads hop there first.
 package final class MediaTransport: @unchecked Sendable {
+    /// The zero of the abs-send-time stamps this process writes.
+    private static let absSendTimeEpoch = ContinuousClock.now
     // @unchecked: every member is used on `loop`'s thread only (see `sendRTP`).
     // What every forwarded packet touches comes first: stored properties are laid out in this
     // order, and with hundreds of connections on a relay each extra cache line is a miss.
@@ -268,11 +270,12 @@ package final class MediaTransport: @unchecked Sendable {
     }
 
     /// The forwarding fast path (loop thread): the plaintext RTP packet in `slot[0..<length]`
-    /// (a slot of `batch`) gets its transport-wide sequence number at `transportCCOffset`, is
-    /// protected in place and queued on `batch` when this connection sends on a shared socket
-    /// (else sent at once). False when it cannot leave (no keys or path yet, SRTP failed).
+    /// (a slot of `batch`) gets its transport-wide sequence number at `transportCCOffset` and
+    /// its send time at `absSendTimeOffset`, is protected in place and queued on `batch` when
+    /// this connection sends on a shared socket (else sent at once). False when it cannot
+    /// leave (no keys or path yet, SRTP failed).
     package func queueForwarded(slot: UnsafeMutableRawBufferPointer, length: Int, transportCCOffset: Int?,
-                        batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
+                                absSendTimeOffset: Int? = nil, batch: UDPSendBatch, now: ContinuousClock.Instant) -> Bool {
         loop.preconditionInLoop()
         guard let srtp, let (local, remote) = ice.selectedPair else {
             counters.sendsWithoutPath += 1
@@ -280,6 +283,13 @@ package final class MediaTransport: @unchecked Sendable {
         }
         if let offset = transportCCOffset {
             congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: now)
+        }
+        if let offset = absSendTimeOffset, offset + 3 <= slot.count {
+            // Any epoch will do: the receiver reads differences (mod 64 s).
+            let value = RTPExtensionCodec.absSendTime(seconds: (now - Self.absSendTimeEpoch).seconds)
+            slot[offset] = UInt8(truncatingIfNeeded: value >> 16)
+            slot[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
+            slot[offset + 2] = UInt8(truncatingIfNeeded: value)
         }
         let protected: Int
         do { protected = try srtp.protectRTP(in: slot, length: length) } catch {

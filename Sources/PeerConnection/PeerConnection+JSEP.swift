@@ -196,8 +196,13 @@ extension PeerConnection {
             m.rids.filter { $0.direction == .send && s.sendRIDs.contains($0.id) }.map { RID(id: $0.id, direction: .recv) }
         } ?? []
         // Accepted with the offer's ids (RFC 8285 §6): mid, and for video the orientation.
+        // abs-send-time only for a peer that offers no transport-wide numbers (aiortc): a
+        // libwebrtc receiver estimates from RTP timestamps without it, and a forward without
+        // per-packet stamps takes the relay's fast path.
+        let offersTransportCC = m.extMaps.contains { $0.uri == RTPExtensionURI.transportWideCC }
         let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind, simulcast: !rids.isEmpty)
-            && (1...255).contains($0.id) && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC) }
+            && (1...255).contains($0.id) && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC)
+            && ((configuration.absSendTime && !offersTransportCC) || $0.uri != RTPExtensionURI.absSendTime) }
             .map { (id: $0.id, uri: $0.uri) }
         return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
                                  codecs: chosen, extensions: extensions, sender: t.sender, rids: rids,
@@ -438,6 +443,7 @@ extension PeerConnection {
                 t.negotiatedHeaderExtensions = []
                 t.sender.videoOrientationExtensionID = nil
                 t.sender.transportCCExtensionID = nil
+                t.sender.absSendTimeExtensionID = nil
                 t.sender.simulcastRIDs = []
                 t.sender.ridExtensionID = nil
                 t.nackPayloadTypes = []
@@ -480,6 +486,8 @@ extension PeerConnection {
             t.nackPayloadTypes = Set(t.negotiatedCodecs.filter { $0.rtcpFeedback.contains(.nack) }.map(\.payloadType))
             let transportCC = t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.transportWideCC)
             t.sender.transportCCExtensionID = transportCC
+            t.sender.absSendTimeExtensionID = t.kind == .video
+                ? t.negotiatedHeaderExtensions.id(for: RTPExtensionURI.absSendTime) : nil
             if let transportCC { transportCCIDs[mid] = transportCC }
             t.sender.transport = transport
             t.sender.mid = mid

@@ -61,6 +61,9 @@ public final class RtpSender: @unchecked Sendable {
     /// negotiated). Packets carry a 2-byte placeholder the transport fills in as they leave,
     /// so the numbers follow the order on the wire (retransmissions and forwards included).
     package var transportCCExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
+    /// The id of abs-send-time on this m-line where the answer took it (`Configuration.absSendTime`:
+    /// forwarded packets only), stamped with the send time as a forwarded packet leaves.
+    package var absSendTimeExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
     /// The rtp-stream-id element (RFC 8852) on each packet, and repaired-rtp-stream-id on its
     /// retransmissions: set when the answer took our simulcast.
     package var ridExtensionID: UInt8? { didSet { ForwardingEpoch.bump() } }
@@ -126,6 +129,7 @@ public final class RtpSender: @unchecked Sendable {
             l.mid = mid
             l.midExtensionID = midExtensionID
             l.transportCCExtensionID = transportCCExtensionID
+            l.absSendTimeExtensionID = absSendTimeExtensionID
             l.videoOrientationExtensionID = videoOrientationExtensionID
             l.rtxPayloadTypes = rtxPayloadTypes
             l.ridExtensionID = ridExtensionID

@@ -18,6 +18,9 @@ public struct RTPHeaderPatch: Sendable {
     /// The destination's transport-wide sequence number id: a 2-byte zero placeholder is
     /// written, to be stamped as the packet leaves.
     public var transportCCID: UInt8?
+    /// The destination's abs-send-time id: a 3-byte zero placeholder is written, to be stamped
+    /// with the send time as the packet leaves (a receive-side estimator reads it: aiortc).
+    public var absSendTimeID: UInt8?
     /// Up to three payload bytes to replace, from `offset` into the payload (a relay's
     /// per-destination VP8 PictureID/TL0PICIDX); ignored where the payload is shorter.
     public var payloadEdit: PayloadEdit?
@@ -58,6 +61,8 @@ extension RTPHeaderView {
         public var length: Int
         /// Offset of the transport-wide sequence placeholder's 2 data bytes.
         public var transportCCOffset: Int?
+        /// Offset of the abs-send-time placeholder's 3 data bytes.
+        public var absSendTimeOffset: Int?
     }
 
     /// Writes this packet as the destination of `patch` receives it into `out`, without
@@ -77,16 +82,18 @@ extension RTPHeaderView {
     /// without an array per destination.
     public func write(_ patch: RTPHeaderPatch, mid: UnsafeRawBufferPointer, rtxOriginalSequence: UInt16? = nil,
                       into out: UnsafeMutableRawBufferPointer) -> Written? {
-        // The elements to write: (id, data length, source offset of the data or -1 for mid, -2 for zeros).
-        var ids: (UInt8, UInt8, UInt8) = (0, 0, 0)
-        var lengths: (Int, Int, Int) = (0, 0, 0)
-        var sources: (Int, Int, Int) = (0, 0, 0)
+        // The elements to write: (id, data length, source offset of the data or -1 for mid,
+        // -2 for the transport-wide placeholder, -3 for the abs-send-time one).
+        var ids: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+        var lengths: (Int, Int, Int, Int) = (0, 0, 0, 0)
+        var sources: (Int, Int, Int, Int) = (0, 0, 0, 0)
         var count = 0
         func add(_ id: UInt8, _ length: Int, _ source: Int) {
             switch count {
             case 0: ids.0 = id; lengths.0 = length; sources.0 = source
             case 1: ids.1 = id; lengths.1 = length; sources.1 = source
-            default: ids.2 = id; lengths.2 = length; sources.2 = source
+            case 2: ids.2 = id; lengths.2 = length; sources.2 = source
+            default: ids.3 = id; lengths.3 = length; sources.3 = source
             }
             count += 1
         }
@@ -95,11 +102,13 @@ extension RTPHeaderView {
             add(output, r.count, r.lowerBound)
         }
         if let id = patch.transportCCID { add(id, 2, -2) }
+        if let id = patch.absSendTimeID { add(id, 3, -3) }
         func element(_ i: Int) -> (id: UInt8, length: Int, source: Int) {
             switch i {
             case 0: return (ids.0, lengths.0, sources.0)
             case 1: return (ids.1, lengths.1, sources.1)
-            default: return (ids.2, lengths.2, sources.2)
+            case 2: return (ids.2, lengths.2, sources.2)
+            default: return (ids.3, lengths.3, sources.3)
             }
         }
         var oneByte = true
@@ -128,7 +137,7 @@ extension RTPHeaderView {
         dst.storeBytes(of: patch.ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
         if csrcBytes > 0 { (dst + 12).copyMemory(from: src + 12, byteCount: csrcBytes) }
         var pos = 12 + csrcBytes
-        var ccOffset: Int?
+        var ccOffset: Int?, absOffset: Int?
         if count > 0 {
             let profile: UInt16 = oneByte ? 0xBEDE : 0x1000
             dst.storeBytes(of: profile.bigEndian, toByteOffset: pos, as: UInt16.self)
@@ -149,6 +158,7 @@ extension RTPHeaderView {
                 switch e.source {
                 case -1: if let b = mid.baseAddress { (dst + pos).copyMemory(from: b, byteCount: e.length) }
                 case -2: (dst + pos).initializeMemory(as: UInt8.self, repeating: 0, count: e.length); ccOffset = pos
+                case -3: (dst + pos).initializeMemory(as: UInt8.self, repeating: 0, count: e.length); absOffset = pos
                 default: (dst + pos).copyMemory(from: src + e.source, byteCount: e.length)
                 }
                 pos += e.length
@@ -173,6 +183,6 @@ extension RTPHeaderView {
             dst.storeBytes(of: UInt8(padding), toByteOffset: pos + padding - 1, as: UInt8.self)
             pos += padding
         }
-        return Written(length: pos, transportCCOffset: ccOffset)
+        return Written(length: pos, transportCCOffset: ccOffset, absSendTimeOffset: absOffset)
     }
 }

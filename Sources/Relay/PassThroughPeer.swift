@@ -31,6 +31,8 @@ func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [Rtp
     // per-player estimate, and at 480 players its stamps, feedback and timers were ~20% of
     // the relay's CPU.
     config.transportWideCC = direction != .sendonly
+    // A player's REMB picks its layer; aiortc estimates only from abs-send-time.
+    config.absSendTime = direction == .sendonly
     // A publisher's simulcast is taken: players get one layer each (RelayLayers.swift).
     config.receiveSimulcast = direction == .recvonly
     return config

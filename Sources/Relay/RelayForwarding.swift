@@ -32,13 +32,14 @@ extension RtpSender {
                                    midID: mid == nil ? nil : midExtensionID, mid: midBytes,
                                    orientationSourceID: videoOrientationID, orientationID: videoOrientationExtensionID,
                                    transportCCID: transportCCExtensionID)
+        patch.absSendTimeID = absSendTimeExtensionID
         patch.payloadEdit = payloadEdit
         let osn = retransmission ? nack.rtx?.retransmission(&patch) : nil
         let slot = batch.slot()
         guard let written = source.write(patch, rtxOriginalSequence: osn,
                                          into: UnsafeMutableRawBufferPointer(rebasing: slot[0..<(slot.count - 64)])),
               transport.queueForwarded(slot: slot, length: written.length, transportCCOffset: written.transportCCOffset,
-                                       batch: batch, now: now) else {
+                                       absSendTimeOffset: written.absSendTimeOffset, batch: batch, now: now) else {
             countDropped()
             return false
         }
@@ -51,9 +52,9 @@ extension RtpSender {
     /// (`RtpForwardingTarget.send`): nothing here is touched per packet then. Valid until
     /// `ForwardingEpoch.current` changes; `owners` must be kept alive as long as it is used.
     /// Nil when this sender's packets must take `forward(_:…into:)` (no keys or path yet,
-    /// TURN, transport-wide sequence numbers to stamp, a mid over 16 bytes). Loop thread.
+    /// TURN, transport-wide sequence numbers or send times to stamp, a mid over 16 bytes). Loop thread.
     func forwardingTarget() -> (target: RtpForwardingTarget, owners: [AnyObject])? {
-        guard transportCCExtensionID == nil, let transport, let path = transport.forwardingPath(),
+        guard transportCCExtensionID == nil, absSendTimeExtensionID == nil, let transport, let path = transport.forwardingPath(),
               midBytes.count <= 16 else { return nil }
         var target = RtpForwardingTarget(ssrc: ssrc, srtp: Unmanaged.passUnretained(path.srtp),
                                          socket: Unmanaged.passUnretained(path.socket))

@@ -196,30 +196,12 @@ struct VideoOrientationTests {
           arguments: [true, false])
     func relayForwardsRotation(playerNegotiates: Bool) async throws {
         let sim = Simulation()
-        let relay = try sim.relay()
-        /// WHIP/WHEP in process with the offer as `edit` leaves it; connected.
-        func exchange(_ pc: PeerConnection, endpoint: String, edit: (String) -> String = { $0 }) async throws {
-            try await pc.setLocalDescription(try await pc.createOffer())
-            #expect(sim.run { pc.iceGatheringState == .complete })
-            let offer = edit(try #require(pc.localDescription).sdp)
-            let response = await sim.request(relay, "POST", "/rtc/v1/\(endpoint)/?app=live&stream=cvo", body: Array(offer.utf8),
-                                             headers: ["Content-Type": "application/sdp"])
-            let answer = String(decoding: response.body, as: UTF8.self)
-            #expect(response.status == 201, "\(endpoint): \(response.status) \(answer)")
-            try await pc.setRemoteDescription(SessionDescription(type: .answer, sdp: answer))
-            try sim.connect(pc)
-        }
-
-        let publisher = try sim.peer(Simulation.fullSizeStart)
-        let source = VideoSource()
-        let t = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        t.sender.replaceTrack(VideoTrack(id: "v", source: source))
-        try await exchange(publisher, endpoint: "whip")
+        let (relay, publisher, source, t) = try await sim.relayWithPublisher(stream: "cvo")
         #expect(t.negotiatedHeaderExtensions.contains { $0.uri == RTPExtensionURI.videoOrientation }, "the relay accepts it")
 
         let player = try sim.peer()
         _ = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly))
-        try await exchange(player, endpoint: "whep", edit: playerNegotiates ? { $0 } : withoutVideoOrientation)
+        try await sim.exchange(player, with: relay, endpoint: "whep", stream: "cvo", edit: playerNegotiates ? { $0 } : withoutVideoOrientation)
         let log = OrientationLog()
         try #require(player.transceivers.first?.receiver.videoTrack).addRenderer(log)
 

@@ -18,16 +18,18 @@ import Testing
         if let id = patch.midID { packet.setExtension(id: id, data: patch.mid) }
         if let orientation, let id = patch.orientationID { packet.setExtension(id: id, data: orientation) }
         if let id = patch.transportCCID { packet.setExtension(id: id, data: [0, 0]) }
+        if let id = patch.absSendTimeID { packet.setExtension(id: id, data: [0, 0, 0]) }
         return packet.serialize()
     }
 
-    static func written(_ source: [UInt8], _ patch: RTPHeaderPatch, capacity: Int = 2048) throws -> (bytes: [UInt8], ccOffset: Int?)? {
+    static func written(_ source: [UInt8], _ patch: RTPHeaderPatch, capacity: Int = 2048) throws
+        -> (bytes: [UInt8], ccOffset: Int?, absOffset: Int?)? {
         try source.withUnsafeBytes { raw in
             let view = try RTPHeaderView(raw)
             var out = [UInt8](repeating: 0xEE, count: capacity)
             let w = out.withUnsafeMutableBytes { view.write(patch, into: $0) }
             guard let w else { return nil }
-            return (Array(out[0..<w.length]), w.transportCCOffset)
+            return (Array(out[0..<w.length]), w.transportCCOffset, w.absSendTimeOffset)
         }
     }
 
@@ -68,6 +70,12 @@ import Testing
         var emptyMid = Self.patch
         emptyMid.mid = []
         patches.append(emptyMid)
+        var sendTime = Self.patch   // four elements: mid, orientation, transport-cc, abs-send-time
+        sendTime.absSendTimeID = 2
+        patches.append(sendTime)
+        var sendTimeTwoByte = sendTime
+        sendTimeTwoByte.absSendTimeID = 15
+        patches.append(sendTimeTwoByte)
         for patch in patches {
             let expected = try Self.oldPath(source, patch)
             let got = try #require(try Self.written(source, patch))
@@ -82,6 +90,15 @@ import Testing
                 #expect(try RTPPacket(parsing: stamped).extensionData(id: try #require(patch.transportCCID)) == [0xAB, 0xCD])
             } else {
                 #expect(patch.transportCCID == nil)
+            }
+            if let offset = got.absOffset {
+                var stamped = got.bytes
+                stamped.replaceSubrange(offset..<(offset + 3), with: [0x12, 0x34, 0x56])
+                let parsed = try RTPPacket(parsing: stamped)
+                #expect(parsed.extensionData(id: try #require(patch.absSendTimeID)) == [0x12, 0x34, 0x56])
+                #expect(parsed.payload == (try RTPPacket(parsing: got.bytes)).payload)
+            } else {
+                #expect(patch.absSendTimeID == nil)
             }
         }
     }
