@@ -25,6 +25,8 @@ from interop.media_peers import (AudioSink, VideoSink, inbound_rtp, outbound_rtp
                                  tone_audio_track)
 from interop.peers import http_delete, negotiated_codecs, new_peer_connection, post_offer
 
+STARTED = time.monotonic()
+
 
 def parse_size(text: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)x(\d+)", text)
@@ -117,6 +119,24 @@ async def publish(args) -> int:
     return 0
 
 
+async def status_lines(pc, sinks: dict, duration: float) -> None:
+    """For `duration` s, once a second, swiftrtc play's status line (network_helpers.status_series
+    reads both): frames decoded and received video kbps over the last second, the last size."""
+    end = time.monotonic() + duration
+    last_t, last_frames, last_bytes = time.monotonic(), 0, 0
+    while time.monotonic() < end:
+        await asyncio.sleep(max(0.0, min(1.0, end - time.monotonic())))
+        now = time.monotonic()
+        video = sinks.get("video")
+        frames = video.frames if video else 0
+        w, h = video.last_size if video and video.last_size else (0, 0)
+        received = ((await inbound_rtp(pc)).get("video") or {}).get("bytesReceived") or 0
+        span = max(now - last_t, 1e-3)
+        print(f"playing  {now - STARTED:.1f}s  {(frames - last_frames) / span:.1f} fps  {w}x{h}  "
+              f"{int((received - last_bytes) * 8 / span / 1000)} kbps  rtt -  loss -", file=sys.stderr, flush=True)
+        last_t, last_frames, last_bytes = now, frames, received
+
+
 async def play(args) -> int:
     from aiortc import RTCSessionDescription
     pc = new_peer_connection()
@@ -143,7 +163,7 @@ async def play(args) -> int:
     await wait_connected(pc, 20)
     connect_ms = (time.monotonic() - started) * 1000
     print(f"play: connected in {connect_ms:.0f} ms, {negotiated_codecs(pc)}", flush=True)
-    await asyncio.sleep(args.duration)
+    await status_lines(pc, sinks, args.duration)
     inbound = await inbound_rtp(pc)
     if location:
         await loop.run_in_executor(None, http_delete, location)

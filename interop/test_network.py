@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,9 +69,10 @@ class Bed:
         self.runs: list[SwiftRun] = []
         self.closed = False
 
-    def swift(self, command: str, args: list[str], name: str) -> SwiftRun:
+    def swift(self, command: str, args: list[str], name: str, binary=None) -> SwiftRun:
+        """`swiftrtc command args`, or `binary` (a program with its CLI contract: the aiortc stand-in)."""
         t = self.net.now()
-        run = SwiftRun(self.swift_bin, command, args, self.dir, name)
+        run = SwiftRun(Path(binary) if binary else self.swift_bin, command, args, self.dir, name)
         run.t_start = t
         self.runs.append(run)
         self.logs.append((f"swiftrtc {name}", run.text))

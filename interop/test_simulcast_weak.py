@@ -3,12 +3,16 @@
 400 kbit/s with a 25-packet FIFO (its downlink only). Each viewer's REMB is its estimate at the
 relay, which picks the layer that fits: A keeps the 1280x720 layer, B is moved to a smaller one
 and gets all of its frames; when B's limit lifts the relay pads B's stream so that its estimate
-can grow, and B comes back to 1280x720. B is `swiftrtc play` or Chromium over WHEP (the relay's
-/players/ page, its W3C inbound-rtp read every second). Numbers in network.json."""
+can grow, and B comes back to 1280x720. B is `swiftrtc play`, Chromium over WHEP (the relay's
+/players/ page, its W3C inbound-rtp read every second) or aiortc over WHEP (REMB from the
+abs-send-time the relay stamps; the stand-in `play` of media_standin.py, its status line every
+second). Numbers in network.json."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
+import sys
 import time
 
 import pytest
@@ -77,8 +81,36 @@ class SwiftPublisher:
         return bool(o) and all(o.get(r, {}).get("kbps", 0) > 0 and o.get(r, {}).get("width", 0) > 0 for r in "lmh")
 
 
+def aiortc_checks(c: Checks, bed, api: list[dict], b_detail: dict, widths: dict, limited: dict, lift: float) -> None:
+    """aiortc as B: its layer as the relay chose it (API, each second; `lift`: when the limit lifted,
+    on the API's clock). Its REMB comes only from the abs-send-time the relay answers and stamps.
+    Its playback is not judged second by second: at its join on the largest layer the 400 kbit/s
+    FIFO drops part of a keyframe; aiortc NACKs a missing packet only when a new gap appears and
+    its jitter buffer waits for it in order, so it shows nothing for ~15 s (until 512 packets
+    overflow the buffer), then catches up faster than real time."""
+    a_id = re.search(r"player (\S+) connected", bed.relay.text()).group(1)
+    b = [(x["t"], p) for x in api for p in x["players"] or [] if p["id"] != a_id]
+    rembs = [p.get("remb_kbps") for _, p in b if p.get("remb_kbps")]
+    c.check("aiortc's REMB reaches the relay (abs-send-time answered and stamped)", len(rembs) >= 10,
+            f"{len(rembs)} seconds with one, {min(rembs, default=None)}-{max(rembs, default=None)} kbps", ">= 10")
+    while_limited = sorted({p.get("layer") for t, p in b if 5 <= t < lift})
+    c.check("B on a lower layer from 5 s after the limit (relay API)", bool(while_limited) and "h" not in while_limited,
+            while_limited, "l or m")
+    back = next((t - lift for t, p in b if t >= lift and p.get("layer") == "h"), None)
+    c.check("B back on the high layer after the limit lifts (relay API)", back is not None and back <= 48, back, "<= 48 s")
+    c.check("B's bottleneck drops while limited (5 s on)", limited["queue_drop_fraction"] <= 0.05,
+            f"{limited['dropped_queue']} of {limited['packets_in']}", "<= 5%")
+    sizes = (b_detail.get("video") or {}).get("sizes") or {}
+    low = {f"{widths[r]}x{widths[r] * 9 // 16}" for r in "lm"}
+    c.check("aiortc decoded a lower layer", any(sizes.get(k, 0) >= 100 for k in low), sizes, ">= 100 frames of l or m")
+    tail = [x for x in b_detail.get("status") or [] if x["t"] >= (b_detail["status"][-1]["t"] - 10)] if b_detail.get("status") else []
+    c.check("aiortc plays 1280x720 at >= 25 fps over its last 10 s", bool(tail) and all(x["width"] == widths["h"] and x["fps"] >= 25 for x in tail),
+            [(x["width"], x["fps"]) for x in tail], "every line")
+
+
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("viewer_b,publisher", [("swift", "chromium"), ("chromium", "chromium"), ("swift", "swift")])
+@pytest.mark.parametrize("viewer_b,publisher", [("swift", "chromium"), ("chromium", "chromium"), ("swift", "swift"),
+                                                ("aiortc", "swift")])
 def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, publisher, make_bed, browser, artifact_dir, logs):  # noqa: F811
     bed = make_bed({"b": (None, "rate=400kbit,queue=25p")}, seed=22)
     duration = LIMITED + LIFTED + 4
@@ -106,6 +138,12 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
             bed.roles.expect(role)
             if role == "b" and viewer_b == "chromium":
                 chromium_b = ChromiumB(browser, bed, logs)
+            elif role == "b" and viewer_b == "aiortc":
+                # In its own process (the stand-in `play`, WHEP): in this one aiortc's decoding
+                # would share the GIL with the emulator's engine.
+                runs[role] = bed.swift("-u", ["-m", "interop.media_standin", "play", bed.relay.whep_url("live", NAME),
+                                              "--duration", str(duration)], "play-b", binary=sys.executable)
+                bed.relay.wait_event(rf"player \S+ connected \(live/{NAME}\)", timeout=20)
             else:
                 runs[role] = bed.swift("play", [bed.relay.webrtc_url("live", NAME), "--duration", str(duration)], f"play-{role}")
                 bed.relay.wait_event(rf"player \S+ connected \(live/{NAME}\)", timeout=20)
@@ -162,6 +200,17 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
             sorted({x["width"] for x in a_rows}), f"{high_w}")
     c.check("A's frame rate is the publisher's high layer's (median of 1 s lines)", median(a_rows) >= fps_of["h"] - 2,
             median(a_rows), f">= {fps_of['h']} - 2")
+    if viewer_b == "aiortc":
+        b_detail["video"] = runs["b"].stats().get("video") or {}   # the stand-in's sink: sizes decoded
+        aiortc_checks(c, bed, api, b_detail, widths, limited, t_lift - t_both)
+        return finish(artifact_dir, c, {
+            "scenario": f"{publisher} simulcast l/m/h through the relay; play A clean, aiortc B behind 400 kbit/s "
+                        f"(25-packet FIFO) for {LIMITED} s, then clean for {LIFTED} s",
+            "publisherLayers": sent, "publisherLayerFps": fps_of, "viewerB": viewer_b, "publisher": publisher,
+            "bLimitedDown": limited, "b": b_detail, "aPlayer": player_summary(a_run.stats()), "api": api,
+            "events": bed.sampler.events, "aStatus": status_series(a_run.text(), a_run.t_start),
+        }, f"weak viewer (aiortc as B, {publisher} publishing): A {median(a_rows)} fps at {sorted({x['width'] for x in a_rows})}; "
+           f"B decoded {b_detail['video'].get('sizes')}")
     c.check("B is on a lower layer from 5 s after the limit (width every second)",
             bool(b_rows) and all(x["width"] < high_w for x in b_rows), sorted({x["width"] for x in b_rows}), f"< {high_w}")
     c.check("B plays that layer at the publisher's rate for it (median of 1 s lines)",
