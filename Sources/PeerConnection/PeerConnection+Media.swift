@@ -270,6 +270,10 @@ extension PeerConnection {
                 l["bytesSent"] = .int(layer.sender.stats.bytes)
                 addVideoOutbound(layer, into: &l)
                 report.add(l)
+                // What the receiver's reports say of this layer (each has its own SSRC).
+                if let r = remoteInbound(layer.sender.statistics, kind: "video", id: "RI\(l.id.dropFirst(2))", localId: l.id) {
+                    report.add(r)
+                }
             }
             var m = RTCStats(id: "MS\(mid)", type: "media-source")
             m["kind"] = .string("video")
@@ -279,7 +283,7 @@ extension PeerConnection {
             }
             m["frames"] = .int(t.sender.videoTrack?.framesRendered ?? 0)
             report.add(m)
-            if let r = remoteInbound(s.sender.statistics, kind: "video", mid: mid) { report.add(r) }
+            if let r = remoteInbound(s.sender.statistics, kind: "video", id: "RI\(mid)", localId: "OT\(mid)") { report.add(r) }
         }
         if let s = media.audioSend[mid], var o = report.stats["OT\(mid)"] {
             let c = s.stats
@@ -292,7 +296,7 @@ extension PeerConnection {
             m["totalAudioEnergy"] = .double(c.totalEnergy)
             m["totalSamplesDuration"] = .double(Double(c.totalSamplesSent) / 48000)
             report.add(m)
-            if let r = remoteInbound(s.sender.statistics, kind: "audio", mid: mid) { report.add(r) }
+            if let r = remoteInbound(s.sender.statistics, kind: "audio", id: "RI\(mid)", localId: "OT\(mid)") { report.add(r) }
         }
         mediaReceiveStats(mid: mid, into: &report)
     }
@@ -362,17 +366,18 @@ extension PeerConnection {
     }
 }
 
-/// W3C remote-inbound-rtp: what the peer's last reception report said about our stream.
-private func remoteInbound(_ stats: SenderStatistics, kind: String, mid: String) -> RTCStats? {
+/// W3C remote-inbound-rtp: what the peer's last reception report said about our stream
+/// (`localId`: its outbound-rtp).
+private func remoteInbound(_ stats: SenderStatistics, kind: String, id: String, localId: String) -> RTCStats? {
     guard let rr = stats.remoteReport else { return nil }
-    var r = RTCStats(id: "RI\(mid)", type: "remote-inbound-rtp")
+    var r = RTCStats(id: id, type: "remote-inbound-rtp")
     r["ssrc"] = .int(Int(rr.ssrc))
     r["kind"] = .string(kind)
     r["packetsLost"] = .int(Int(rr.cumulativeLost))
     r["fractionLost"] = .double(Double(rr.fractionLost) / 256)
     r["jitter"] = .double(Double(rr.jitter) / Double(stats.clockRate))
     if let rtt = stats.roundTripTime { r["roundTripTime"] = .double(rtt.seconds) }
-    r["localId"] = .string("OT\(mid)")
+    r["localId"] = .string(localId)
     return r
 }
 

@@ -90,6 +90,7 @@ func mediaPhases(_ options: Options) async -> (rows: [Row], extra: [String: Any]
     // 7. Relay.
     if options.runs("relay") {
         await relayPhase(options, rows: &rows, extra: &extra)
+        await relaySimulcastPhase(options, rows: &rows, extra: &extra)
     }
     return (rows, extra)
 }
@@ -196,3 +197,36 @@ private func relayPhase(_ options: Options, rows: inout [Row], extra: inout [Str
                         note: "relay CPU per forwarded packet / floor CPU per forwarded packet at the same N and packet rate"))
     }
 }
+/// The fan-out again with a simulcast publisher (issue 22's row): three layers in, one to each
+/// player, at the reported player counts up to the largest of `--fanout`; the floor at the same N
+/// and at the packet rate each player was sent.
+@MainActor
+private func relaySimulcastPhase(_ options: Options, rows: inout [Row], extra: inout [String: Any]) async {
+    let series = relayReportedPlayerCounts.sorted().filter { $0 <= (options.fanout.max() ?? 0) }
+    guard !series.isEmpty, options.server == nil else { return }
+    progress("relay simulcast: swiftrtc publish --simulcast; fan-out to \(series.map(String.init).joined(separator: ",")) players")
+    let relay: RelayBenchResult
+    do {
+        relay = try await relayBenchmark(swiftrtc: options.swiftrtc, series: series, window: options.fanoutWindow,
+                                         budget: options.fanoutBudget, simulcast: true)
+    } catch {
+        rows.append(Row("relay.simulcast.vs_floor.480_players", nil, "ratio", note: "failed: \(error)"))
+        return
+    }
+    var steps: [[String: Any]] = []
+    for step in relay.steps {
+        let floor = forwardFloor(destinations: step.players, packetsPerSecond: step.forwardedPPSPerPlayer > 0 ? step.forwardedPPSPerPlayer : 150,
+                                 seconds: 2)
+        var j = step.json
+        j["floor_cpu_us_per_forwarded_packet"] = floor.map { ($0.cpuPerPacketUs * 1000).rounded() / 1000 } ?? NSNull()
+        steps.append(j)
+        let n = step.players
+        let note = "`swiftrtc publish --simulcast` (the busy 720p clip; layers 1, 1/2, 1/4, the largest capped at 1.5 Mbps) -> the relay -> \(n) players, each sent the largest layer; loss \(String(format: "%.2f", step.loss * 100))%, \(Int(step.inboundPPS)) packets/s in, \(Int(step.forwardedPPSPerPlayer)) out per player" + (relay.notes.isEmpty ? "" : "; " + relay.notes.joined(separator: "; "))
+        rows.append(Row("relay.simulcast.cpu_per_forwarded_packet.\(n)_players", step.relayCPUPerPacketUs, "us/packet", note: note))
+        rows.append(Row("relay.simulcast.vs_floor.\(n)_players", zipRatio(step.relayCPUPerPacketUs, floor?.cpuPerPacketUs), "ratio",
+                        target: n == 480 ? .atMost(1.6) : nil,
+                        note: "relay CPU per forwarded packet (all three layers received and unprotected, one forwarded per player) / the recv + sendmmsg floor's at the same N and per-player packet rate, measured in this run"))
+    }
+    extra["relay_simulcast_fanout"] = steps
+}
+

@@ -72,13 +72,15 @@ struct FanoutStep {
     var udpReceiveBufferDrops: Int?
     var loss: Double { expected > 0 ? max(0, Double(expected - received)) / Double(expected) : 1 }
     var lossVsRelaySent: Double { relaySent > 0 ? max(0, Double(relaySent - received)) / Double(relaySent) : 1 }
+    /// Packets a second each player was sent (with simulcast: one layer's, not the inbound rate).
+    var forwardedPPSPerPlayer: Double { players > 0 && seconds > 0 ? Double(relaySent) / Double(players) / seconds : 0 }
     var relayCPUPerPacketUs: Double? { relaySent > 0 ? relayCores * seconds * 1e6 / Double(relaySent) : nil }
     var relayUserCPUPerPacketUs: Double? { relaySent > 0 ? relayUserCores * seconds * 1e6 / Double(relaySent) : nil }
     var passed: Bool { loss < 0.01 && relayCores <= 1.0 }
 
     var json: [String: Any] {
         ["players": players, "seconds": (seconds * 100).rounded() / 100, "inbound_pps": inboundPPS.rounded(),
-         "relay_sent": relaySent, "expected": expected, "received": received,
+         "relay_sent": relaySent, "forwarded_pps_per_player": forwardedPPSPerPlayer.rounded(), "expected": expected, "received": received,
          "loss": (loss * 1e5).rounded() / 1e5, "loss_vs_relay_sent": (lossVsRelaySent * 1e5).rounded() / 1e5,
          "relay_cores": (relayCores * 1000).rounded() / 1000, "join_seconds": (joinSeconds * 10).rounded() / 10,
          "udp_rcvbuf_drops_system_wide": udpReceiveBufferDrops.map { $0 as Any } ?? NSNull(), "bench_process_cores": (benchCores * 1000).rounded() / 1000,
@@ -169,8 +171,10 @@ let relayReportedPlayerCounts: Set<Int> = [16, 48, 480]
 /// fan-out steps' total wall time (a step is not started once it is spent).
 /// `server`: measure that already running SRS-compatible server (API base URL, its pid for the
 /// CPU) instead of a `swiftrtc serve` child.
+/// `simulcast`: the publisher sends three layers (`--simulcast`, 1, 1/2, 1/4) and the connect
+/// runs are skipped; each player is sent one layer (the largest, on an unlimited loopback).
 func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Double, runs: Int = 3,
-                    server: (url: String, pid: Int32)? = nil) async throws -> RelayBenchResult {
+                    server: (url: String, pid: Int32)? = nil, simulcast: Bool = false) async throws -> RelayBenchResult {
     let relay: ChildProcess?
     let api: RelayAPI
     let relayPID: Int32
@@ -211,8 +215,8 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         let host = "webrtc://\(api.authority)/live"
 
         // connectMs of publish (default options: test pattern 720p30 H.264 + tone), median of `runs`.
-        progress("relay: swiftrtc publish x \(runs) (connectMs)")
-        for i in 0..<runs {
+        if !simulcast { progress("relay: swiftrtc publish x \(runs) (connectMs)") }
+        for i in 0..<(simulcast ? 0 : runs) {
             let stats = try await runCLI(swiftrtc, ["publish", "\(host)/connect\(i)", "--duration", "1"], name: "publish-\(i)")
             if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.publishConnectMs.append(ms) }
         }
@@ -222,7 +226,7 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         try writeBusyY4M(path: clip)
         defer { try? FileManager.default.removeItem(atPath: clip) }
         let pub = try ChildProcess(swiftrtc, ["publish", "\(host)/bench", "--source", "file:\(clip)", "--bitrate", "1500", "--audio", "none",
-                                              "--stats-json", benchTempDirectory + "/publisher.json"],
+                                              "--stats-json", benchTempDirectory + "/publisher.json"] + (simulcast ? ["--simulcast"] : []),
                                    logPath: benchTempDirectory + "/publisher.log")
         publisher = pub
         var flowing = false
@@ -241,8 +245,8 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         }
         guard flowing else { throw BenchError("the publisher's media did not reach the relay: \(pub.logTail())") }
 
-        progress("relay: swiftrtc play x \(runs) (connectMs, firstFrameMs)")
-        for i in 0..<runs {
+        if !simulcast { progress("relay: swiftrtc play x \(runs) (connectMs, firstFrameMs)") }
+        for i in 0..<(simulcast ? 0 : runs) {
             let stats = try await runCLI(swiftrtc, ["play", "\(host)/bench", "--duration", "1"], name: "play-\(i)")
             if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.playConnectMs.append(ms) }
             if let ms = (stats["firstFrameMs"] as? NSNumber)?.doubleValue { result.playFirstFrameMs.append(ms) }

@@ -157,7 +157,9 @@ enum PublishCommand {
             // With simulcast: the largest layer's size and frames, every layer's bytes.
             let video = report.ofType("outbound-rtp").filter { $0["kind"] == .string("video") }
             let out = video.max { ($0.int("frameWidth") ?? 0) < ($1.int("frameWidth") ?? 0) }
-            let remote = report.ofType("remote-inbound-rtp").first
+            // The receiver's report on the stream shown (with simulcast each layer has its own).
+            let reports = report.ofType("remote-inbound-rtp")
+            let remote = reports.first { $0.string("localId") == out?.id } ?? reports.first
             let bytes = video.reduce(0) { $0 + ($1.int("bytesSent") ?? 0) }
             let rate = meter.update(time: now(), frames: out?.int("framesEncoded") ?? 0, bytes: bytes)
             status.show(formatStatus(state: session.status, elapsed: now() - started,

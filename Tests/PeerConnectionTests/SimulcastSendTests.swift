@@ -102,6 +102,18 @@ import Testing
         #expect(byRID["l"]?.int("frameWidth") == 160 && byRID["m"]?.int("frameWidth") == 320 && byRID["h"]?.int("frameWidth") == 640)
         #expect(byRID.values.allSatisfy { ($0.int("framesEncoded") ?? 0) > 0 && ($0.int("packetsSent") ?? 0) > 0 })
         #expect(Set(byRID.values.compactMap { $0.int("ssrc") }).count == 3, "one SSRC per layer")
+
+        // The relay reports on each layer's SSRC: one remote-inbound-rtp per layer, tied to its outbound-rtp.
+        for _ in 0..<75 { deliverFrames(patternFrames(capturer, count: 1, from: sent, rotation: .r0), into: source, on: sim); sent += 1 }
+        let stats = await pub.getStats()
+        let remote = stats.ofType("remote-inbound-rtp")
+        let layerOf = Dictionary(stats.ofType("outbound-rtp").compactMap { s in s.string("rid").map { (s.id, $0) } }) { a, _ in a }
+        #expect(remote.count == 3 && Set(remote.compactMap { $0.string("localId").flatMap { layerOf[$0] } }) == ["l", "m", "h"],
+                "\(remote)")
+        for r in remote {
+            let local = stats.ofType("outbound-rtp").first { $0.id == r.string("localId") }
+            #expect(r.int("ssrc") == local?.int("ssrc") && r.int("packetsLost") == 0, "\(r)")
+        }
         for pc in players { await pc.close() }
         await pub.close()
         await relay.stop()
