@@ -63,14 +63,19 @@ public final class ToneCapturer: AudioCapturer, Sendable {
             return first
         }
         let rate = Double(Self.sampleRate)
-        // Phase from the sample index modulo one period keeps precision over long runs.
+        // Phase from the sample index modulo one period keeps precision over long runs; within a
+        // frame the phasor turns by one sample's angle per sample (two multiply-adds, where a
+        // sin() per sample was 1% of a publisher's CPU), from sin/cos of the frame's first phase.
         let periodSamples = frequency > 0 ? rate / frequency : 0
         let amplitude = level * 32767
+        let phase = periodSamples > 0 ? 2 * Double.pi * Double(start).truncatingRemainder(dividingBy: periodSamples) / periodSamples : 0
+        let step = periodSamples > 0 ? 2 * Double.pi / periodSamples : 0
+        let (stepSin, stepCos) = (sin(step), cos(step))
+        var (y, x) = (sin(phase), cos(phase))
         let samples = [Int16](unsafeUninitializedCapacity: count) { out, initialized in
             for i in 0..<count {
-                let n = Double(start + Int64(i))
-                let t = periodSamples > 0 ? n.truncatingRemainder(dividingBy: periodSamples) / periodSamples : 0
-                out[i] = Int16((amplitude * sin(2 * Double.pi * t)).rounded())
+                out[i] = Int16((amplitude * y).rounded())
+                (y, x) = (y * stepCos + x * stepSin, x * stepCos - y * stepSin)
             }
             initialized = count
         }

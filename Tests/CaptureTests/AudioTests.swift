@@ -52,6 +52,20 @@ func sine(frequency: Double, rate: Int, seconds: Double, channels: Int = 1, ampl
         #expect(maxStep <= Int(16384 * 2 * Double.pi * 1000 / 48000) + 2)
     }
 
+    /// The phasor that turns per sample stays on the sine: a frame a minute in equals sin() of
+    /// its sample index to within a step of rounding.
+    @Test func toneStaysExactOverAMinute() {
+        let tone = ToneCapturer(frequency: 441, level: 0.8, frameDuration: .ms20)
+        var frame = tone.nextFrame()
+        for _ in 0..<3000 { frame = tone.nextFrame() }
+        let first = 3000 * 960
+        let exact = (0..<960).map { i in
+            Int16((0.8 * 32767 * sin(2 * Double.pi * 441 * Double(first + i) / 48000)).rounded())
+        }
+        let worst = zip(frame.int16Samples, exact).map { abs(Int($0) - Int($1)) }.max() ?? .max
+        #expect(worst <= 1, "largest difference \(worst)")
+    }
+
     @Test func toneThreadDeliversFrames() {
         let tone = ToneCapturer(frequency: 300, frameDuration: .ms10)
         let got = Monitor([Int64]())
