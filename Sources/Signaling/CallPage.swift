@@ -9,7 +9,9 @@
 /// when its WebSocket dies, takes the seat back with its token (0.25 s doubling to 2 s, jittered
 /// down, for 14 s); what it sends meanwhile follows. A seat the server no longer holds ends the call.
 /// `?ice=stun:HOST:PORT` (repeatable) adds ICE servers; Restart ICE re-offers with new
-/// credentials (`window.restartIce()`). Tests read `window.pc`, `window.chat`, `window.chatLog`
+/// credentials (`window.restartIce()`), and the page does so itself when the connection has not
+/// been connected for 3 s (again after 2 s, doubling to 8 s), as `swiftrtc p2p` does; crossing
+/// offers are settled as perfect negotiation (the side that answered the first offer is polite). Tests read `window.pc`, `window.chat`, `window.chatLog`
 /// and `window.log`; `window.timing` has `offerAt` (peer joined, offer started) and
 /// `firstFrameAt` (the peer's first video frame on screen), performance.now() ms.
 public let callPage = """
@@ -34,6 +36,7 @@ state: <span id="state">idle</span> <span id="invite"></span></div>
 window.log = []; window.chatLog = []; window.pc = null; window.chat = null; window.timing = {};
 let ws = null, stream = null, pending = [], ended = false;
 let seat = null, outbox = [], rejoin = null;   // rejoin: {until, delay, attempt} while the room connection is down
+let negotiated = false, polite = false;   // polite: this side answered the call's first offer
 const $ = id => document.getElementById(id);
 const note = m => { window.log.push(m); };
 const state = s => { $('state').textContent = s; note('state ' + s); };
@@ -83,7 +86,7 @@ async function connect() {
   pc.onconnectionstatechange = () => state(pc.connectionState);
   pc.ondatachannel = e => { if (e.channel.label === 'chat') useChannel(e.channel); };
   invite();
-  seat = null; outbox = []; rejoin = null;
+  seat = null; outbox = []; rejoin = null; negotiated = false; polite = false;
   openSignaling();
 }
 function openSignaling() {
@@ -111,11 +114,18 @@ function openSignaling() {
         await pc.setLocalDescription(await pc.createOffer());
         send({type: 'offer', sdp: pc.localDescription.sdp});
       } else if (m.type === 'offer') {
+        // Offers that cross (both sides restarting at once): perfect negotiation, as swiftrtc p2p.
+        if (pc.signalingState === 'have-local-offer') {
+          if (!polite) { note('crossing offer ignored'); return; }
+          await pc.setLocalDescription({type: 'rollback'});
+        }
+        if (!negotiated) { negotiated = true; polite = true; }
         await pc.setRemoteDescription({type: 'offer', sdp: m.sdp});
         await pc.setLocalDescription(await pc.createAnswer());
         send({type: 'answer', sdp: pc.localDescription.sdp});
         await flush();
       } else if (m.type === 'answer') {
+        negotiated = true;
         await pc.setRemoteDescription({type: 'answer', sdp: m.sdp});
         await flush();
       } else if (m.type === 'candidate') {
@@ -151,6 +161,22 @@ window.restartIce = async () => {
   send({type: 'offer', sdp: pc.localDescription.sdp});
   note('restart offered');
 };
+// ICE recovery, as swiftrtc p2p's: not connected for 3 s (disconnected, or failed past consent)
+// restarts ICE through the room, again 2 s later and then doubling to 8 s until it connects; the
+// same connection, so the tracks and the chat stay. window.recovery.restarts: when (performance.now()).
+const recovery = window.recovery = {restarts: [], since: null, next: 0, delay: 2000};
+setInterval(() => {
+  if (!pc || ended || !negotiated) return;
+  const s = pc.connectionState, now = performance.now();
+  if (s === 'connected') { recovery.since = null; recovery.next = 0; recovery.delay = 2000; return; }
+  if (s !== 'disconnected' && s !== 'failed' && recovery.since === null) return;
+  if (recovery.since === null) recovery.since = now;
+  if (now - recovery.since < 3000 || now < recovery.next || pc.signalingState !== 'stable') return;
+  recovery.next = now + recovery.delay;
+  recovery.delay = Math.min(recovery.delay * 2, 8000);
+  recovery.restarts.push(now);
+  window.restartIce().catch(e => note('restart: ' + e));
+}, 250);
 function hangUp() { send({type: 'bye'}); end('hung up'); }
 $('connect').onclick = () => connect().catch(e => note('connect: ' + e));
 $('hangup').onclick = hangUp;
