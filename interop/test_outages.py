@@ -508,6 +508,13 @@ def test_outages_address_change(make_bed, browser, artifact_dir, logs):
 NFT_TABLE = "swiftrtc_outages"
 
 
+def need_nft() -> None:
+    """udp_black_hole() needs the private namespace and nft."""
+    need_private_namespace("nftables rules")
+    if shutil.which("nft") is None:
+        (pytest.fail if CI else pytest.skip)("nft not found (apt-get install -y nftables)")
+
+
 def udp_black_hole(on: bool) -> None:
     """Every UDP datagram in the namespace dropped on the input hook (the call's only UDP is its media:
     signaling is TCP), or the rule gone."""
@@ -522,9 +529,7 @@ def udp_black_hole(on: bool) -> None:
 
 @pytest.mark.timeout(240)
 def test_outages_p2p(signal_server, browser, swift_bin, artifact_dir, logs):  # noqa: F811 (the fixture)
-    need_private_namespace("nftables rules")
-    if shutil.which("nft") is None:
-        (pytest.fail if CI else pytest.skip)("nft not found (apt-get install -y nftables)")
+    need_nft()
     room = "outages"
     page = browser.new_page(f"{signal_server['http']}/call/?room={room}")
     logs.append(("call page log", lambda: "\n".join(page.evaluate("window.log", timeout=5) or [])))
@@ -585,9 +590,7 @@ def test_outages_call_pages(signal_server, browser, artifact_dir, logs):  # noqa
     then every 2 s doubling to 8 s), and their restarts cross — perfect negotiation (the page that
     answered the first offer rolls its own back). The front page's video of the other is back ≤ 3 s
     after the path returns; the page behind (rendering throttled) must decode again too."""
-    need_private_namespace("nftables rules")
-    if shutil.which("nft") is None:
-        (pytest.fail if CI else pytest.skip)("nft not found (apt-get install -y nftables)")
+    need_nft()
     room = "pages"
     first = browser.new_page(f"{signal_server['http']}/call/?room={room}")
     logs.append(("first call page log", lambda: "\n".join(first.evaluate("window.log", timeout=5) or [])))
