@@ -4,7 +4,10 @@ import RTP
 /// buffer and the relay (which forwards without one): sequence numbers in, the ones to ask for
 /// out. A gap is asked for at once (or after `delay`), again every RTT + slack while unanswered,
 /// at most `maxRetries` times and while younger than `maxAge`, as libwebrtc's NackRequester does.
-/// Gaps too wide to be worth asking for mean "give up, ask for a keyframe".
+/// Gaps too wide to be worth asking for mean "give up, ask for a keyframe", and so does a gap of
+/// `outageGap` or more that opens after the stream was silent for `maxAge`: the sender kept
+/// sending while nothing came (an outage, not a pause, which leaves no gap; nor a slow stream
+/// that lost the start of its next frame), and what went missing is too old to ask for.
 ///
 /// Feed it either 16-bit sequence numbers (`received(_:at:)`, unwrapped here) or numbers the
 /// caller already extended (`received(extended:at:)`), not both.
@@ -58,6 +61,7 @@ public struct NackGenerator: Sendable {
         var retries = 0
     }
 
+    public static let outageGap: Int64 = 10
     public let configuration: Configuration
     /// Current round-trip estimate (from RTCP); spaces the retries.
     public var rtt: Duration
@@ -66,8 +70,9 @@ public struct NackGenerator: Sendable {
     /// ICE-lite relay sends no checks and gets no report on its reports).
     public private(set) var turnaround: Duration?
     public private(set) var statistics = Statistics()
-    /// Highest (extended) sequence number received.
+    /// Highest (extended) sequence number received, and when it arrived.
     public private(set) var highestReceived: Int64?
+    private var highestArrival: Instant?
     /// Missing packets, ascending: gaps only open above the highest, so appending keeps order.
     private var entries: [Entry] = []
     private var unwrapper = SequenceNumberUnwrapper()
@@ -97,13 +102,19 @@ public struct NackGenerator: Sendable {
     public mutating func received(extended n: Int64, at now: Instant) -> Reception {
         guard let h = highestReceived else {
             highestReceived = n
+            highestArrival = now
             return .newest
         }
         if n > h {
+            let silent = highestArrival.map { now - $0 >= configuration.maxAge } ?? false
             highestReceived = n
+            highestArrival = now
             let gap = n - h - 1
             guard gap > 0 else { return .newest }
-            if gap > Int64(configuration.maxGap) || Int64(entries.count) + gap > Int64(configuration.maxListSize) {
+            let outage = silent && gap >= Self.outageGap
+            // After an outage (3 s of Chromium's packets lost, say) NACKs cannot bring back the
+            // start of the gap, and a jitter buffer waiting them out froze 0.6 s longer.
+            if outage || gap > Int64(configuration.maxGap) || Int64(entries.count) + gap > Int64(configuration.maxListSize) {
                 entries.removeAll(keepingCapacity: true)
                 statistics.keyframesNeeded += 1
                 return .keyframeNeeded
@@ -132,6 +143,7 @@ public struct NackGenerator: Sendable {
     public mutating func reset() {
         entries.removeAll(keepingCapacity: true)
         highestReceived = nil
+        highestArrival = nil
         unwrapper = SequenceNumberUnwrapper()
     }
 

@@ -144,6 +144,21 @@ import Testing
         #expect(g.received(306, at: t0) == .newest)
     }
 
+    /// A gap of 10 or more that opens after the stream was silent for maxAge (an outage): its
+    /// packets went into the outage, too long ago to ask for. A pause leaves no gap, and a slow
+    /// stream that lost the start of its next frame a small one: both as before.
+    @Test func aGapAfterASilenceAsksForAKeyframe() {
+        var g = generator()   // maxAge 1 s
+        g.received(1, at: t0)
+        #expect(g.received(2, at: t0 + .milliseconds(1500)) == .newest)              // a pause, nothing lost
+        #expect(g.received(5, at: t0 + .milliseconds(3000)) == .newest)              // 2 lost after 1.5 s: NACKed
+        #expect(g.received(40, at: t0 + .milliseconds(3900)) == .newest)             // 0.9 s: NACKed
+        #expect(g.missingCount == 2 + 34)
+        #expect(g.received(140, at: t0 + .milliseconds(4900)) == .keyframeNeeded)    // 1 s silent, then 99 lost
+        #expect(g.missingCount == 0 && g.poll(at: t0 + .milliseconds(4900)).isEmpty)
+        #expect(g.received(141, at: t0 + .milliseconds(4910)) == .newest)
+    }
+
     @Test func forgetAndReset() {
         var g = generator()
         g.received(extended: 10, at: t0)

@@ -157,6 +157,28 @@ func sameData(_ frames: [EncodedFrame], _ expected: [[UInt8]]) -> Bool {
 
     /// A frame lost for good: PLI within the recovery deadline, nothing after the hole until
     /// the keyframe the sender makes in answer, then everything again.
+    /// An outage: 3 s of the sender's frames lost, then its packets again (delta frames, as
+    /// Chromium sends after its path returns). The keyframe is asked for on the first packet
+    /// back, not after the recovery deadline (0.6 s) spent NACKing what went into the outage.
+    @Test func aGapAfterAnOutageAsksForAKeyframeAtOnce() throws {
+        var sender = SimulatedVideoSender(seed: 34)
+        var jb = VideoJitterBuffer(codec: .h264)
+        jb.rtt = .milliseconds(20)
+        var now = start
+        for i in 0..<30 {
+            for p in sender.nextFrame(keyframe: i == 0, at: now) { jb.insert(p, arrival: now) }
+            now += .microseconds(33_333)
+        }
+        #expect(drain(&jb).count == 30)
+        for _ in 0..<90 { _ = sender.nextFrame(keyframe: false, at: now); now += .microseconds(33_333) }   // lost
+        for p in sender.nextFrame(keyframe: false, at: now) { jb.insert(p, arrival: now) }
+        let pli = jb.pollKeyframeRequest(now: now)
+        let nacks = jb.pollNack(now: now)
+        #expect(pli, "a PLI due on the first packet after the outage")
+        #expect(nacks == nil, "nothing NACKed of what went into the outage: \(nacks ?? [])")
+        #expect(drain(&jb).isEmpty)
+    }
+
     @Test func unrecoverableLossRequestsKeyframeAndResumesThere() throws {
         var sender = SimulatedVideoSender(seed: 33)
         var jb = VideoJitterBuffer(codec: .h264)
