@@ -264,14 +264,15 @@ extension PeerConnection {
             // Simulcast: one outbound-rtp per layer, named by its rid (as Chromium reports them).
             for layer in media.videoLayers[mid] ?? [] {
                 var l = o
-                l.id = "OT\(mid)_\(layer.sender.rid ?? String(layer.sender.ssrc))"
+                let name = "\(mid)_\(layer.sender.rid ?? String(layer.sender.ssrc))"
+                l.id = "OT\(name)"
                 l["ssrc"] = .int(Int(layer.sender.ssrc))
                 l["packetsSent"] = .int(layer.sender.stats.packets)
                 l["bytesSent"] = .int(layer.sender.stats.bytes)
                 addVideoOutbound(layer, into: &l)
                 report.add(l)
                 // What the receiver's reports say of this layer (each has its own SSRC).
-                if let r = remoteInbound(layer.sender.statistics, kind: "video", id: "RI\(l.id.dropFirst(2))", localId: l.id) {
+                if let r = remoteInbound(layer.sender.statistics, kind: "video", id: "RI\(name)", localId: l.id) {
                     report.add(r)
                 }
             }

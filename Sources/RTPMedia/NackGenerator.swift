@@ -28,6 +28,8 @@ public struct NackGenerator: Sendable {
         /// Missing packets tracked at most (bounds memory whatever the sender does); going over
         /// it clears the list and needs a keyframe too.
         public var maxListSize: Int = 1000
+        /// A gap at least this wide after `maxAge` of silence is an outage's: a keyframe is needed.
+        public var outageGap: Int = 10
 
         public init() {}
     }
@@ -61,7 +63,6 @@ public struct NackGenerator: Sendable {
         var retries = 0
     }
 
-    public static let outageGap: Int64 = 10
     public let configuration: Configuration
     /// Current round-trip estimate (from RTCP); spaces the retries.
     public var rtt: Duration
@@ -111,7 +112,7 @@ public struct NackGenerator: Sendable {
             highestArrival = now
             let gap = n - h - 1
             guard gap > 0 else { return .newest }
-            let outage = silent && gap >= Self.outageGap
+            let outage = silent && gap >= Int64(configuration.outageGap)
             // After an outage (3 s of Chromium's packets lost, say) NACKs cannot bring back the
             // start of the gap, and a jitter buffer waiting them out froze 0.6 s longer.
             if outage || gap > Int64(configuration.maxGap) || Int64(entries.count) + gap > Int64(configuration.maxListSize) {

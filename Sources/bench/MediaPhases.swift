@@ -208,7 +208,7 @@ private func relaySimulcastPhase(_ options: Options, rows: inout [Row], extra: i
     let relay: RelayBenchResult
     do {
         relay = try await relayBenchmark(swiftrtc: options.swiftrtc, series: series, window: options.fanoutWindow,
-                                         budget: options.fanoutBudget, simulcast: true)
+                                         budget: options.fanoutBudget, runs: 0, simulcast: true)
     } catch {
         rows.append(Row("relay.simulcast.vs_floor.480_players", nil, "ratio", note: "failed: \(error)"))
         return

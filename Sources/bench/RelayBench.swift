@@ -171,8 +171,8 @@ let relayReportedPlayerCounts: Set<Int> = [16, 48, 480]
 /// fan-out steps' total wall time (a step is not started once it is spent).
 /// `server`: measure that already running SRS-compatible server (API base URL, its pid for the
 /// CPU) instead of a `swiftrtc serve` child.
-/// `simulcast`: the publisher sends three layers (`--simulcast`, 1, 1/2, 1/4) and the connect
-/// runs are skipped; each player is sent one layer (the largest, on an unlimited loopback).
+/// `simulcast`: the publisher sends three layers (`--simulcast`, 1, 1/2, 1/4); each player is
+/// sent one layer (the largest, on an unlimited loopback). `runs` 0 skips the connect runs.
 func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Double, runs: Int = 3,
                     server: (url: String, pid: Int32)? = nil, simulcast: Bool = false) async throws -> RelayBenchResult {
     let relay: ChildProcess?
@@ -215,8 +215,8 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         let host = "webrtc://\(api.authority)/live"
 
         // connectMs of publish (default options: test pattern 720p30 H.264 + tone), median of `runs`.
-        if !simulcast { progress("relay: swiftrtc publish x \(runs) (connectMs)") }
-        for i in 0..<(simulcast ? 0 : runs) {
+        if runs > 0 { progress("relay: swiftrtc publish x \(runs) (connectMs)") }
+        for i in 0..<runs {
             let stats = try await runCLI(swiftrtc, ["publish", "\(host)/connect\(i)", "--duration", "1"], name: "publish-\(i)")
             if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.publishConnectMs.append(ms) }
         }
@@ -245,8 +245,8 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
         }
         guard flowing else { throw BenchError("the publisher's media did not reach the relay: \(pub.logTail())") }
 
-        if !simulcast { progress("relay: swiftrtc play x \(runs) (connectMs, firstFrameMs)") }
-        for i in 0..<(simulcast ? 0 : runs) {
+        if runs > 0 { progress("relay: swiftrtc play x \(runs) (connectMs, firstFrameMs)") }
+        for i in 0..<runs {
             let stats = try await runCLI(swiftrtc, ["play", "\(host)/bench", "--duration", "1"], name: "play-\(i)")
             if let ms = (stats["connectMs"] as? NSNumber)?.doubleValue { result.playConnectMs.append(ms) }
             if let ms = (stats["firstFrameMs"] as? NSNumber)?.doubleValue { result.playFirstFrameMs.append(ms) }
