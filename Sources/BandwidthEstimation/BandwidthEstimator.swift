@@ -67,6 +67,9 @@ public struct BandwidthEstimator: Sendable {
 
     public var delayState: DelayState { delay.state }
 
+    /// Whether transport-cc feedback has come (the estimate is not REMB's alone).
+    public var hasTransportFeedback: Bool { lastTransportFeedback != nil }
+
     /// Loss fraction (0…1) of the last loss report.
     public var lossRate: Double { loss.lossRate }
 

@@ -45,7 +45,7 @@ final class NetworkTarget: Sendable {
 /// as packets leave, feeds the GCC estimator with what was sent and what the peer's
 /// transport-cc feedback, REMB and receiver reports say, publishes the estimate to the video
 /// encoders, and sends transport-cc feedback about what we receive.
-final class CongestionController {
+package final class CongestionController {
     /// Weak: pacer and tick timers may fire after the transport is gone (a relay session that
     /// ended with packets queued); they then find no transport and send nothing.
     private weak var transport: MediaTransport?
@@ -72,6 +72,11 @@ final class CongestionController {
     /// Builds about `count` bytes of padding packets for a probe (the video sender's RTX
     /// stream), each with its transport-cc placeholder id; nil: probes go out with media only.
     var makePadding: ((Int) -> [(bytes: [UInt8], transportCCID: UInt8)])?
+    /// A relay's per-player layer choice: the estimate from the peer's transport-cc feedback
+    /// (bits per second), once settled, whenever it moved by `announceStep` or more.
+    var onSendSideEstimate: ((Int) -> Void)?
+    private var announced = 0
+    static let announceStep = 0.03
     private var closed = false
     private(set) var stats = CongestionStats()
     private var firstSent: ContinuousClock.Instant?
@@ -192,7 +197,7 @@ final class CongestionController {
 
     /// The forwarding fast path's stamp: the next transport-wide sequence number into the
     /// 2 placeholder bytes at `offset` of a packet written in place, `wireSize` bytes once protected.
-    func stampForwarded(_ p: UnsafeMutableRawBufferPointer, at offset: Int, wireSize: Int, now: ContinuousClock.Instant) {
+    package func stampForwarded(_ p: UnsafeMutableRawBufferPointer, at offset: Int, wireSize: Int, now: ContinuousClock.Instant) {
         guard offset + 2 <= p.count else { return }
         let seq = nextTransportSequence
         nextTransportSequence &+= 1
@@ -291,6 +296,11 @@ final class CongestionController {
         let now = now ?? loop.now
         let settled = firstFeedback.map { now - $0 >= Self.settleTime } ?? false
         network.set(max(30_000, (target - audioReserve) / videoStreams), settled: settled)
+        if let announce = onSendSideEstimate, settled, estimator.hasTransportFeedback,
+           abs(Double(target - announced)) >= Self.announceStep * Double(announced) {
+            announced = target
+            announce(target)
+        }
     }
 
     // MARK: receiving

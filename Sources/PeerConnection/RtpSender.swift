@@ -358,6 +358,21 @@ public final class RtpSender: @unchecked Sendable {
         return packets.map { ($0, transportCC) }
     }
 
+    /// A relay's player (no media pipeline of its own): its transport's send-side estimate —
+    /// from the player's transport-cc feedback on what it is forwarded — goes to `onChange`
+    /// (loop thread, once settled, on each change of a few percent), and the estimator's probe
+    /// clusters go out as padding on this sender's RTX stream. Loop thread.
+    /// `maxBitrate`: the most the player may be sent (the estimator's bound, and its probes').
+    package func followSendSideEstimate(maxBitrate: Int, _ onChange: @escaping (Int) -> Void) {
+        loop.preconditionInLoop()
+        guard let congestion = transport?.congestion else { return }
+        congestion.setBounds(minBitrate: 30_000, maxBitrate: maxBitrate, audioReserve: 0, videoStreams: 1)
+        congestion.onSendSideEstimate = onChange
+        if congestion.makePadding == nil {
+            congestion.makePadding = { [weak self] bytes in self?.paddingPackets(bytes: bytes) ?? [] }
+        }
+    }
+
     /// Whether `count` new packets can leave now. Before DTLS has made the keys (or ICE a path)
     /// they are dropped here, before they take sequence numbers, and counted as dropped, not
     /// sent: a sender's first frames can race the handshake's end, and the receiver then sees

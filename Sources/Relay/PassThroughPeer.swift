@@ -7,8 +7,9 @@ import Transport
 func makePassThroughPeer(loop: EventLoop, mux: any SharedSocket, direction: TransceiverDirection, advertised: SocketAddress? = nil,
                          audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
                          videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
-                         codecOrder: CodecOrder = .offerer, timingSeed: UInt64? = nil) throws -> PeerConnection {
-    var config = passThroughConfiguration(direction: direction, audioCodecs: audioCodecs, videoCodecs: videoCodecs, codecOrder: codecOrder)
+                         codecOrder: CodecOrder = .offerer, transportCC: Bool = false, timingSeed: UInt64? = nil) throws -> PeerConnection {
+    var config = passThroughConfiguration(direction: direction, audioCodecs: audioCodecs, videoCodecs: videoCodecs, codecOrder: codecOrder,
+                                          transportCC: transportCC)
     config.timingSeed = timingSeed
     return try PeerConnection(configuration: config, loop: loop) { _, ufrag in
         SessionMuxEndpoint(mux: mux, ufrag: ufrag, advertised: advertised)
@@ -18,7 +19,7 @@ func makePassThroughPeer(loop: EventLoop, mux: any SharedSocket, direction: Tran
 /// The configuration of `makePassThroughPeer` (apart from its place on the mux).
 func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughAudio,
                               videoCodecs: [RtpCodecCapability] = RtpCodecCapability.passThroughVideo,
-                              codecOrder: CodecOrder = .offerer) -> PeerConnection.Configuration {
+                              codecOrder: CodecOrder = .offerer, transportCC: Bool = false) -> PeerConnection.Configuration {
     var config = PeerConnection.Configuration()
     config.iceLite = true
     config.answererDTLSRole = .server
@@ -27,11 +28,12 @@ func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [Rtp
     config.videoCodecs = videoCodecs
     config.answerCodecOrder = codecOrder
     config.remoteTransceiverDirection = direction
-    // Publishers get transport-cc feedback from us; towards players nothing could use a
-    // per-player estimate, and at 480 players its stamps, feedback and timers were ~20% of
-    // the relay's CPU.
-    config.transportWideCC = direction != .sendonly
-    // A player's REMB picks its layer; aiortc estimates only from abs-send-time.
+    // Publishers get transport-cc feedback from us. Players send REMB, unless `transportCC`
+    // (`--player-transport-cc`, a simulcast's players): their layer then follows a send-side
+    // estimate. Off by default: at 480 players its stamps, feedback (20 a second per player)
+    // and 25 ms ticks cost the relay ~1.7× its CPU per forwarded packet.
+    config.transportWideCC = direction != .sendonly || transportCC
+    // The rest (aiortc) send REMB, which they estimate only from abs-send-time.
     config.absSendTime = direction == .sendonly
     // A publisher's simulcast is taken: players get one layer each (RelayLayers.swift).
     config.receiveSimulcast = direction == .recvonly

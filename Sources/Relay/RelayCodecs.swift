@@ -24,11 +24,12 @@ enum RelayCodecs {
 
     /// What a player may be answered for a kind: the publisher's codec; for H.264 every profile
     /// whose decoder takes the published stream (`H264FormatParameters.receives`), its own first.
-    static func player(_ published: RtpCodecParameters?, kind: MediaKind) -> [RtpCodecCapability] {
+    static func player(_ published: RtpCodecParameters?, kind: MediaKind, transportCC: Bool = false) -> [RtpCodecCapability] {
         guard let published else { return [] }
-        // goog-remb: the player's receive-side estimate is what picks its simulcast layer and
-        // bounds its resends (ViewerAllocation.swift).
-        let feedback: [RtcpFeedback] = kind == .video ? [.remb, .nack, .pli, .fir] : []
+        // What the player's link carries picks its simulcast layer and bounds its resends
+        // (ViewerAllocation.swift): from its transport-cc feedback when offered (Chromium,
+        // swiftrtc), else its REMB (aiortc, and every player of a single-layer stream).
+        let feedback: [RtcpFeedback] = (kind == .video ? [.remb, .nack, .pli, .fir] : []) + (transportCC ? [.transportCC] : [])
         let same = RtpCodecCapability(mimeType: published.mimeType, clockRate: published.clockRate, channels: published.channels,
                                       rtcpFeedback: feedback, preferredPayloadType: published.payloadType)
         guard same.isH264 else { return [same] }

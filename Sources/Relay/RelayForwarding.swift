@@ -52,12 +52,17 @@ extension RtpSender {
     /// (`RtpForwardingTarget.send`): nothing here is touched per packet then. Valid until
     /// `ForwardingEpoch.current` changes; `owners` must be kept alive as long as it is used.
     /// Nil when this sender's packets must take `forward(_:…into:)` (no keys or path yet,
-    /// TURN, transport-wide sequence numbers or send times to stamp, a mid over 16 bytes). Loop thread.
+    /// TURN, a mid over 16 bytes). Loop thread.
     func forwardingTarget() -> (target: RtpForwardingTarget, owners: [AnyObject])? {
-        guard transportCCExtensionID == nil, absSendTimeExtensionID == nil, let transport, let path = transport.forwardingPath(),
-              midBytes.count <= 16 else { return nil }
+        guard let transport, let path = transport.forwardingPath(), midBytes.count <= 16 else { return nil }
         var target = RtpForwardingTarget(ssrc: ssrc, srtp: Unmanaged.passUnretained(path.srtp),
                                          socket: Unmanaged.passUnretained(path.socket))
+        target.absSendTimeID = absSendTimeExtensionID ?? 0
+        if let id = transportCCExtensionID {
+            target.transportCCID = id
+            target.congestion = Unmanaged.passUnretained(transport.congestion)
+            target.overhead = UInt16(path.srtp.profile.rtpOverhead)
+        }
         if mid != nil, let id = midExtensionID {
             target.midID = id
             target.midLength = UInt8(midBytes.count)
@@ -65,7 +70,7 @@ extension RtpSender {
         }
         target.orientationID = videoOrientationExtensionID ?? 0
         guard target.setName(path.remote) else { return nil }
-        return (target, [path.srtp, path.socket, self])
+        return (target, [path.srtp, path.socket, self, transport.congestion])
     }
 
     /// Packets sent from a forwarding snapshot, counted in bulk: as `forward(_:…into:)`
@@ -98,6 +103,13 @@ struct RtpForwardingTarget {
     /// 0: the video-orientation element is not forwarded.
     var orientationID: UInt8 = 0
     var mid: (UInt64, UInt64) = (0, 0)
+    /// 0: no transport-wide sequence number / send time to stamp.
+    var transportCCID: UInt8 = 0
+    var absSendTimeID: UInt8 = 0
+    /// SRTP's bytes on top of the plaintext (the estimate counts what the wire carries).
+    var overhead: UInt16 = 0
+    /// What numbers the transport's packets and estimates from its feedback (transport-cc).
+    var congestion: Unmanaged<CongestionController>?
     var nameLength: UInt32 = 0
     var name = sockaddr_in6()
 
@@ -135,10 +147,13 @@ struct RtpForwardingTarget {
     /// touching the sender or its transport. Counting is the caller's (`RtpSender.noteForwarded`).
     @inline(__always)
     func send(_ source: RTPHeaderView, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8,
-                     videoOrientationID: UInt8?, payloadEdit: RTPHeaderPatch.PayloadEdit? = nil, into batch: UDPSendBatch) -> Outcome {
+              videoOrientationID: UInt8?, payloadEdit: RTPHeaderPatch.PayloadEdit? = nil, into batch: UDPSendBatch,
+              now: ContinuousClock.Instant) -> Outcome {
         var patch = RTPHeaderPatch(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
                                    midID: midID == 0 ? nil : midID, orientationSourceID: videoOrientationID,
-                                   orientationID: orientationID == 0 ? nil : orientationID)
+                                   orientationID: orientationID == 0 ? nil : orientationID,
+                                   transportCCID: transportCCID == 0 ? nil : transportCCID)
+        patch.absSendTimeID = absSendTimeID == 0 ? nil : absSendTimeID
         patch.payloadEdit = payloadEdit
         let slot = batch.slot()
         var midCopy = mid
@@ -147,6 +162,10 @@ struct RtpForwardingTarget {
                          into: UnsafeMutableRawBufferPointer(rebasing: slot[0..<(slot.count - 64)]))
         }
         guard let written else { return .tooLarge }
+        if let offset = written.transportCCOffset {
+            congestion?._withUnsafeGuaranteedRef { $0.stampForwarded(slot, at: offset, wireSize: written.length + Int(overhead), now: now) }
+        }
+        if let offset = written.absSendTimeOffset { MediaTransport.stampSendTime(slot, at: offset, now: now) }
         let protected: Int
         do {
             protected = try srtp._withUnsafeGuaranteedRef { try $0.protectRTP(in: slot, length: written.length) }

@@ -29,6 +29,9 @@ public final class RelayServer: Sendable {
     /// `--takeover`: a new publisher replaces the current one at once. Without it, only one
     /// that sent nothing for `publisherSilence` can be replaced.
     public let takeover: Bool
+    /// `--player-transport-cc`: a simulcast's players are answered transport-cc, and each one's
+    /// layer follows a send-side estimate of its link (`ViewerEstimate`); else REMB.
+    public let playerTransportCC: Bool
     /// How the relay recognises a publisher back on a new session (its address changed, its
     /// NAT rebound, its ICE failed and it reconnected): by its old session's silence, not by an
     /// identity — a token is shared by everyone given it and means no one in particular. A new
@@ -58,7 +61,7 @@ public final class RelayServer: Sendable {
     public convenience init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
                             candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
                             preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
-                            maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil,
+                            maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, playerTransportCC: Bool = false,
                             log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
@@ -73,7 +76,7 @@ public final class RelayServer: Sendable {
         let mux = try await loop.submit { try UDPMux(loop: loop, bind: bind) }
         try self.init(loop: loop, media: mux, httpHost: httpHost, httpPort: httpPort, candidate: candidate, policy: policy,
                       preferredVideoCodec: preferredVideoCodec, connectTimeout: connectTimeout, takeover: takeover,
-                      maxPendingPerAddress: maxPendingPerAddress, recording: recording, log: log)
+                      maxPendingPerAddress: maxPendingPerAddress, recording: recording, playerTransportCC: playerTransportCC, log: log)
     }
 
     /// The relay on `media`'s loop and shared socket. `httpPort` nil: no HTTP server and no
@@ -81,8 +84,8 @@ public final class RelayServer: Sendable {
     /// simulated loop and a `VirtualMux`, for tests that run whole sessions in virtual time).
     package init(loop: EventLoop, media: any SharedSocket, httpHost: String = "127.0.0.1", httpPort: UInt16?, candidate: String? = nil,
          policy: AccessPolicy = .init(), preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
-         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, timingSeed: UInt64? = nil,
-         log: @escaping @Sendable (String) -> Void) throws {
+         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, playerTransportCC: Bool = false,
+         timingSeed: UInt64? = nil, log: @escaping @Sendable (String) -> Void) throws {
         self.loop = loop
         self.timingSeeds = timingSeed.map { Locked(SplitMix64(seed: $0)) }
         self.mux = media
@@ -106,6 +109,7 @@ public final class RelayServer: Sendable {
         self.preferredVideoCodec = preferredVideoCodec
         self.connectTimeout = connectTimeout
         self.takeover = takeover
+        self.playerTransportCC = playerTransportCC
         self.maxPendingPerAddress = maxPendingPerAddress
         self.http = Locked(nil)
         self.httpHost = httpHost
@@ -143,7 +147,7 @@ public final class RelayServer: Sendable {
             let now = self.loop.now
             if self.state.value.reportSchedule?.poll(now: now) == true {
                 for stream in self.state.value.streams.values {
-                    stream.sendPublisherFeedback(maxBitrate: 5_000_000, now: now)
+                    stream.sendPublisherFeedback(maxBitrate: UInt64(RelayStream.publisherMaxBitrate), now: now)
                     stream.sendPlayerReports(now: now)
                 }
             }
@@ -307,11 +311,11 @@ public final class RelayServer: Sendable {
             await sleepOnLoop(wait)
             admission = try await admit(role: role, key: key, remote: remote, mayWait: false)
         }
-        guard case .admitted(let published, let replaced) = admission else { throw RelayError("stream \(key) is already being published", code: 409) }
+        guard case .admitted(let published, let replaced, let simulcast) = admission else { throw RelayError("stream \(key) is already being published", code: 409) }
         if let replaced { await replaced.pc.close() }
         do {
             return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
-                                           published: published, param: param)
+                                           published: published, simulcast: simulcast, param: param)
         } catch {
             if role == .publisher { _ = try? await loop.submit { [state] in state.value.reserved.remove(key) } }
             throw error
@@ -319,7 +323,7 @@ public final class RelayServer: Sendable {
     }
 
     enum Admission {
-        case admitted(published: [MediaKind: RtpCodecParameters], replaced: RelaySession?)
+        case admitted(published: [MediaKind: RtpCodecParameters], replaced: RelaySession?, simulcast: Bool = false)
         /// The stream's publisher has gone quiet: ask again after this (see `publisherSilence`).
         case waitForSilence(Duration)
     }
@@ -362,7 +366,7 @@ public final class RelayServer: Sendable {
                 guard let stream, stream.publisher != nil else { throw RelayError("stream \(key) is not published", code: 404) }
                 var codecs: [MediaKind: RtpCodecParameters] = [:]
                 for kind in [MediaKind.audio, .video] { codecs[kind] = stream.publishedCodec(kind) }
-                return .admitted(published: codecs, replaced: nil)
+                return .admitted(published: codecs, replaced: nil, simulcast: stream.publishesSimulcast)
             }
         }
     }
@@ -377,7 +381,8 @@ public final class RelayServer: Sendable {
     private func nextTimingSeed() -> UInt64? { timingSeeds?.withLock { $0.next() } }
 
     private func attachSession(role: RelaySession.Role, key: String, app: String, name: String, id: String, offer: String,
-                               remote: String, published: [MediaKind: RtpCodecParameters], param: String) async throws -> (RelaySession, String) {
+                               remote: String, published: [MediaKind: RtpCodecParameters], simulcast: Bool,
+                               param: String) async throws -> (RelaySession, String) {
         let pc: PeerConnection
         switch role {
         case .publisher:
@@ -385,9 +390,12 @@ public final class RelayServer: Sendable {
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .recvonly, advertised: advertisedAddress,
                                          videoCodecs: video.codecs, codecOrder: video.order, timingSeed: nextTimingSeed())
         case .player:
+            let transportCC = simulcast && playerTransportCC
+            // With --player-transport-cc, a simulcast's players: their layer follows a send-side estimate.
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendonly, advertised: advertisedAddress,
-                                         audioCodecs: RelayCodecs.player(published[.audio], kind: .audio),
-                                         videoCodecs: RelayCodecs.player(published[.video], kind: .video), timingSeed: nextTimingSeed())
+                                         audioCodecs: RelayCodecs.player(published[.audio], kind: .audio, transportCC: transportCC),
+                                         videoCodecs: RelayCodecs.player(published[.video], kind: .video, transportCC: transportCC),
+                                         transportCC: transportCC, timingSeed: nextTimingSeed())
         }
         let session = RelaySession(id: id, secret: randomSecret(), role: role, pc: pc, stream: key, remoteAddress: remote, created: loop.now,
                                    param: param)

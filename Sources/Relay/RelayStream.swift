@@ -287,7 +287,7 @@ final class RelayStream: @unchecked Sendable {
                     let edit = vp8.map { output.pointee.vp8.edit($0) }
                     if let target = record.target {
                         switch target.send(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
-                                           videoOrientationID: orientation, payloadEdit: edit, into: batch) {
+                                           videoOrientationID: orientation, payloadEdit: edit, into: batch, now: now) {
                         case .sent(let length):
                             output.pointee.unnotedPackets += 1
                             output.pointee.unnotedBytes += length
@@ -494,6 +494,21 @@ final class RelayStream: @unchecked Sendable {
                 if let layer = output.layer, videoLayers[layer]?.retired ?? true { output.layer = nil }
             }
         }
+    }
+
+    /// The most a publisher is asked to send (its REMB), all layers together.
+    static let publisherMaxBitrate = 5_000_000
+    /// The bound of a player's send-side estimate: any one layer fits under it.
+    static let playerMaxBitrate = Int(Double(publisherMaxBitrate) / LayerAllocator.headroom)
+
+    /// Whether the publisher sends simulcast layers (known from its offer's rids).
+    var publishesSimulcast: Bool { videoLayers.isSimulcast }
+
+    /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.
+    func sendSideEstimate(_ bitrate: Int, of player: RelaySession) {
+        guard players[player.id] === player else { return }
+        player.output(.video) { $0.estimate.sendSide(bitrate) }
+        allocate(player, now: loop.now)
     }
 
     /// Simulcast: the layer `player` is to get now (`LayerAllocator`: the largest up to the

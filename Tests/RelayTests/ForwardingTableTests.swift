@@ -71,28 +71,52 @@ import TestSupport
             #expect(one.records == 1 && one.fast == 1)
 
             // The same packet through the record and through the sender: identical datagrams.
-            let same = try await relay.loop.submit { [state = relay.state] () -> Bool in
+            // With transport-wide sequence numbers (a simulcast's players), identical but for the
+            // number, which each takes in turn (and so the SRTP tag that covers it).
+            let same = try await relay.loop.submit { [state = relay.state] () -> [Bool] in
                 guard let stream = state.value.streams["live/ft"], let record = stream.forwardingTable(.video).first,
-                      let target = record.target else { return false }
+                      let plain = record.target else { return [] }
+                let sender = record.sender.takeUnretainedValue()
                 let source = RTPPacket(marker: true, payloadType: 102, sequenceNumber: 1234, timestamp: 5678, ssrc: 42, csrcs: [7],
                                        extensions: [RTPHeaderExtension(id: 1, data: Array("0".utf8)), RTPHeaderExtension(id: 13, data: [0x02])],
                                        payload: Array(repeating: 0x5A, count: 1100), paddingLength: 2).serialize()
-                let fast = UDPSendBatch(flushThreshold: 100), slow = UDPSendBatch(flushThreshold: 100)
-                var outcome: RtpForwardingTarget.Outcome = .tooLarge, forwarded = false
-                source.withUnsafeBytes { raw in
-                    guard let view = try? RTPHeaderView(raw) else { return }
-                    for seq in [UInt16(300), 301] {
-                        outcome = target.send(view, sequenceNumber: seq, timestamp: 9000, payloadType: record.payloadType,
-                                              videoOrientationID: 13, into: fast)
-                        forwarded = record.sender.takeUnretainedValue().forward(view, sequenceNumber: seq, timestamp: 9000,
-                                                                                payloadType: record.payloadType, videoOrientationID: 13,
-                                                                                into: slow, now: .now)
+                /// Each datagram sent through `target` then through the sender, twice: without
+                /// the transport-wide sequence number and the tag, and that number.
+                func sent(_ target: RtpForwardingTarget) -> [(rest: [UInt8], sequence: UInt16?)] {
+                    let fast = UDPSendBatch(flushThreshold: 100), slow = UDPSendBatch(flushThreshold: 100)
+                    var outcome: RtpForwardingTarget.Outcome = .tooLarge, forwarded = false
+                    source.withUnsafeBytes { raw in
+                        guard let view = try? RTPHeaderView(raw) else { return }
+                        for seq in [UInt16(300), 301] {
+                            outcome = target.send(view, sequenceNumber: seq, timestamp: 9000, payloadType: record.payloadType,
+                                                  videoOrientationID: 13, into: fast, now: .now)
+                            forwarded = sender.forward(view, sequenceNumber: seq, timestamp: 9000, payloadType: record.payloadType,
+                                                       videoOrientationID: 13, into: slow, now: .now)
+                        }
+                    }
+                    guard case .sent = outcome, forwarded, fast.count == 2, slow.count == 2 else { return [] }
+                    return (0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.map { datagram in
+                        var bytes = datagram.bytes
+                        let name = withUnsafeBytes(of: datagram.nameLength) { Array($0) }
+                        guard let id = sender.transportCCExtensionID,
+                              let range = bytes.withUnsafeBytes({ try? RTPHeaderView($0).extensionRange(id: id) }), range.count == 2
+                        else { return (bytes + name, nil) }
+                        let sequence = UInt16(bytes[range.lowerBound]) << 8 | UInt16(bytes[range.lowerBound + 1])
+                        bytes.replaceSubrange(range, with: [0, 0])
+                        return (Array(bytes.dropLast(Int(target.overhead))) + name, sequence)
                     }
                 }
-                guard case .sent = outcome, forwarded, fast.count == 2, slow.count == 2 else { return false }
-                return (0..<2).allSatisfy { fast.queued($0)! == slow.queued($0)! }
+                let without = sent(plain)
+                sender.transportCCExtensionID = 9
+                defer { sender.transportCCExtensionID = nil }
+                guard let stamping = sender.forwardingTarget()?.target else { return [] }
+                let with = sent(stamping)
+                return [without.count == 4 && without[0].rest == without[1].rest && without[2].rest == without[3].rest
+                            && without.allSatisfy { $0.sequence == nil },
+                        with.count == 4 && with[0].rest == with[1].rest && with[2].rest == with[3].rest
+                            && zip(with, with.dropFirst()).allSatisfy { a, b in a.sequence.map { b.sequence == $0 &+ 1 } ?? false }]
             }
-            #expect(same)
+            #expect(same == [true, true])
 
             // A second player joins: the table has both; one leaves: it is gone at once.
             let (second, resource) = try await connect(relay, "whep", stream: "ft", direction: .recvonly)
