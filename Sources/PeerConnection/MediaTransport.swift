@@ -309,7 +309,7 @@ package final class MediaTransport: @unchecked Sendable {
     }
 
     /// The abs-send-time placeholder at `offset` gets `now`.
-    package static func stampSendTime(_ slot: UnsafeMutableRawBufferPointer, at offset: Int, now: ContinuousClock.Instant) {
+    static func stampSendTime(_ slot: UnsafeMutableRawBufferPointer, at offset: Int, now: ContinuousClock.Instant) {
         guard offset + 3 <= slot.count else { return }
         // Any epoch will do: the receiver reads differences (mod 64 s).
         let value = RTPExtensionCodec.absSendTime(seconds: (now - absSendTimeEpoch).seconds)
