@@ -281,8 +281,16 @@ package final class MediaTransport: @unchecked Sendable {
             counters.sendsWithoutPath += 1
             return false
         }
-        stampForwarded(slot, transportCCOffset: transportCCOffset, absSendTimeOffset: absSendTimeOffset,
-                       wireSize: length + srtp.profile.rtpOverhead, now: now)
+        if let offset = transportCCOffset {
+            congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: now)
+        }
+        if let offset = absSendTimeOffset, offset + 3 <= slot.count {
+            // Any epoch will do: the receiver reads differences (mod 64 s).
+            let value = RTPExtensionCodec.absSendTime(seconds: (now - Self.absSendTimeEpoch).seconds)
+            slot[offset] = UInt8(truncatingIfNeeded: value >> 16)
+            slot[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
+            slot[offset + 2] = UInt8(truncatingIfNeeded: value)
+        }
         let protected: Int
         do { protected = try srtp.protectRTP(in: slot, length: length) } catch {
             counters.srtpErrors += 1
@@ -295,27 +303,6 @@ package final class MediaTransport: @unchecked Sendable {
             counters.sendErrors += 1
         }
         return true
-    }
-
-    /// A forwarded packet written in place, before it is protected: the next transport-wide
-    /// sequence number (sent `wireSize` bytes, for the estimate) and the send time into the
-    /// placeholders the header writer left at these offsets (loop thread).
-    package func stampForwarded(_ slot: UnsafeMutableRawBufferPointer, transportCCOffset: Int?, absSendTimeOffset: Int?,
-                                wireSize: Int, now: ContinuousClock.Instant) {
-        if let offset = transportCCOffset {
-            congestion.stampForwarded(slot, at: offset, wireSize: wireSize, now: now)
-        }
-        if let offset = absSendTimeOffset { Self.stampSendTime(slot, at: offset, now: now) }
-    }
-
-    /// The abs-send-time placeholder at `offset` gets `now`.
-    static func stampSendTime(_ slot: UnsafeMutableRawBufferPointer, at offset: Int, now: ContinuousClock.Instant) {
-        guard offset + 3 <= slot.count else { return }
-        // Any epoch will do: the receiver reads differences (mod 64 s).
-        let value = RTPExtensionCodec.absSendTime(seconds: (now - absSendTimeEpoch).seconds)
-        slot[offset] = UInt8(truncatingIfNeeded: value >> 16)
-        slot[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
-        slot[offset + 2] = UInt8(truncatingIfNeeded: value)
     }
 
     /// What the forwarding fast path sends with when it can skip this transport per packet

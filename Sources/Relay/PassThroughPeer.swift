@@ -33,7 +33,7 @@ func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [Rtp
     // estimate. Off by default: at 480 players its stamps, feedback (20 a second per player)
     // and 25 ms ticks cost the relay ~1.7× its CPU per forwarded packet.
     config.transportWideCC = direction != .sendonly || transportCC
-    // The rest (aiortc) send REMB, which they estimate only from abs-send-time.
+    // aiortc estimates its REMB only from abs-send-time.
     config.absSendTime = direction == .sendonly
     // A publisher's simulcast is taken: players get one layer each (RelayLayers.swift).
     config.receiveSimulcast = direction == .recvonly

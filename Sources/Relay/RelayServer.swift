@@ -311,11 +311,11 @@ public final class RelayServer: Sendable {
             await sleepOnLoop(wait)
             admission = try await admit(role: role, key: key, remote: remote, mayWait: false)
         }
-        guard case .admitted(let published, let replaced, let simulcast) = admission else { throw RelayError("stream \(key) is already being published", code: 409) }
+        guard case .admitted(let published, let replaced, let transportCC) = admission else { throw RelayError("stream \(key) is already being published", code: 409) }
         if let replaced { await replaced.pc.close() }
         do {
             return try await attachSession(role: role, key: key, app: app, name: name, id: id, offer: offer, remote: remote,
-                                           published: published, simulcast: simulcast, param: param)
+                                           published: published, transportCC: transportCC, param: param)
         } catch {
             if role == .publisher { _ = try? await loop.submit { [state] in state.value.reserved.remove(key) } }
             throw error
@@ -323,7 +323,8 @@ public final class RelayServer: Sendable {
     }
 
     enum Admission {
-        case admitted(published: [MediaKind: RtpCodecParameters], replaced: RelaySession?, simulcast: Bool = false)
+        /// `transportCC`: a player to answer transport-cc (`playerTransportCC`, and the stream is a simulcast).
+        case admitted(published: [MediaKind: RtpCodecParameters], replaced: RelaySession?, transportCC: Bool = false)
         /// The stream's publisher has gone quiet: ask again after this (see `publisherSilence`).
         case waitForSilence(Duration)
     }
@@ -366,7 +367,7 @@ public final class RelayServer: Sendable {
                 guard let stream, stream.publisher != nil else { throw RelayError("stream \(key) is not published", code: 404) }
                 var codecs: [MediaKind: RtpCodecParameters] = [:]
                 for kind in [MediaKind.audio, .video] { codecs[kind] = stream.publishedCodec(kind) }
-                return .admitted(published: codecs, replaced: nil, simulcast: stream.publishesSimulcast)
+                return .admitted(published: codecs, replaced: nil, transportCC: playerTransportCC && stream.publishesSimulcast)
             }
         }
     }
@@ -381,7 +382,7 @@ public final class RelayServer: Sendable {
     private func nextTimingSeed() -> UInt64? { timingSeeds?.withLock { $0.next() } }
 
     private func attachSession(role: RelaySession.Role, key: String, app: String, name: String, id: String, offer: String,
-                               remote: String, published: [MediaKind: RtpCodecParameters], simulcast: Bool,
+                               remote: String, published: [MediaKind: RtpCodecParameters], transportCC: Bool,
                                param: String) async throws -> (RelaySession, String) {
         let pc: PeerConnection
         switch role {
@@ -390,8 +391,6 @@ public final class RelayServer: Sendable {
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .recvonly, advertised: advertisedAddress,
                                          videoCodecs: video.codecs, codecOrder: video.order, timingSeed: nextTimingSeed())
         case .player:
-            let transportCC = simulcast && playerTransportCC
-            // With --player-transport-cc, a simulcast's players: their layer follows a send-side estimate.
             pc = try makePassThroughPeer(loop: loop, mux: mux, direction: .sendonly, advertised: advertisedAddress,
                                          audioCodecs: RelayCodecs.player(published[.audio], kind: .audio, transportCC: transportCC),
                                          videoCodecs: RelayCodecs.player(published[.video], kind: .video, transportCC: transportCC),

@@ -4,9 +4,10 @@ import RTPMedia
 /// What one player's link carries, from that player's own feedback: its REMB — its receive-side
 /// estimate — taken as it comes, up or down; or, for a player answered transport-cc
 /// (`--player-transport-cc`), the send-side estimate its transport runs on that feedback
-/// (delay, loss, and probes sent as padding on its RTX stream), in the REMB's place. Loss the delay-based estimate does not see (a policer, a buffer too shallow
+/// (delay, loss, and probes sent as padding on its RTX stream), in the REMB's place. Loss the
+/// delay-based estimate does not see (a policer, a buffer too shallow
 /// to show delay) caps it as GCC's loss-based rule does: over 10%, the cap is the estimate ×
-/// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the REMB; between,
+/// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the delay-based estimate; between,
 /// it holds. Loss is measured from the reports' cumulative counters over at least a second and
 /// `minPackets` packets (half a second before any estimate): what stayed lost after
 /// retransmissions. Each report's own fraction lost is no measure — Chromium sends a receiver
