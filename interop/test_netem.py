@@ -691,9 +691,11 @@ def test_netem_outage_of_several_flows_cuts_newcomers(server):
     echo = Recorder(server, reply=True)
     with emulator(server) as net:
         a, b, other = udp(), udp(), udp()
-        pings = [Pinger(s, net.listen_addr) for s in (a, b, other)]
-        while len(net.flows) < 3:
-            time.sleep(0.01)
+        pings = []
+        for n, s in enumerate((a, b, other)):   # one at a time: flow n is pings[n] (first seen, first numbered)
+            pings.append(Pinger(s, net.listen_addr))
+            while len(net.flows) <= n:
+                time.sleep(0.002)
         rec = net.outage([0, 1], 0.4, newcomers=True)
         time.sleep(0.1)
         late = udp()
