@@ -361,15 +361,18 @@ public final class RtpSender: @unchecked Sendable {
     /// A relay's player (no media pipeline of its own): its transport's send-side estimate —
     /// from the player's transport-cc feedback on what it is forwarded — goes to `onChange`
     /// (loop thread, once settled, on each change of a few percent), and the estimator's probe
-    /// clusters go out as padding on this sender's RTX stream. Loop thread.
+    /// clusters go out on this sender's RTX stream: `padding(bytes)` (copies of what the player
+    /// was sent), else padding-only packets. Loop thread.
     /// `maxBitrate`: the most the player may be sent (the estimator's bound, and its probes').
-    package func followSendSideEstimate(maxBitrate: Int, _ onChange: @escaping (Int) -> Void) {
+    package func followSendSideEstimate(maxBitrate: Int, padding: @escaping (Int) -> [(bytes: [UInt8], transportCCID: UInt8)],
+                                        onChange: @escaping (Int) -> Void) {
         loop.preconditionInLoop()
         guard let congestion = transport?.congestion else { return }
         congestion.setBounds(minBitrate: 30_000, maxBitrate: maxBitrate, audioReserve: 0, videoStreams: 1)
         congestion.onSendSideEstimate = onChange
-        if congestion.makePadding == nil {
-            congestion.makePadding = { [weak self] bytes in self?.paddingPackets(bytes: bytes) ?? [] }
+        congestion.makePadding = { [weak self] bytes in
+            let copies = padding(bytes)
+            return copies.isEmpty ? self?.paddingPackets(bytes: bytes) ?? [] : copies
         }
     }
 

@@ -23,6 +23,9 @@ public struct SourceSwitchRewriter: Sendable {
     /// The SSRC whose packets go out now; nil before the first.
     public var currentSource: UInt32? { source }
 
+    /// The highest output sequence number sent; nil before the first.
+    public var lastOutputSequence: UInt16? { lastSequence }
+
     /// The output sequence number and timestamp for a source packet; nil: drop it (a reordered
     /// packet of a new source from before its first).
     public mutating func rewrite(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, clockRate: Int,

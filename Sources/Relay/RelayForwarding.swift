@@ -28,12 +28,9 @@ extension RtpSender {
             countDropped()
             return false
         }
-        var patch = RTPHeaderPatch(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
-                                   midID: mid == nil ? nil : midExtensionID, mid: midBytes,
-                                   orientationSourceID: videoOrientationID, orientationID: videoOrientationExtensionID,
-                                   transportCCID: transportCCExtensionID)
+        var patch = forwardingPatch(sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
+                                    videoOrientationID: videoOrientationID, payloadEdit: payloadEdit)
         patch.absSendTimeID = absSendTimeExtensionID
-        patch.payloadEdit = payloadEdit
         let osn = retransmission ? nack.rtx?.retransmission(&patch) : nil
         let slot = batch.slot()
         guard let written = source.write(patch, rtxOriginalSequence: osn,
@@ -45,6 +42,30 @@ extension RtpSender {
         }
         count(written.length, payloadType: patch.payloadType)
         return true
+    }
+
+    /// What `forward(_:sequenceNumber:…into:)` writes over the source's header (abs-send-time aside).
+    private func forwardingPatch(sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8, videoOrientationID: UInt8?,
+                                 payloadEdit: RTPHeaderPatch.PayloadEdit?) -> RTPHeaderPatch {
+        var patch = RTPHeaderPatch(ssrc: ssrc, sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
+                                   midID: mid == nil ? nil : midExtensionID, mid: midBytes,
+                                   orientationSourceID: videoOrientationID, orientationID: videoOrientationExtensionID,
+                                   transportCCID: transportCCExtensionID)
+        patch.payloadEdit = payloadEdit
+        return patch
+    }
+
+    /// `source` as `forward(_:…retransmission: true…)` would send it, in a new array with a
+    /// transport-wide placeholder, for the pacer (a probe's payload padding: `CongestionController`
+    /// stamps and sends it). Nil without rtx (a copy on the media stream would be a duplicate the
+    /// receiver counts twice) or transport-cc. No abs-send-time element: the pacer stamps none.
+    func paddingCopy(of source: RTPHeaderView, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8,
+                     videoOrientationID: UInt8?, payloadEdit: RTPHeaderPatch.PayloadEdit?) -> (bytes: [UInt8], transportCCID: UInt8)? {
+        guard let transportCC = transportCCExtensionID, nack.rtx?.payloadTypes[payloadType & 0x7F] != nil else { return nil }
+        var patch = forwardingPatch(sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
+                                    videoOrientationID: videoOrientationID, payloadEdit: payloadEdit)
+        let osn = nack.rtx?.retransmission(&patch)
+        return source.rewritten(patch, rtxOriginalSequence: osn).map { ($0.bytes, transportCC) }
     }
 
     /// A snapshot of what `forward(_:sequenceNumber:…into:)` reads of this sender and its

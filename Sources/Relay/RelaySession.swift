@@ -79,7 +79,10 @@ final class RelaySession: @unchecked Sendable {
         }
         // Answered transport-cc (`--player-transport-cc`): its estimate is the relay's own.
         guard let sender = videoRoute?.0, sender.transportCCExtensionID != nil else { return }
-        sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] bitrate in
+        sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] bytes in
+            guard let self, let stream else { return [] }
+            return stream.probePadding(for: self, bytes: bytes)
+        } onChange: { [weak self, weak stream] bitrate in
             guard let self, let stream else { return }
             stream.sendSideEstimate(bitrate, of: self)
         }
