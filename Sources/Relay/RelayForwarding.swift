@@ -61,10 +61,10 @@ extension RtpSender {
     /// receiver counts twice) or transport-cc. No abs-send-time element: the pacer stamps none.
     func paddingCopy(of source: RTPHeaderView, sequenceNumber: UInt16, timestamp: UInt32, payloadType: UInt8,
                      videoOrientationID: UInt8?, payloadEdit: RTPHeaderPatch.PayloadEdit?) -> (bytes: [UInt8], transportCCID: UInt8)? {
-        guard let transportCC = transportCCExtensionID, nack.rtx?.payloadTypes[payloadType & 0x7F] != nil else { return nil }
+        guard let transportCC = transportCCExtensionID else { return nil }
         var patch = forwardingPatch(sequenceNumber: sequenceNumber, timestamp: timestamp, payloadType: payloadType,
                                     videoOrientationID: videoOrientationID, payloadEdit: payloadEdit)
-        let osn = nack.rtx?.retransmission(&patch)
+        guard let osn = nack.rtx?.retransmission(&patch) else { return nil }
         return source.rewritten(patch, rtxOriginalSequence: osn).map { ($0.bytes, transportCC) }
     }
 
