@@ -38,11 +38,18 @@ public final class RelayServer: Sendable {
     /// publish to a name whose publisher has sent no RTP for `publisherSilence` replaces it; one
     /// whose publisher has been silent for `silenceHint` (a live one sends every 20-33 ms) is
     /// held until the silence reaches `publisherSilence` and then replaces it, or gets 409 if
-    /// the publisher spoke again meanwhile. So a client back within a second of losing its path
-    /// takes its stream over about a second after the loss, without retrying, and the viewers,
+    /// the publisher spoke again meanwhile. So a client back at once after losing its path
+    /// takes its stream over half a second after the loss, without retrying, and the viewers,
     /// on their own sessions, continue (`SourceSwitchRewriter`); a live publisher's name is
-    /// refused at once as before. Was 3 s: a reconnecting client got 409s for 3 s.
-    public let publisherSilence: Duration = .seconds(1)
+    /// refused at once as before. Was 3 s (a reconnecting client got 409s for 3 s), then 1 s:
+    /// the hold is all a client back at once waits before it can even connect, and at 1 s it was
+    /// most of the second a viewer may wait (CI: 1.065 s). 0.5 s is 15 frames and 25 audio
+    /// packets missing: a path that is gone, not jitter.
+    public let publisherSilence: Duration = .milliseconds(500)
+    /// A publisher session that has not connected this long after its offer gives way (as a
+    /// rule the same client's previous attempt, whose path is still down): ICE and DTLS over a
+    /// slow path can take most of it.
+    public let connectGrace: Duration = .seconds(1)
     public static let silenceHint: Duration = .milliseconds(100)
     /// Sessions from one IP address that have not connected yet (fake offers cost a
     /// PeerConnection each until `connectTimeout`); one more gets 429.
@@ -353,7 +360,7 @@ public final class RelayServer: Sendable {
                     // One that has not connected a second after its offer is, as a rule, the same
                     // client's previous attempt (its path is still down): it gives way too, or a
                     // reconnecting client would get 409s until its `connectTimeout`.
-                    let silent = p.connected ? quiet >= publisherSilence : loop.now - p.created >= publisherSilence
+                    let silent = p.connected ? quiet >= publisherSilence : loop.now - p.created >= connectGrace
                     if !takeover && !silent {
                         if mayWait && p.connected && quiet >= Self.silenceHint { return .waitForSilence(publisherSilence - quiet) }
                         throw RelayError("stream \(key) is already being published", code: 409)

@@ -40,7 +40,7 @@ enum ServeCommand {
       --connect-timeout S  end a session that has not connected after S seconds (default 10)
       --max-pending-per-ip N  sessions one IP may have that are not connected yet (default 64; 429 beyond)
       --takeover           a new publisher replaces the stream's current one at once (default: only
-                           one silent for 3 s, e.g. killed, is replaced; players stay connected)
+                           one silent for 0.5 s, e.g. killed, is replaced; players stay connected)
       --player-transport-cc  answer a simulcast's players transport-cc: each one's layer follows a
                            send-side estimate of its link, whose probes can find a grown link in seconds
                            (REMB: 20-40 s); costs ~1.7x the relay's CPU per forwarded packet at 480

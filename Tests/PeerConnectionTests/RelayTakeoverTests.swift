@@ -127,7 +127,7 @@ final class PatternLog: VideoRenderer, Sendable {
     /// How the relay recognises a publisher back on a new session (address changed, NAT
     /// rebound, ICE failed): by its old session's silence. A publish that comes 0.3 s into the
     /// silence is held, not refused, and takes the stream over when the silence reaches
-    /// `publisherSilence` (1 s); one that comes while the publisher is live gets 409 at once, and
+    /// `publisherSilence` (0.5 s); one that comes while the publisher is live gets 409 at once, and
     /// one whose publisher speaks again during the hold gets 409 after it.
     @Test func aPublisherBackOnANewSessionIsHeldUntilTheOldOneIsSilent() async throws {
         let sim = Simulation()
@@ -145,15 +145,15 @@ final class PatternLog: VideoRenderer, Sendable {
         let resumed = await post(sim, relay, seen, body) { feed.run(for: .milliseconds(800)) }
         #expect(resumed.held && resumed.response?.status == 409)
 
-        // A stops for good: 0.3 s later a new session comes, is held, and takes over at 1 s.
+        // A stops for good: 0.3 s later a new session comes, is held, and takes over at 0.5 s.
         let quietFrom = sim.loop.now
         sim.advance(by: .milliseconds(300))
         let (back, body2) = try await offer(sim)
-        let taken = await post(sim, relay, seen, body2) { sim.advance(by: .milliseconds(700)) }
+        let taken = await post(sim, relay, seen, body2) { sim.advance(by: relay.publisherSilence - .milliseconds(300)) }
         #expect(taken.held && taken.response?.status == 201,
                 "\(taken.response.map { String(decoding: $0.body, as: UTF8.self) } ?? "no answer")")
         let waited = taken.at - quietFrom
-        #expect(waited >= .milliseconds(950) && waited <= .milliseconds(1050), "answered \(waited) after the old publisher's last frame")
+        #expect(waited >= .milliseconds(450) && waited <= .milliseconds(550), "answered \(waited) after the old publisher's last frame")
         await stranger.close()
         await back.close()
         await a.close()
