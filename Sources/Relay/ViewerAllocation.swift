@@ -4,8 +4,8 @@ import RTPMedia
 /// What one player's link carries, from that player's own feedback: its REMB — its receive-side
 /// estimate — taken as it comes, up or down; or, for a player answered transport-cc
 /// (`--player-transport-cc`), the send-side estimate its transport runs on that feedback
-/// (delay, loss, and probes sent as padding on its RTX stream), in the REMB's place. Loss the
-/// delay-based estimate does not see (a policer, a buffer too shallow
+/// (delay, loss, and probes sent as padding on its RTX stream), in the REMB's place and alone.
+/// Loss a REMB does not see (a policer, a buffer too shallow
 /// to show delay) caps it as GCC's loss-based rule does: over 10%, the cap is the estimate ×
 /// (1 − loss/2); under 2% it grows 8% per measurement and is gone once above the delay-based estimate; between,
 /// it holds. Loss is measured from the reports' cumulative counters over at least a second and
@@ -43,15 +43,17 @@ struct ViewerEstimate {
     /// Measurements over `highLoss` in a row.
     private var lossyMeasurements = 0
 
-    /// Bits per second; nil before the first REMB or heavy-loss measurement.
-    var bitrate: Int? { delayBased.map { min($0, lossCap ?? .max) } ?? lossCap }
-
-    /// The link's delay-based estimate: the sender's own when the player gives transport-cc
-    /// feedback, else its REMB.
-    private var delayBased: Int? { sendSide ?? lastREMB }
+    /// Bits per second; nil before the first REMB, send-side estimate or heavy-loss measurement.
+    /// A send-side estimate is taken alone: its estimator runs GCC's loss-based rule on the
+    /// per-packet feedback already (sooner and finer than reports), and its probes reset that
+    /// rule; a report cap over it held a weak viewer's estimate to 8% every other second after
+    /// its limit lifted while the estimator, probes passed, said 3.9 Mbit/s (interop: 45–49 s
+    /// back on the high layer). The reports' cap is for REMB (delay alone) and for the time
+    /// before a transport-cc player's estimate settles.
+    var bitrate: Int? { sendSide ?? lastREMB.map { min($0, lossCap ?? .max) } ?? lossCap }
 
     /// Loss, not the delay-based estimate, sets `bitrate`: evidence of a full link on its own.
-    var limitedByLoss: Bool { lossCap.map { cap in delayBased.map { cap < $0 } ?? true } ?? false }
+    var limitedByLoss: Bool { sendSide == nil && (lossCap.map { cap in lastREMB.map { cap < $0 } ?? true } ?? false) }
 
     mutating func remb(_ bitrate: UInt64) {
         lastREMB = Int(clamping: bitrate)
@@ -61,11 +63,11 @@ struct ViewerEstimate {
     /// The send-side estimate of what this player's link carries (bits per second).
     mutating func sendSide(_ bitrate: Int) {
         sendSide = bitrate
-        estimateChanged()
+        lossCap = nil
     }
 
     private mutating func estimateChanged() {
-        if let cap = lossCap, let estimate = delayBased, cap >= estimate { lossCap = nil }
+        if let cap = lossCap, let estimate = sendSide ?? lastREMB, cap >= estimate { lossCap = nil }
     }
 
     /// A receiver report block on what we send this player; `sending`: bits per second of what
@@ -102,6 +104,7 @@ struct ViewerEstimate {
     private mutating func measured(loss: Double, sending: Int) {
         lastLoss = loss
         lossyMeasurements = loss > Self.highLoss ? lossyMeasurements + 1 : 0
+        guard sendSide == nil else { return }
         guard let estimate = bitrate else {
             if loss > Self.highLoss, sending > 0 { lossCap = Int(Double(sending) * (1 - loss)) }
             return
@@ -110,7 +113,7 @@ struct ViewerEstimate {
             lossCap = Int(Double(estimate) * (1 - loss / 2))
         } else if loss < Self.lowLoss, let cap = lossCap {
             lossCap = Int(Double(cap) * 1.08) + 1000
-            if let estimate = delayBased, lossCap! >= estimate { lossCap = nil }
+            if let estimate = lastREMB, lossCap! >= estimate { lossCap = nil }
         }
     }
 }
@@ -131,7 +134,8 @@ struct ViewerEstimate {
 /// down. With a send-side estimate (transport-cc) the estimator's own probe clusters (2× the
 /// estimate, every 5 s, doubling while they pass) can find the room first: in simulation a
 /// 400 kbit/s viewer is back on a 1.5 Mbit/s layer 3 s after its limit lifts, 25 s on REMB;
-/// through the interop emulator 6–7 s when its probes pass, up to 46 s when they fail. Without
+/// through the interop emulator 6–14 s (`swiftrtc play` or Chromium; 28–49 s while a report
+/// loss cap, set at its join, still sat over its send-side estimate). Without
 /// an estimate (none yet) the player gets the largest: most links carry it, and one that does
 /// not is stepped down at its first. Sans-I/O.
 struct LayerAllocator {

@@ -44,7 +44,7 @@ enum ServeCommand {
       --player-transport-cc  answer a simulcast's players transport-cc: each one's layer follows a
                            send-side estimate of its link, whose probes can find a grown link in seconds
                            (REMB: 20-40 s); costs ~1.7x the relay's CPU per forwarded packet at 480
-                           players, and its probes do not yet always succeed (README, relay)
+                           players, and a probe into a full link dips the frame rate (README, relay)
     recording (DVR):
       --record DIR         write every published stream to DIR/APP/STREAM/<start time>.<ext>, without
                            re-encoding; a new file per publisher session (a takeover starts one). With

@@ -234,6 +234,37 @@ import SeededRandom
         #expect(e.lossCap == nil)
     }
 
+    /// A transport-cc player: heavy loss before its send-side estimate settles caps it (it joined
+    /// on the largest layer); once the send-side estimate comes it is taken alone — its estimator
+    /// runs the loss rule on the feedback itself, and a report cap growing 8% a measurement held
+    /// a weak viewer low long after its probes found the link lifted.
+    @Test func aSendSideEstimateIsTakenAloneOnceItComes() {
+        var e = ViewerEstimate()
+        var highest: UInt32 = 1000, lost: Int32 = 0, t = t0
+        func second(packets: Int, lostNow: Int) {
+            highest += UInt32(packets)
+            lost += Int32(lostNow)
+            t = t + .seconds(1)
+            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), sending: 1_000_000, now: t)
+        }
+        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), sending: 1_000_000, now: t)
+        second(packets: 100, lostNow: 70)
+        #expect(e.bitrate == 300_000, "before an estimate, heavy loss gives one")
+        #expect(e.limitedByLoss)
+        e.sendSide(450_000)   // settled: what the feedback says the link carries now
+        #expect(e.bitrate == 450_000)
+        #expect(e.lossCap == nil && !e.limitedByLoss)
+        second(packets: 100, lostNow: 0)
+        e.sendSide(3_900_000)   // a probe passed
+        #expect(e.bitrate == 3_900_000, "no report cap crawling up behind it")
+        second(packets: 100, lostNow: 30)
+        #expect(e.bitrate == 3_900_000, "loss is the estimator's to weigh, from its feedback")
+        second(packets: 100, lostNow: 30)
+        #expect(e.lossy, "the resend budget still hears of a lossy link")
+        e.remb(500_000)
+        #expect(e.bitrate == 3_900_000, "a REMB alongside is only shown")
+    }
+
     /// A player whose path was out sends no reports; its first one after counts everything
     /// sent into the outage as lost. That is no measure of its link.
     @Test func anOutageIsNotLoss() {
