@@ -182,15 +182,8 @@ import SeededRandom
 
     @Test func theEstimateIsTheREMBCappedByLoss() {
         var e = ViewerEstimate()
-        // Reports as a receiver sends them: extended highest sequence and cumulative loss.
-        var highest: UInt32 = 1000, lost: Int32 = 0, t = t0
-        func second(packets: Int, lostNow: Int) {
-            highest += UInt32(packets)
-            lost += Int32(lostNow)
-            t = t + .seconds(1)
-            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), sending: 1_000_000, now: t)
-        }
-        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), sending: 1_000_000, now: t)
+        var reports = ReportFeed(&e, from: t0)
+        func second(packets: Int, lostNow: Int) { reports.second(&e, packets: packets, lostNow: lostNow) }
         #expect(!e.lossy, "no measurement yet")
         second(packets: 100, lostNow: 0)
         #expect(e.bitrate == nil)
@@ -240,14 +233,8 @@ import SeededRandom
     /// a weak viewer low long after its probes found the link lifted.
     @Test func aSendSideEstimateIsTakenAloneOnceItComes() {
         var e = ViewerEstimate()
-        var highest: UInt32 = 1000, lost: Int32 = 0, t = t0
-        func second(packets: Int, lostNow: Int) {
-            highest += UInt32(packets)
-            lost += Int32(lostNow)
-            t = t + .seconds(1)
-            e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), sending: 1_000_000, now: t)
-        }
-        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), sending: 1_000_000, now: t)
+        var reports = ReportFeed(&e, from: t0)
+        func second(packets: Int, lostNow: Int) { reports.second(&e, packets: packets, lostNow: lostNow) }
         second(packets: 100, lostNow: 70)
         #expect(e.bitrate == 300_000, "before an estimate, heavy loss gives one")
         #expect(e.limitedByLoss)
@@ -336,4 +323,22 @@ private final class Allocator {
 private final class Budget {
     var budget = RateBudget()
     func take(_ size: Int, bitrate: Int, now: ContinuousClock.Instant) -> Bool { budget.take(size, bitrate: bitrate, now: now) }
+}
+
+/// Receiver reports on a 1 Mbit/s stream as a receiver sends them, a second apart: extended
+/// highest sequence and cumulative loss.
+struct ReportFeed {
+    var highest: UInt32 = 1000, lost: Int32 = 0, t: ContinuousClock.Instant
+
+    init(_ e: inout ViewerEstimate, from start: ContinuousClock.Instant) {
+        t = start
+        e.report(ReceptionReport(ssrc: 1, highestSequence: highest), sending: 1_000_000, now: t)
+    }
+
+    mutating func second(_ e: inout ViewerEstimate, packets: Int, lostNow: Int) {
+        highest += UInt32(packets)
+        lost += Int32(lostNow)
+        t = t + .seconds(1)
+        e.report(ReceptionReport(ssrc: 1, cumulativeLost: lost, highestSequence: highest), sending: 1_000_000, now: t)
+    }
 }
