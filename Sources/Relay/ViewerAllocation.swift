@@ -57,7 +57,7 @@ struct ViewerEstimate {
 
     mutating func remb(_ bitrate: UInt64) {
         lastREMB = Int(clamping: bitrate)
-        estimateChanged()
+        dropCapAboveREMB()
     }
 
     /// The send-side estimate of what this player's link carries (bits per second).
@@ -66,8 +66,10 @@ struct ViewerEstimate {
         lossCap = nil
     }
 
-    private mutating func estimateChanged() {
-        if let cap = lossCap, let estimate = sendSide ?? lastREMB, cap >= estimate { lossCap = nil }
+    /// The report cap goes once it no longer holds the REMB down (with a send-side estimate
+    /// there is none).
+    private mutating func dropCapAboveREMB() {
+        if let cap = lossCap, let remb = lastREMB, cap >= remb { lossCap = nil }
     }
 
     /// A receiver report block on what we send this player; `sending`: bits per second of what
@@ -113,7 +115,7 @@ struct ViewerEstimate {
             lossCap = Int(Double(estimate) * (1 - loss / 2))
         } else if loss < Self.lowLoss, let cap = lossCap {
             lossCap = Int(Double(cap) * 1.08) + 1000
-            if let estimate = lastREMB, lossCap! >= estimate { lossCap = nil }
+            dropCapAboveREMB()
         }
     }
 }
