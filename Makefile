@@ -60,8 +60,18 @@ unit: deps
 # TSan cannot see Synchronization's Mutex hand over a contended lock, and reports it as a race.
 tsan: deps
 	swift build --product SwiftRTCPackageTests --sanitize=thread --scratch-path .build/tsan
-	swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
-	  $(foreach t,$(TSAN_SKIP),--skip '$(t)')
+	@mkdir -p artifacts
+	@# CI shows only the log's tail: the reports' summaries, and the first reports with the
+	@# test each came in, are printed again at the end (all of it in artifacts/tsan.log).
+	@set -o pipefail; swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
+	  $(foreach t,$(TSAN_SKIP),--skip '$(t)') 2>&1 | tee artifacts/tsan.log; status=$$?; \
+	if grep -q "WARNING: ThreadSanitizer" artifacts/tsan.log; then \
+	  echo "== ThreadSanitizer reports (whole log: artifacts/tsan.log)"; \
+	  grep "^SUMMARY: ThreadSanitizer" artifacts/tsan.log | sort | uniq -c; \
+	  awk '/^(◇ Test|Test Case).*started/ { test = $$0 } \
+	       /WARNING: ThreadSanitizer/ { n++; if (n <= 3) { print "-- in: " test; show = 1 } } \
+	       show { print } /^SUMMARY: ThreadSanitizer/ { show = 0 }' artifacts/tsan.log | head -300; \
+	fi; exit $$status
 
 # Interop suite in a private network namespace with only loopback.
 interop: deps venv build
