@@ -306,8 +306,9 @@ package final class CongestionController {
     // MARK: receiving
 
     /// A video packet from the peer (after RTX unwrapping), for the REMB estimate.
-    func receivedVideo(_ packet: RTPPacket, size: Int, now: ContinuousClock.Instant) {
-        remoteEstimator?.onPacket(rtpTimestamp: packet.timestamp, clockRate: 90000, size: size, ssrc: packet.ssrc, at: now)
+    func receivedVideo(_ packet: RTPPacket, size: Int, absSendTime: UInt32? = nil, now: ContinuousClock.Instant) {
+        remoteEstimator?.onPacket(rtpTimestamp: packet.timestamp, clockRate: 90000, size: size, ssrc: packet.ssrc,
+                                  absSendTime: absSendTime, at: now)
     }
 
     func received(_ packet: RTPPacket, now: ContinuousClock.Instant) {

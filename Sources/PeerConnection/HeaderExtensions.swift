@@ -19,7 +19,7 @@ enum HeaderExtensionPolicy {
     /// of a simulcast we send) unless one is taken, then the next free one-byte id.
     static func offered(for kind: MediaKind, simulcast: Bool = false) -> [(id: Int, uri: String)] {
         var wanted: [(id: Int, uri: String)] = [(1, RTPExtensionURI.sdesMID), (3, RTPExtensionURI.transportWideCC)]
-        if kind == .video { wanted.append((13, RTPExtensionURI.videoOrientation)) }
+        if kind == .video { wanted += [(13, RTPExtensionURI.videoOrientation), (2, RTPExtensionURI.absSendTime)] }
         if kind == .video, simulcast {
             wanted += [(10, RTPExtensionURI.rtpStreamID), (11, RTPExtensionURI.repairedRTPStreamID)]
         }

@@ -202,7 +202,7 @@ extension PeerConnection {
         let offersTransportCC = m.extMaps.contains { $0.uri == RTPExtensionURI.transportWideCC }
         let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind, simulcast: !rids.isEmpty)
             && (1...255).contains($0.id) && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC)
-            && ((configuration.absSendTime && !offersTransportCC) || $0.uri != RTPExtensionURI.absSendTime) }
+            && ((configuration.absSendTime && !(offersTransportCC && configuration.transportWideCC)) || $0.uri != RTPExtensionURI.absSendTime) }
             .map { (id: $0.id, uri: $0.uri) }
         return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
                                  codecs: chosen, extensions: extensions, sender: t.sender, rids: rids,

@@ -81,7 +81,11 @@ extension PeerConnection {
         }
         target.receiver.deliver(packet, bytes: bytes)
         trackForNack(packet, on: target, now: loop.now)
-        if target.kind == .video { transport?.congestion.receivedVideo(packet, size: size, now: loop.arrivalTime) }
+        if target.kind == .video {
+            let abs = target.sender.absSendTimeExtensionID.flatMap { packet.extensionData(id: $0) }
+                .flatMap { $0.count == 3 ? UInt32($0[0]) << 16 | UInt32($0[1]) << 8 | UInt32($0[2]) : nil }
+            transport?.congestion.receivedVideo(packet, size: size, absSendTime: abs, now: loop.arrivalTime)
+        }
         if let mid = target.mid {
             let now = loop.now
             let ntp = media.ntp.ntp(at: now)
