@@ -139,4 +139,34 @@ import Testing
         #expect(pacer.poll(at: t0.advanced(by: .milliseconds(200))) == nil)
         #expect(pacer.queuedPackets == 0)
     }
+
+    /// Padding leaves on the cluster's schedule, however full the media budget: a relay's
+    /// player paces no media, so its bucket is always full, and padding let out by it left 3–4
+    /// packets at one instant — a cluster of a few bursts, which a receiver's bunching spoiled.
+    @Test func probePaddingKeepsTheClusterScheduleWithAFullBudget() {
+        var pacer = Pacer(configuration: .init(initialTargetBitrate: 1_000_000))
+        let idle = t0.advanced(by: .milliseconds(100))   // nothing sent: the bucket is full
+        _ = pacer.poll(at: t0)
+        let cluster = ProbeCluster(id: 3, bitrate: 900_000)
+        pacer.startProbe(cluster, at: idle)
+        // As `CongestionController` asks: all the padding the cluster wants, at once.
+        let wanted = pacer.paddingWanted(at: idle)
+        #expect(wanted == cluster.minBytes)
+        for _ in 0..<5 { pacer.enqueue(packet(.padding, 289), at: idle) }
+        var sent: [Duration] = []
+        var now = idle
+        while let next = pacer.nextSendTime(after: now), sent.count < 5 {
+            now = max(now, next)
+            while let p = pacer.poll(at: now) {
+                #expect(p.probeClusterID == 3)
+                sent.append(now - idle)
+            }
+        }
+        // 289 bytes at 900 kbit/s: one every 2.57 ms from the first.
+        #expect(sent.count == 5, "\(sent)")
+        for (i, at) in sent.enumerated() {
+            let due = Duration.seconds(Double(i * 289 * 8) / 900_000)
+            #expect(at > due - .microseconds(1) && at < due + .microseconds(10), "packet \(i) at \(at), due \(due)")
+        }
+    }
 }
