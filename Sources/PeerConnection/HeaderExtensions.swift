@@ -16,10 +16,15 @@ public struct RtpHeaderExtensionParameters: Sendable, Hashable {
 enum HeaderExtensionPolicy {
     /// What an offer of ours lists for `kind`, with the ids Chromium uses (1 for mid, 3 for
     /// transport-wide sequence numbers, 13 for video orientation, 10 and 11 for the stream ids
-    /// of a simulcast we send) unless one is taken, then the next free one-byte id.
-    static func offered(for kind: MediaKind, simulcast: Bool = false) -> [(id: Int, uri: String)] {
+    /// of a simulcast we send, 2 for abs-send-time) unless one is taken, then the next free
+    /// one-byte id. Abs-send-time only on video we only receive: a sender without transport-cc
+    /// (a relay's players, aiortc) stamps it and our REMB estimates from it instead of from the
+    /// RTP timestamps, which carry the original sender's capture and encoding jitter; our own
+    /// encoders' packets do not carry it, so an m-line that sends does not offer it.
+    static func offered(for kind: MediaKind, simulcast: Bool = false, sends: Bool = true) -> [(id: Int, uri: String)] {
         var wanted: [(id: Int, uri: String)] = [(1, RTPExtensionURI.sdesMID), (3, RTPExtensionURI.transportWideCC)]
-        if kind == .video { wanted += [(13, RTPExtensionURI.videoOrientation), (2, RTPExtensionURI.absSendTime)] }
+        if kind == .video { wanted.append((13, RTPExtensionURI.videoOrientation)) }
+        if kind == .video, !sends { wanted.append((2, RTPExtensionURI.absSendTime)) }
         if kind == .video, simulcast {
             wanted += [(10, RTPExtensionURI.rtpStreamID), (11, RTPExtensionURI.repairedRTPStreamID)]
         }

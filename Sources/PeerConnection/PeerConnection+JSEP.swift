@@ -105,7 +105,8 @@ extension PeerConnection {
         let rids = t.sender.offeredRIDs
         var section = LocalMediaSection(kind: t.kind.rawValue, mid: mid, rejected: false, proto: "UDP/TLS/RTP/SAVPF",
                                         direction: t.direction, codecs: codecs,
-                                        extensions: bundledExtensions(for: t.kind, simulcast: !rids.isEmpty), sender: t.sender)
+                                        extensions: bundledExtensions(for: t.kind, simulcast: !rids.isEmpty, sends: t.direction.sends),
+                                        sender: t.sender)
         offerSimulcast(rids, into: &section)
         return section
     }
@@ -119,9 +120,9 @@ extension PeerConnection {
 
     /// Our extension ids for a new m-line, made to agree with those the bundle already uses
     /// (one id means one URI across a BUNDLE group, RFC 8843 §9.1).
-    func bundledExtensions(for kind: MediaKind, simulcast: Bool = false) -> [(id: Int, uri: String)] {
+    func bundledExtensions(for kind: MediaKind, simulcast: Bool = false, sends: Bool = true) -> [(id: Int, uri: String)] {
         let inUse = transceiverList.flatMap(\.negotiatedHeaderExtensions)
-        let offered = HeaderExtensionPolicy.offered(for: kind, simulcast: simulcast)
+        let offered = HeaderExtensionPolicy.offered(for: kind, simulcast: simulcast, sends: sends)
         guard !inUse.isEmpty else { return offered }
         var taken = Set(inUse.map { Int($0.id) })
         return offered.map { e in

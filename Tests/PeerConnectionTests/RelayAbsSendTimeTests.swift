@@ -34,6 +34,23 @@ import Testing
         return lines.joined(separator: "\r\n")
     }
 
+    @Test("offers list abs-send-time on video they only receive: our encoders do not stamp it")
+    func offeredOnReceiveOnlyVideo() async throws {
+        let sim = Simulation()
+        for (direction, listed) in [(TransceiverDirection.recvonly, true), (.sendonly, false), (.sendrecv, false)] {
+            let pc = try sim.peer()
+            _ = try await pc.addTransceiver(.audio, TransceiverInit(direction: direction))
+            _ = try await pc.addTransceiver(.video, TransceiverInit(direction: direction))
+            let sdp = try await pc.createOffer().sdp
+            let video = try #require(sdp.range(of: "m=video")).lowerBound
+            let audio = try #require(sdp.range(of: "m=audio")).lowerBound
+            let videoSection = audio < video ? sdp[video...] : sdp[video..<audio]
+            #expect(videoSection.contains("a=extmap:2 \(RTPExtensionURI.absSendTime)") == listed, "\(direction): \(sdp)")
+            #expect(!sdp.replacingOccurrences(of: String(videoSection), with: "").contains(RTPExtensionURI.absSendTime))
+            await pc.close()
+        }
+    }
+
     @Test("players offering abs-send-time get it on every video packet, as sent, with or without transport-cc offered")
     func stampsForwardedPackets() async throws {
         let sim = Simulation()
