@@ -62,7 +62,10 @@ def test_chromium_simulcast_each_player_gets_its_layer(codec, relay, browser, sw
         viewer.evaluate("document.getElementById('play').click(); true")
         watched, _ = poll(lambda: viewer.evaluate(PC_STATS_JS, timeout=10),
                           lambda st: bool(st and st["inbound"] and st["inbound"]["framesDecoded"] > 30), timeout=20)
-        stream = relay.stream(app, name) or {}
+        # A player has its layer in the API once that layer's first keyframe reached it: the
+        # last to join may still be waiting when Chromium has decoded 30 frames.
+        stream, _ = poll(lambda: relay.stream(app, name) or {},
+                         lambda s: sum(1 for p in s.get("players", []) if p.get("layer")) >= 3, timeout=15)
         codes = {run.name: run.wait(timeout=20) for run in (low, high)}
         sent = page.evaluate(LAYERS_SENT_JS, timeout=10)
         for run in (low, high):
@@ -131,7 +134,10 @@ def test_swift_simulcast_each_player_gets_its_layer(codec, relay, browser, swift
         viewer.evaluate("document.getElementById('play').click(); true")
         watched, _ = poll(lambda: viewer.evaluate(PC_STATS_JS, timeout=10),
                           lambda st: bool(st and st["inbound"] and st["inbound"]["framesDecoded"] > 30), timeout=20)
-        stream = relay.stream(app, name) or {}
+        # A player has its layer in the API once that layer's first keyframe reached it: the
+        # last to join may still be waiting when Chromium has decoded 30 frames.
+        stream, _ = poll(lambda: relay.stream(app, name) or {},
+                         lambda s: sum(1 for p in s.get("players", []) if p.get("layer")) >= 3, timeout=15)
         codes = {run.name: run.wait(timeout=20) for run in (low, high)}
     finally:
         close_page(browser, viewer)
@@ -158,6 +164,6 @@ def test_swift_simulcast_each_player_gets_its_layer(codec, relay, browser, swift
         fps = sorted(r["fps"] for r in rows[run_name])[len(rows[run_name]) // 2]
         assert fps >= 25, f"{run_name} played a median {fps} fps"
     assert [layer["rid"] for layer in stream.get("video", {}).get("layers") or []] == ["l", "m", "h"], stream
-    assert sorted(p.get("layer") for p in stream.get("players", [])) == ["h", "l", "m"], stream.get("players")
+    assert sorted(str(p.get("layer")) for p in stream.get("players", [])) == ["h", "l", "m"], stream.get("players")
     assert inbound.get("framesDecoded", 0) > 30 and (inbound.get("frameWidth"), inbound.get("frameHeight")) == (640, 360), \
         f"Chromium on /players/?layer=mid: {inbound}"
