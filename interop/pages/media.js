@@ -56,7 +56,12 @@ function patternReader(video) {
         const key = `${w}x${h}`;
         r.sizes[key] = (r.sizes[key] || 0) + 1;
         const got = read(w, h);
-        if (got) {
+        // drawImage draws the video's current frame, not the callback's: a callback that runs
+        // late on a loaded machine draws the next frame, and that frame's own callback draws it
+        // again. The same number twice in a row is one frame read twice (a decrease still fails).
+        if (got && r.numbers.length && got.n === r.numbers[r.numbers.length - 1]) {
+          r.repeatedReads = (r.repeatedReads || 0) + 1;
+        } else if (got) {
           r.numbers.push(got.n);
           const nowMs = Date.now() % 4294967296;
           r.latencies.push((nowMs - got.ms + 4294967296) % 4294967296);
@@ -85,15 +90,18 @@ function readerSummary(r) {
   if (!r) return null;
   const nums = r.numbers;
   let increasing = true;
-  for (let i = 1; i < nums.length; i++) if (!(nums[i] > nums[i - 1])) { increasing = false; break; }
+  let disorder = null;
+  for (let i = 1; i < nums.length; i++) {
+    if (!(nums[i] > nums[i - 1])) { increasing = false; disorder = nums.slice(Math.max(0, i - 3), i + 3); break; }
+  }
   const lat = [...r.latencies].sort((a, b) => a - b);
   return {
-    frames: r.frames, patternFrames: nums.length, unreadFrames: r.unread, increasing,
+    frames: r.frames, patternFrames: nums.length + (r.repeatedReads || 0), unreadFrames: r.unread, increasing,
     firstNumber: nums.length ? nums[0] : null, lastNumber: nums.length ? nums[nums.length - 1] : null,
     lastNumbers: nums.slice(-10), sizes: r.sizes, meanLumaLast: r.meanLuma,
     latencyMsP50: lat.length ? lat[Math.floor(lat.length / 2)] : null,
     latencyMsMax: lat.length ? lat[lat.length - 1] : null,
-    presentedFrames: r.presentedFrames, error: r.error,
+    presentedFrames: r.presentedFrames, repeatedReads: r.repeatedReads || 0, disorder, error: r.error,
   };
 }
 
