@@ -291,7 +291,9 @@ def test_network_lossy_swift(legs, make_bed, artifact_dir, request):
         roles["play"] = (LOSSY, LOSSY)
         roles["chromium"] = (LOSSY, LOSSY)
     bed = make_bed(roles, seed=11 if legs == "publisher-leg" else 12)
-    pub, t_conn, pub_flow = bed.publish("lossy", duration=MEDIA_SECONDS + 3)
+    # Long enough to feed the player all its MEDIA_SECONDS after Chromium's page has started
+    # (both legs; 4.6 s on a loaded machine, when +3 s left the player 2 s without frames).
+    pub, t_conn, pub_flow = bed.publish("lossy", duration=MEDIA_SECONDS + 10)
     # Both legs: Chromium watches the same stream through a leg of its own (same impairment) in
     # the same run, the anchor for the viewer's W3C freeze numbers.
     anchor = ChromiumViewer(request.getfixturevalue("browser"), bed, "lossy") if legs == "both-legs" else None
