@@ -35,6 +35,15 @@ LAYERS_SENT_JS = r"""(async () => { const r = await pc.getStats(); const o = {};
   return o; })()"""
 
 
+
+def stream_with_player_layers(relay, app: str, name: str, players: int) -> dict:
+    """The relay's stream once `players` of its players show a layer (API). A player has one once
+    that layer's first keyframe reached it: the last to join may still be waiting when another
+    viewer has decoded 30 frames."""
+    stream, _ = poll(lambda: relay.stream(app, name) or {},
+                     lambda s: sum(1 for p in s.get("players", []) if p.get("layer")) >= players, timeout=15)
+    return stream
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("codec", ["VP8", "H264"])
 def test_chromium_simulcast_each_player_gets_its_layer(codec, relay, browser, swift_bin, runs, artifact_dir, logs):  # noqa: F811
@@ -62,10 +71,7 @@ def test_chromium_simulcast_each_player_gets_its_layer(codec, relay, browser, sw
         viewer.evaluate("document.getElementById('play').click(); true")
         watched, _ = poll(lambda: viewer.evaluate(PC_STATS_JS, timeout=10),
                           lambda st: bool(st and st["inbound"] and st["inbound"]["framesDecoded"] > 30), timeout=20)
-        # A player has its layer in the API once that layer's first keyframe reached it: the
-        # last to join may still be waiting when Chromium has decoded 30 frames.
-        stream, _ = poll(lambda: relay.stream(app, name) or {},
-                         lambda s: sum(1 for p in s.get("players", []) if p.get("layer")) >= 3, timeout=15)
+        stream = stream_with_player_layers(relay, app, name, 3)
         codes = {run.name: run.wait(timeout=20) for run in (low, high)}
         sent = page.evaluate(LAYERS_SENT_JS, timeout=10)
         for run in (low, high):
@@ -134,10 +140,7 @@ def test_swift_simulcast_each_player_gets_its_layer(codec, relay, browser, swift
         viewer.evaluate("document.getElementById('play').click(); true")
         watched, _ = poll(lambda: viewer.evaluate(PC_STATS_JS, timeout=10),
                           lambda st: bool(st and st["inbound"] and st["inbound"]["framesDecoded"] > 30), timeout=20)
-        # A player has its layer in the API once that layer's first keyframe reached it: the
-        # last to join may still be waiting when Chromium has decoded 30 frames.
-        stream, _ = poll(lambda: relay.stream(app, name) or {},
-                         lambda s: sum(1 for p in s.get("players", []) if p.get("layer")) >= 3, timeout=15)
+        stream = stream_with_player_layers(relay, app, name, 3)
         codes = {run.name: run.wait(timeout=20) for run in (low, high)}
     finally:
         close_page(browser, viewer)

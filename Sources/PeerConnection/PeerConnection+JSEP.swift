@@ -197,13 +197,14 @@ extension PeerConnection {
             m.rids.filter { $0.direction == .send && s.sendRIDs.contains($0.id) }.map { RID(id: $0.id, direction: .recv) }
         } ?? []
         // Accepted with the offer's ids (RFC 8285 §6): mid, and for video the orientation.
-        // abs-send-time only for a peer that offers no transport-wide numbers (aiortc): a
-        // libwebrtc receiver estimates from RTP timestamps without it, and a forward without
-        // per-packet stamps takes the relay's fast path.
-        let offersTransportCC = m.extMaps.contains { $0.uri == RTPExtensionURI.transportWideCC }
+        // abs-send-time (where the configuration stamps it: a relay's players) unless we answer
+        // transport-wide numbers, which the estimate then comes from: without either the
+        // peer's REMB is estimated from RTP timestamps, the publisher's capture times.
+        let answersTransportCC = configuration.transportWideCC
+            && m.extMaps.contains { $0.uri == RTPExtensionURI.transportWideCC }
         let extensions = m.extMaps.filter { HeaderExtensionPolicy.accepts($0.uri, kind: m.kind, simulcast: !rids.isEmpty)
             && (1...255).contains($0.id) && (configuration.transportWideCC || $0.uri != RTPExtensionURI.transportWideCC)
-            && ((configuration.absSendTime && !(offersTransportCC && configuration.transportWideCC)) || $0.uri != RTPExtensionURI.absSendTime) }
+            && ((configuration.absSendTime && !answersTransportCC) || $0.uri != RTPExtensionURI.absSendTime) }
             .map { (id: $0.id, uri: $0.uri) }
         return LocalMediaSection(kind: m.kind, mid: mid, rejected: false, proto: m.proto, direction: direction,
                                  codecs: chosen, extensions: extensions, sender: t.sender, rids: rids,

@@ -83,7 +83,7 @@ extension PeerConnection {
         trackForNack(packet, on: target, now: loop.now)
         if target.kind == .video {
             let abs = target.sender.absSendTimeExtensionID.flatMap { packet.extensionData(id: $0) }
-                .flatMap { $0.count == 3 ? UInt32($0[0]) << 16 | UInt32($0[1]) << 8 | UInt32($0[2]) : nil }
+                .flatMap(RTPExtensionCodec.decodeAbsSendTime)
             transport?.congestion.receivedVideo(packet, size: size, absSendTime: abs, now: loop.arrivalTime)
         }
         if let mid = target.mid {

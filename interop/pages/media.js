@@ -12,7 +12,7 @@ window.reader = null;
 function patternReader(video) {
   const r = {
     frames: 0, numbers: [], latencies: [], unread: 0, sizes: {}, meanLuma: null,
-    presentedFrames: 0, lastReadAt: null, error: null,
+    presentedFrames: 0, repeatedReads: 0, lastReadAt: null, error: null,
   };
   const band = document.createElement('canvas');
   const bctx = band.getContext('2d', { willReadFrequently: true });
@@ -60,7 +60,7 @@ function patternReader(video) {
         // late on a loaded machine draws the next frame, and that frame's own callback draws it
         // again. The same number twice in a row is one frame read twice (a decrease still fails).
         if (got && r.numbers.length && got.n === r.numbers[r.numbers.length - 1]) {
-          r.repeatedReads = (r.repeatedReads || 0) + 1;
+          r.repeatedReads++;
         } else if (got) {
           r.numbers.push(got.n);
           const nowMs = Date.now() % 4294967296;
@@ -96,12 +96,12 @@ function readerSummary(r) {
   }
   const lat = [...r.latencies].sort((a, b) => a - b);
   return {
-    frames: r.frames, patternFrames: nums.length + (r.repeatedReads || 0), unreadFrames: r.unread, increasing,
+    frames: r.frames, patternFrames: nums.length + r.repeatedReads, unreadFrames: r.unread, increasing,
     firstNumber: nums.length ? nums[0] : null, lastNumber: nums.length ? nums[nums.length - 1] : null,
     lastNumbers: nums.slice(-10), sizes: r.sizes, meanLumaLast: r.meanLuma,
     latencyMsP50: lat.length ? lat[Math.floor(lat.length / 2)] : null,
     latencyMsMax: lat.length ? lat[lat.length - 1] : null,
-    presentedFrames: r.presentedFrames, repeatedReads: r.repeatedReads || 0, disorder, error: r.error,
+    presentedFrames: r.presentedFrames, repeatedReads: r.repeatedReads, disorder, error: r.error,
   };
 }
 
