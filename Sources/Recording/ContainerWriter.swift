@@ -23,6 +23,9 @@ final class ContainerWriter {
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var streams: [RecordingTimeline.Track: (index: Int32, timeBase: AVRational)] = [:]
     private var finished = false
+    /// Each stream's last decode time in its own time base: the timeline's microseconds are
+    /// finer than the container's ticks, and the MP4 muxer refuses a time that does not advance.
+    private var lastDTS: [RecordingTimeline.Track: Int64] = [:]
 
     /// Opens `path` and writes the header. Fragments (MP4) and clusters (Matroska) are cut at
     /// least every 0.25 s and flushed, so a killed process loses at most that much.
@@ -106,8 +109,11 @@ final class ContainerWriter {
         guard av_new_packet(packet, Int32(sample.data.count)) >= 0 else { throw MediaError("\(path): out of memory") }
         sample.data.withUnsafeBytes { _ = memcpy(packet.pointee.data, $0.baseAddress!, $0.count) }
         let micro = AVRational(num: 1, den: 1_000_000)
-        packet.pointee.pts = av_rescale_q(sample.time, micro, stream.timeBase)
-        packet.pointee.dts = packet.pointee.pts
+        var dts = av_rescale_q(sample.time, micro, stream.timeBase)
+        if let last = lastDTS[sample.track], dts <= last { dts = last + 1 }
+        lastDTS[sample.track] = dts
+        packet.pointee.pts = dts
+        packet.pointee.dts = dts
         packet.pointee.duration = av_rescale_q(sample.duration, micro, stream.timeBase)
         packet.pointee.stream_index = stream.index
         packet.pointee.flags = sample.isKeyframe || sample.track == .audio ? AV_PKT_FLAG_KEY : 0

@@ -125,6 +125,34 @@ struct RecorderFileTests {
         #expect(frames == 60)
     }
 
+    /// The timeline keeps a track's times strictly increasing in microseconds (a late frame gets
+    /// the last time + 1 µs); the container's clock is coarser (90 kHz, 1 ms in Matroska), so
+    /// the writer must keep them increasing there too or the MP4 muxer stops the recording.
+    @Test(arguments: [("mp4", VideoCodecType.h264), ("mkv", .vp8)])
+    func framesCloserThanTheContainersTickAreAllWritten(ext: String, codec: VideoCodecType) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("close.\(ext)")
+        let (video, _) = try Self.media(codec, seconds: 1)
+        let writer = try ContainerWriter(path: path, container: RecordingContainer(path: path)!,
+                                         video: .init(codec: codec, width: 320, height: 180,
+                                                      extradata: codec == .h264 ? SampleFormat.parameterSets(video[0].1.data) : []),
+                                         audioChannels: nil)
+        // Frames 10 and 20 land 1 µs after the frame before them.
+        var last: Int64 = -1
+        for (i, (t, frame)) in video.enumerated() {
+            let time = (i == 10 || i == 20) ? last + 1 : Int64(t * 1_000_000)
+            try writer.write(RecordingTimeline.Sample(track: .video, data: frame.data, isKeyframe: frame.isKeyframe, time: time, duration: 0))
+            last = time
+        }
+        try writer.finish()
+        #expect(try FileProbe(path).video?.packets == 30)
+        let reader = try LibAVVideoReader(path: path)
+        var read: [UInt32] = []
+        while let frame = try reader.readFrame() { if let n = TestPattern.read(frame)?.frameNumber { read.append(n) } }
+        #expect(read == Array(0..<30))
+    }
+
     @Test func aKilledRecordingPlaysToItsLastFragment() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
