@@ -24,8 +24,13 @@ struct BandwidthAdaptation: Sendable {
 
     static let scales: [Double] = [1, 4.0 / 3, 2, 8.0 / 3, 4]
     var lowBitsPerPixel = 0.04
-    var highBitsPerPixel = 0.07
-    /// Between the two: the start-up size is neither blocky nor the first to be stepped down.
+    /// libwebrtc's bandwidth scaler starts H.264 at 720p30 from 1.5 Mbit/s and 540p30 from
+    /// 800 kbit/s (0.054 and 0.051 bit per pixel). 0.07 asked 1.94 Mbit/s for 720p: back on a
+    /// 2.5 Mbit/s link, an estimate that settled under that kept 540p for good (a CI run of the
+    /// bottleneck step test ended at 960 wide).
+    var highBitsPerPixel = 0.055
+    /// The start-up size is the one a settled estimate would step up to, not the first to be
+    /// stepped down.
     var startBitsPerPixel = 0.055
     var downDelay: Duration = .milliseconds(1000)
     var upDelay: Duration = .seconds(3)

@@ -30,6 +30,22 @@ import Testing
         #expect(a.resolutionChanges == 3)
     }
 
+    /// Back up to 720p30 at 1.7 Mbit/s (0.061 bit per pixel), where libwebrtc's H.264 bandwidth
+    /// scaler goes back too (from 1.5 Mbit/s); at 1.4 Mbit/s it stays at 540p.
+    @Test(arguments: [(1_700_000, 1.0), (1_400_000, 4.0 / 3)])
+    func stepsBackUpToTheSizeTheRateCarries(bitrate: Int, scale: Double) {
+        var a = BandwidthAdaptation()
+        var t = ContinuousClock.now
+        _ = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 700_000, preference: .maintainFramerate, now: t)
+        var out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: 700_000, preference: .maintainFramerate, now: t)
+        #expect(out.scale == 4.0 / 3)   // 960x540 at 0.045
+        for _ in 0..<100 {
+            t = t.advanced(by: .milliseconds(100))
+            out = a.adapt(width: 1280, height: 720, fps: 30, targetBitrate: bitrate, preference: .maintainFramerate, now: t)
+        }
+        #expect(out.scale == scale)
+    }
+
     @Test func maintainResolutionLowersFrameRateOnly() {
         var a = BandwidthAdaptation()
         var t = ContinuousClock.now
