@@ -262,12 +262,17 @@ public final class RtpSender: @unchecked Sendable {
     /// nothing the loop writes. `lastPacketExtensions` go on the frame's last packet only
     /// (video orientation, as libwebrtc does). A keyframe's answers the keyframe requests that
     /// come while it waits in the pacer (`KeyframeRequestTracker.keyframeQueued`).
+    /// `captureAge`: how long before this call the payloads' frame was captured (their timestamp's
+    /// instant, for the sender reports), when known.
     func sendPayloads(_ payloads: [RTPPayload], payloadType: UInt8, timestamp: UInt32,
-                      lastPacketExtensions: [RTPHeaderExtension] = [], isKeyframe: Bool = false) {
+                      lastPacketExtensions: [RTPHeaderExtension] = [], isKeyframe: Bool = false, captureAge: Duration? = nil) {
         let kind: OutgoingRTPKind = self.kind == .video ? .video : .audio
+        let handedOver = captureAge == nil ? nil : ContinuousClock.now
         onLoop { [self] in
             guard canSend(payloads.count) else { return }
             let now = loop.now
+            // The hop to the loop is part of the age (on the loop's clock, which tests simulate).
+            let capturedAt = captureAge.map { now - $0 - max(.zero, ContinuousClock.now - handedOver!) }
             for (i, payload) in payloads.enumerated() {
                 var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: takeSequence(),
                                        timestamp: timestamp, ssrc: ssrc, payload: payload.bytes)
@@ -275,7 +280,7 @@ public final class RtpSender: @unchecked Sendable {
                     for e in lastPacketExtensions { packet.setExtension(id: e.id, data: e.data) }
                 }
                 if i == 0, isKeyframe { nack.supersededBefore = packet.sequenceNumber }
-                transmit(packet, kind: kind, now: now)
+                transmit(packet, kind: kind, now: now, capturedAt: capturedAt)
             }
             if isKeyframe, let transport { keyframeRequests.keyframeQueued(leavingBy: now + transport.congestion.expectedQueueTime) }
         }
@@ -301,7 +306,8 @@ public final class RtpSender: @unchecked Sendable {
 
     /// The one exit of our own packets (loop thread): the mid and transport-wide elements, the
     /// history, the SR counts, then the transport.
-    private func transmit(_ packet: RTPPacket, kind: OutgoingRTPKind, now: ContinuousClock.Instant) {
+    private func transmit(_ packet: RTPPacket, kind: OutgoingRTPKind, now: ContinuousClock.Instant,
+                          capturedAt: ContinuousClock.Instant? = nil) {
         loop.preconditionInLoop()
         var packet = packet
         if let id = midExtensionID, mid != nil { packet.setExtension(id: id, data: midBytes) }
@@ -313,7 +319,7 @@ public final class RtpSender: @unchecked Sendable {
         }
         let bytes = packet.serialize()
         history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
-        statistics.record(packet, sentAt: now)
+        statistics.record(packet, sentAt: now, capturedAt: capturedAt)
         count(bytes.count, payloadType: packet.payloadType)
         transport.sendRTP(bytes, transportCCID: transportCCExtensionID, kind: kind)
     }

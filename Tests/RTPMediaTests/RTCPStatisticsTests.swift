@@ -90,6 +90,27 @@ import Testing
         #expect(sr.ntpTimestamp == NTPTime.ntp(unixSeconds: 1_800_000_000.397))
     }
 
+    /// Frames leave the encoder 10 to 60 ms after capture: the SR's timestamp follows the
+    /// capture instants, so every report maps NTP to RTP the same way (a receiver's lip sync and
+    /// a recorder's placement do not move with the encode time).
+    @Test func senderReportFollowsTheCaptureInstant() throws {
+        var sender = SenderStatistics(ssrc: 5, clockRate: 90_000)
+        let clock = NTPClock(reference: start, unixSeconds: 1_800_000_000)
+        var mappings: [Double] = []
+        for i in 0..<30 {
+            let captured = start + .milliseconds(33 * Int64(i))
+            let sent = captured + .milliseconds([10, 60, 25][i % 3])
+            sender.record(RTPPacket(payloadType: 96, sequenceNumber: UInt16(i), timestamp: UInt32(i) * 2970,
+                                    ssrc: 5, payload: [0]), sentAt: sent, capturedAt: captured)
+            let now = sent + .milliseconds(5)
+            let report = sender.senderReport(now: now, ntp: clock.ntp(at: now))
+            let sr = try #require(report)
+            // Capture time the SR gives timestamp 0: NTP seconds minus the RTP timestamp's seconds.
+            mappings.append(NTPTime.secondsSince1900(sr.ntpTimestamp) - Double(sr.rtpTimestamp) / 90_000)
+        }
+        #expect(mappings.max()! - mappings.min()! < 0.0001, "\(mappings)")
+    }
+
     /// SR from us → remote (37 ms), remote holds it 123 ms, RR back (41 ms): RTT = 78 ms, in our
     /// own clock (`SenderReportRoundTrip`, as a relay's players compute it too).
     @Test func roundTripTimeFromSRAndRR() throws {
