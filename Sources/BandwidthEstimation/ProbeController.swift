@@ -7,10 +7,15 @@
 /// - periodically (every `periodicInterval`, if set) at 2× the estimate while it is below the
 ///   maximum and the queue is not growing, so capacity that came back is found within seconds
 ///   rather than at 8% per second. libwebrtc does this only in application-limited periods;
-///   doing it always costs a few padding packets every few seconds.
+///   doing it always costs a few padding packets every few seconds;
+/// - after a large drop (the estimate under half of its high of the last `recoveryWindow`),
+///   periodically every `recoveryInterval` instead: a link that narrowed for a while and came
+///   back is found again within about that, not up to `periodicInterval` plus a keyframe later.
 struct ProbeController: Sendable {
     static let furtherProbeThreshold = 0.7
     static let resultTimeout = Duration.seconds(1)
+    static let recoveryInterval = Duration.seconds(2)
+    static let recoveryWindow = Duration.seconds(30)
 
     enum Phase: Sendable, Equatable {
         case notStarted
@@ -25,6 +30,8 @@ struct ProbeController: Sendable {
     private var lastProbe: ContinuousClock.Instant?
     /// The start probes' rates and when to check what they found; nil once checked.
     private var startRetry: (rates: [Double], probed: Double, at: ContinuousClock.Instant)?
+    /// The highest estimate seen and when, forgotten after `recoveryWindow`.
+    private var high: (bitrate: Double, at: ContinuousClock.Instant)?
 
     init(enabled: Bool, periodicInterval: Duration?) {
         self.enabled = enabled
@@ -59,9 +66,13 @@ struct ProbeController: Sendable {
                 return initiate(retry.rates, maxBitrate: maxBitrate, furtherAllowed: true, at: now)
             }
         }
-        guard enabled, allowPeriodic, phase == .idle, let interval = periodicInterval, state == .normal,
-              estimate < 0.95 * maxBitrate, lastProbe.map({ now - $0 >= interval }) ?? true
+        if high.map({ estimate >= $0.bitrate || now - $0.at > Self.recoveryWindow }) ?? true { high = (estimate, now) }
+        let recovering = high.map { estimate < 0.5 * $0.bitrate } ?? false
+        guard enabled, allowPeriodic, phase == .idle, let periodic = periodicInterval, state == .normal,
+              estimate < 0.95 * maxBitrate
         else { return [] }
+        let interval = recovering ? min(periodic, Self.recoveryInterval) : periodic
+        guard lastProbe.map({ now - $0 >= interval }) ?? true else { return [] }
         return initiate([2 * estimate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
     }
 
