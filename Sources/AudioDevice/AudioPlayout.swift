@@ -81,12 +81,12 @@ public final class AudioPlayout: Sendable {
         let first = try open()
         let perChannel = format.sampleRate / 100
         let t = AudioDeviceThread(name: "swiftrtc.audio-playout", device: device ?? "default", first: first, open: open, frame: { box throws(AudioDeviceError) in
-            let mono = mixer.mix(perChannel, nowNs: monotonicNs())
+            let mono = mixer.mix(perChannel, nowNs: MonotonicClock.nanoseconds())
             let out = format.channels == 1 ? mono : mono.flatMap { repeatElement($0, count: format.channels) }
             // The device's delay moves slowly: ask the server every 100 ms, not every frame.
             if box.frames % 10 == 0 { box.delayMs = box.stream.delayMs() }
             box.frames += 1
-            echo?.render(AudioFrame(samples: .int16(mono), sampleRate: format.sampleRate, channels: 1, timestampNs: monotonicNs()),
+            echo?.render(AudioFrame(samples: .int16(mono), sampleRate: format.sampleRate, channels: 1, timestampNs: MonotonicClock.nanoseconds()),
                          playoutDelayMs: box.delayMs)
             try box.stream.write(out)
             let delay = box.delayMs
@@ -145,11 +145,5 @@ final class MixerInput: AudioRenderer, Sendable {
         self.id = id
         self.mixer = mixer
     }
-    func render(_ frame: AudioFrame) { mixer.push(id, frame: frame, nowNs: monotonicNs()) }
-}
-
-func monotonicNs() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    func render(_ frame: AudioFrame) { mixer.push(id, frame: frame, nowNs: MonotonicClock.nanoseconds()) }
 }

@@ -62,7 +62,7 @@ public final class MicrophoneCapturer: AudioCapturer, Sendable {
         let onEvent = self.onEvent
         let t = AudioDeviceThread(name: "swiftrtc.audio-capture", device: device ?? "default", first: first, open: open, frame: { box throws(AudioDeviceError) in
             try box.stream.read(into: &box.buffer)
-            let readAt = monotonicNs()
+            let readAt = MonotonicClock.nanoseconds()
             if box.frames % 10 == 0 { box.delayMs = box.stream.delayMs() }
             box.frames += 1
             var frame = AudioFrame(samples: .int16(box.buffer), sampleRate: format.sampleRate, channels: format.channels,

@@ -1,3 +1,4 @@
+import Media
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -8,11 +9,7 @@ import Darwin
 /// syncs on) and real time for the wall clock the test pattern carries (comparable across processes).
 public enum CaptureClock {
     /// CLOCK_MONOTONIC in nanoseconds.
-    public static func monotonicNs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    public static func monotonicNs() -> Int64 { MonotonicClock.nanoseconds() }
 
     /// CLOCK_REALTIME in milliseconds since the Unix epoch.
     public static func realtimeMs() -> UInt64 {

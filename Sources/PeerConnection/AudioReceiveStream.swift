@@ -98,7 +98,7 @@ final class AudioReceiveStream: @unchecked Sendable {
             }
             if remove { return }
             var out = frame
-            out.timestampNs = monotonicNanoseconds()
+            out.timestampNs = MonotonicClock.nanoseconds()
             track.source.deliver(out)
         } catch {
             counters.withLock { $0.decodeErrors += 1 }

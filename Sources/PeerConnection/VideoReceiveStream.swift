@@ -167,7 +167,7 @@ extension VideoReceiveStream {
         loop.schedule(at: time) { [weak self] in
             guard let self, !self.closed else { return }
             var shown = frame
-            shown.timestampNs = monotonicNanoseconds()
+            shown.timestampNs = MonotonicClock.nanoseconds()
             self.counters.withLock { $0.freezes.frameRendered(at: self.inline ? self.loop.now : .now) }
             self.track.source.deliverCapturedFrame(shown)
         }
@@ -187,10 +187,3 @@ struct VideoReceiveCounters: Sendable {
 /// real loss at 25±10 ms of jitter. Recovery waits this much longer (libwebrtc waits for a
 /// reordering estimate instead).
 let reorderTolerance = Duration.milliseconds(15)
-
-/// CLOCK_MONOTONIC in ns (the clock capture timestamps use).
-func monotonicNanoseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-}

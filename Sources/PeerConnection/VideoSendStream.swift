@@ -234,7 +234,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
             }
             // Frames carry CLOCK_MONOTONIC capture times; one stamped on another clock (a
             // synthetic source) or over a second old gives no usable age.
-            let age = monotonicNanoseconds() - frame.timestampNs
+            let age = MonotonicClock.nanoseconds() - frame.timestampNs
             sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp,
                                 lastPacketExtensions: lastPacketExtensions, isKeyframe: encoded.isKeyframe,
                                 captureAge: (0...1_000_000_000).contains(age) ? .nanoseconds(age) : nil)

@@ -3,9 +3,6 @@ import Locks
 import Media
 import RTP
 import RTPMedia
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Records a stream to an MP4, WebM or MKV file without re-encoding: H.264 or VP8 video and
 /// Opus audio, in sync by their sender reports (`RecordingTimeline`).
@@ -160,11 +157,11 @@ public final class Recorder: @unchecked Sendable {
             case .sentVideo(let frame):
                 videoCodec = frame.codec
                 timeline.add(track: .video, captureTime: Double(frame.captureTimeNs) / 1e9, data: frame.data, isKeyframe: frame.isKeyframe)
-                now = Self.monotonicSeconds()
+                now = MonotonicClock.seconds()
             case .sentAudio(let opus, let captureNs):
                 timeline.add(track: .audio, captureTime: Double(captureNs) / 1e9, data: opus, isKeyframe: true,
                              duration: SampleFormat.opusDuration(opus))
-                now = Self.monotonicSeconds()
+                now = MonotonicClock.seconds()
             }
         }
         if let now { drain(now: now) }
@@ -286,11 +283,5 @@ public final class Recorder: @unchecked Sendable {
     private func publish() {
         let s = stats
         state.withLock { $0 = s }
-    }
-
-    static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

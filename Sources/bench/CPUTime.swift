@@ -44,13 +44,6 @@ func processCPUTimes(pid: Int32) -> (user: Double, system: Double)? {
     return (utime / tick, stime / tick)
 }
 
-/// Wall-clock seconds (monotonic).
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 /// CLOCK_REALTIME in ms modulo 2^32: the clock the test pattern writes into its pixels.
 func realtimeMs32() -> UInt32 {
     var ts = timespec()

@@ -5,6 +5,7 @@
 // time (recv, sendmmsg and the loopback delivery the sender pays for) divided by the datagrams
 // it forwarded is the floor's CPU per forwarded packet.
 import Foundation
+import Media
 import Glibc
 import Synchronization
 
@@ -127,13 +128,13 @@ func forwardFloor(destinations: Int, packetsPerSecond: Double, packetSize: Int =
     let payload = [UInt8](repeating: 0x5A, count: packetSize)
     let perFrame = packetsPerSecond / 30
     var owed = 0.0
-    let start = monotonicSeconds()
+    let start = MonotonicClock.seconds()
     var frame = 0
     let connected = withUnsafeMutablePointer(to: &inputAddress) { a in
         a.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(sourceFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
     if connected {
-        while monotonicSeconds() - start < seconds {
+        while MonotonicClock.seconds() - start < seconds {
             owed += perFrame
             while owed >= 1 {
                 _ = payload.withUnsafeBytes { send(sourceFD, $0.baseAddress, $0.count, 0) }
@@ -141,7 +142,7 @@ func forwardFloor(destinations: Int, packetsPerSecond: Double, packetSize: Int =
             }
             frame += 1
             let next = start + Double(frame) / 30
-            let wait = next - monotonicSeconds()
+            let wait = next - MonotonicClock.seconds()
             if wait > 0 { usleep(UInt32(wait * 1e6)) }
         }
         usleep(50_000)   // the last burst is forwarded

@@ -87,7 +87,7 @@ private struct CPUSample {
 
     static func take(sink: EventLoop) async -> CPUSample {
         let s = await loopCPUSeconds(sink)
-        return CPUSample(process: processCPUSeconds(), sink: s, wall: monotonicSeconds())
+        return CPUSample(process: processCPUSeconds(), sink: s, wall: MonotonicClock.seconds())
     }
 }
 

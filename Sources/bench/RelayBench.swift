@@ -5,6 +5,7 @@
 // window. Before the fan-out, `swiftrtc publish` / `swiftrtc play` runs against the relay give
 // connectMs and firstFrameMs as the CLI reports them (--stats-json).
 import Foundation
+import Media
 import Glibc
 import HTTP
 import PeerConnection
@@ -254,17 +255,17 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
 
         // Fan-out. A player that cannot connect, or the budget running out, ends the series
         // with a note; the steps measured so far stand.
-        let started = monotonicSeconds()
+        let started = MonotonicClock.seconds()
         for n in series {
             if result.steps.contains(where: { !$0.passed }), !relayReportedPlayerCounts.contains(n) { continue }
-            if monotonicSeconds() - started > budget {
+            if MonotonicClock.seconds() - started > budget {
                 result.notes.append("stopped before \(n) players: the fan-out time budget (\(Int(budget)) s) was spent")
                 break
             }
-            let joinStarted = monotonicSeconds()
+            let joinStarted = MonotonicClock.seconds()
             var stop: String?
             while players.count < n && stop == nil {
-                if monotonicSeconds() - started > budget {
+                if MonotonicClock.seconds() - started > budget {
                     stop = "stopped at \(n) players: the fan-out time budget (\(Int(budget)) s) ran out while connecting them (\(players.count) connected)"
                     break
                 }
@@ -291,19 +292,19 @@ func relayBenchmark(swiftrtc: String, series: [Int], window: Double, budget: Dou
                 progress("relay: " + stop)
                 break
             }
-            let joinSeconds = monotonicSeconds() - joinStarted
+            let joinSeconds = MonotonicClock.seconds() - joinStarted
             try await Task.sleep(for: .milliseconds(1500))   // join keyframes, settle
             guard let s0 = await api.stream("bench"), let cpu0 = processCPUTimes(pid: relayPID) else {
                 throw BenchError("relay stats unavailable: \(relayLog())")
             }
             let snap0 = players.map(\.counter.snapshot)
-            let bench0 = processCPUSeconds(), wall0 = monotonicSeconds(), drops0 = udpReceiveBufferErrors()
+            let bench0 = processCPUSeconds(), wall0 = MonotonicClock.seconds(), drops0 = udpReceiveBufferErrors()
             try await Task.sleep(for: .seconds(window))
             guard let s1 = await api.stream("bench"), let cpu1 = processCPUTimes(pid: relayPID) else {
                 throw BenchError("relay stats unavailable: \(relayLog())")
             }
             let snap1 = players.map(\.counter.snapshot)
-            let bench1 = processCPUSeconds(), wall1 = monotonicSeconds(), drops1 = udpReceiveBufferErrors()
+            let bench1 = processCPUSeconds(), wall1 = MonotonicClock.seconds(), drops1 = udpReceiveBufferErrors()
             var expected = 0, received = 0
             for (a, b) in zip(snap0, snap1) {
                 received += b.received - a.received

@@ -60,11 +60,7 @@ func formatStatus(state: String, elapsed: Double, fps: Double, width: Int, heigh
 }
 
 /// Seconds on the monotonic clock.
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+func now() -> Double { MonotonicClock.seconds() }
 
 /// Writes a JSON object to a file with a clear error.
 func writeJSON(_ object: [String: Any], to path: String) throws {
