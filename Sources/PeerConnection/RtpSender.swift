@@ -262,17 +262,18 @@ public final class RtpSender: @unchecked Sendable {
     /// nothing the loop writes. `lastPacketExtensions` go on the frame's last packet only
     /// (video orientation, as libwebrtc does). A keyframe's answers the keyframe requests that
     /// come while it waits in the pacer (`KeyframeRequestTracker.keyframeQueued`).
-    /// `captureAge`: how long before this call the payloads' frame was captured (their timestamp's
-    /// instant, for the sender reports), when known.
+    /// `captureTimeNs`: when the payloads' frame was captured (CLOCK_MONOTONIC, the instant
+    /// their timestamp stands for), for the sender reports.
     func sendPayloads(_ payloads: [RTPPayload], payloadType: UInt8, timestamp: UInt32,
-                      lastPacketExtensions: [RTPHeaderExtension] = [], isKeyframe: Bool = false, captureAge: Duration? = nil) {
+                      lastPacketExtensions: [RTPHeaderExtension] = [], isKeyframe: Bool = false, captureTimeNs: Int64? = nil) {
         let kind: OutgoingRTPKind = self.kind == .video ? .video : .audio
-        let handedOver = captureAge == nil ? nil : ContinuousClock.now
         onLoop { [self] in
             guard canSend(payloads.count) else { return }
             let now = loop.now
-            // The hop to the loop is part of the age (on the loop's clock, which tests simulate).
-            let capturedAt = captureAge.map { now - $0 - max(.zero, ContinuousClock.now - handedOver!) }
+            // Placed on the loop's clock by its age now. A time on another clock (a synthetic
+            // source) or over a second old gives none.
+            let age = captureTimeNs.map { MonotonicClock.nanoseconds() - $0 }
+            let capturedAt = age.flatMap { (0...1_000_000_000).contains($0) ? now - .nanoseconds($0) : nil }
             for (i, payload) in payloads.enumerated() {
                 var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: takeSequence(),
                                        timestamp: timestamp, ssrc: ssrc, payload: payload.bytes)

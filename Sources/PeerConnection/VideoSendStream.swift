@@ -232,12 +232,9 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 $0.bandwidthLimited = adapted.limited
                 $0.resolutionChanges = adaptation.resolutionChanges
             }
-            // Frames carry CLOCK_MONOTONIC capture times; one stamped on another clock (a
-            // synthetic source) or over a second old gives no usable age.
-            let age = MonotonicClock.nanoseconds() - frame.timestampNs
             sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp,
                                 lastPacketExtensions: lastPacketExtensions, isKeyframe: encoded.isKeyframe,
-                                captureAge: (0...1_000_000_000).contains(age) ? .nanoseconds(age) : nil)
+                                captureTimeNs: frame.timestampNs)
         } catch {
             counters.withLock { $0.encodeErrors += 1 }
             encoder = nil   // re-created on the next frame
