@@ -35,7 +35,6 @@ LAYERS_SENT_JS = r"""(async () => { const r = await pc.getStats(); const o = {};
   return o; })()"""
 
 
-
 def stream_with_player_layers(relay, app: str, name: str, players: int) -> dict:
     """The relay's stream once `players` of its players show a layer (API). A player has one once
     that layer's first keyframe reached it: the last to join may still be waiting when another
@@ -43,6 +42,7 @@ def stream_with_player_layers(relay, app: str, name: str, players: int) -> dict:
     stream, _ = poll(lambda: relay.stream(app, name) or {},
                      lambda s: sum(1 for p in s.get("players", []) if p.get("layer")) >= players, timeout=15)
     return stream
+
 
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("codec", ["VP8", "H264"])
