@@ -71,9 +71,11 @@ struct VideoLayers {
         return true
     }
 
+    /// Mutated in place (`_modify`): with a plain setter, every `self[ssrc]?.history.store(…)`
+    /// copied the layer out, so its history's 1,024 entries were copied (and retained) per packet.
     subscript(ssrc: UInt32) -> VideoLayer? {
         get { bySSRC[ssrc] }
-        set { bySSRC[ssrc] = newValue }
+        _modify { yield &bySSRC[ssrc] }
     }
 
     /// The simulcast layers from smallest to largest: by their keyframes' width once every
