@@ -31,7 +31,8 @@ package final class MediaTransport: @unchecked Sendable {
     private var earlyDTLS: [[UInt8]] = []
     private var lastDTLSSource: SocketAddress?
     private var lastDTLSLocal: SocketAddress?
-    private var timerID: Int?
+    /// The armed timer and its deadline.
+    private var timer: (id: Int, deadline: ContinuousClock.Instant)?
     private(set) var closed = false
     private let srtpBackend: SRTPBackend
 
@@ -284,13 +285,7 @@ package final class MediaTransport: @unchecked Sendable {
         if let offset = transportCCOffset {
             congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: now)
         }
-        if let offset = absSendTimeOffset, offset + 3 <= slot.count {
-            // Any epoch will do: the receiver reads differences (mod 64 s).
-            let value = RTPExtensionCodec.absSendTime(seconds: (now - Self.absSendTimeEpoch).seconds)
-            slot[offset] = UInt8(truncatingIfNeeded: value >> 16)
-            slot[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
-            slot[offset + 2] = UInt8(truncatingIfNeeded: value)
-        }
+        if let offset = absSendTimeOffset { Self.stampSendTime(slot, at: offset, now: now) }
         let protected: Int
         do { protected = try srtp.protectRTP(in: slot, length: length) } catch {
             counters.srtpErrors += 1
@@ -303,6 +298,16 @@ package final class MediaTransport: @unchecked Sendable {
             counters.sendErrors += 1
         }
         return true
+    }
+
+    /// The abs-send-time placeholder at `offset` gets `now` (the relay's forwarding, either path).
+    package static func stampSendTime(_ slot: UnsafeMutableRawBufferPointer, at offset: Int, now: ContinuousClock.Instant) {
+        guard offset + 3 <= slot.count else { return }
+        // Any epoch will do: the receiver reads differences (mod 64 s).
+        let value = RTPExtensionCodec.absSendTime(seconds: (now - absSendTimeEpoch).seconds)
+        slot[offset] = UInt8(truncatingIfNeeded: value >> 16)
+        slot[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
+        slot[offset + 2] = UInt8(truncatingIfNeeded: value)
     }
 
     /// What the forwarding fast path sends with when it can skip this transport per packet
@@ -428,14 +433,26 @@ package final class MediaTransport: @unchecked Sendable {
         }
     }
 
+    /// Runs after every pump, so once per packet: a timer armed no later than the earliest
+    /// deadline is kept (the cores do nothing before their deadlines, and it re-arms as it
+    /// fires) — ICE's receiving deadline moves with every packet, and cancelling and scheduling
+    /// a timer per packet was a sixth of a receiver's CPU.
     private func rearmTimer() {
-        if let timerID { loop.cancelTimer(timerID) }
-        timerID = nil
-        let deadlines = ([ice.pollTimeout(), dtls?.pollTimeout(), dataChannels?.pollTimeout()] + relays.map { $0.pollTimeout() }).compactMap { $0 }
-        guard let next = deadlines.min() else { return }
-        timerID = loop.schedule(at: next) { [weak self] in
+        var next = ice.pollTimeout()
+        func consider(_ t: ContinuousClock.Instant?) {
+            if let t, next.map({ t < $0 }) ?? true { next = t }
+        }
+        consider(dtls?.pollTimeout())
+        consider(dataChannels?.pollTimeout())
+        for relay in relays { consider(relay.pollTimeout()) }
+        guard let next else { return }
+        if let timer {
+            if timer.deadline <= next { return }
+            loop.cancelTimer(timer.id)
+        }
+        let id = loop.schedule(at: next) { [weak self] in
             guard let self, !self.closed else { return }
-            self.timerID = nil
+            self.timer = nil
             let now = loop.now
             self.ice.handleTimeout(now: now)
             self.dtls?.handleTimeout(now: now)
@@ -443,6 +460,7 @@ package final class MediaTransport: @unchecked Sendable {
             for relay in self.relays { relay.handleTimeout(now: now) }
             self.pump()
         }
+        timer = (id, next)
     }
 
     func close() {
@@ -463,7 +481,7 @@ package final class MediaTransport: @unchecked Sendable {
         ForwardingEpoch.bump()
         congestion.close()
         ice.close()
-        if let timerID { loop.cancelTimer(timerID) }
+        if let timer { loop.cancelTimer(timer.id) }
         lingerForRelease()
     }
 
