@@ -73,13 +73,12 @@ extension RtpSender {
     /// (`RtpForwardingTarget.send`): nothing here is touched per packet then. Valid until
     /// `ForwardingEpoch.current` changes; `owners` must be kept alive as long as it is used.
     /// Nil when this sender's packets must take `forward(_:…into:)` (no keys or path yet,
-    /// TURN, send times to stamp, a mid over 16 bytes). Loop thread.
+    /// TURN, a mid over 16 bytes). Loop thread.
     func forwardingTarget() -> (target: RtpForwardingTarget, owners: [AnyObject])? {
-        // Abs-send-time players (aiortc, Chromium) keep the slow path: one CI run after they took
-        // this one, aiortc's REMB stayed under its layer for 50 s; not understood, not risked.
-        guard absSendTimeExtensionID == nil, let transport, let path = transport.forwardingPath(), midBytes.count <= 16 else { return nil }
+        guard let transport, let path = transport.forwardingPath(), midBytes.count <= 16 else { return nil }
         var target = RtpForwardingTarget(ssrc: ssrc, srtp: Unmanaged.passUnretained(path.srtp),
                                          socket: Unmanaged.passUnretained(path.socket))
+        target.absSendTimeID = absSendTimeExtensionID ?? 0
         if let id = transportCCExtensionID {
             target.transportCCID = id
             target.congestion = Unmanaged.passUnretained(transport.congestion)
@@ -127,6 +126,8 @@ struct RtpForwardingTarget {
     var mid: (UInt64, UInt64) = (0, 0)
     /// 0: no transport-wide sequence number to stamp.
     var transportCCID: UInt8 = 0
+    /// 0: no abs-send-time to stamp.
+    var absSendTimeID: UInt8 = 0
     /// SRTP's bytes on top of the plaintext (the estimate counts what the wire carries).
     var overhead: UInt16 = 0
     /// What numbers the transport's packets and estimates from its feedback (transport-cc).
@@ -174,6 +175,7 @@ struct RtpForwardingTarget {
                                    midID: midID == 0 ? nil : midID, orientationSourceID: videoOrientationID,
                                    orientationID: orientationID == 0 ? nil : orientationID,
                                    transportCCID: transportCCID == 0 ? nil : transportCCID)
+        patch.absSendTimeID = absSendTimeID == 0 ? nil : absSendTimeID
         patch.payloadEdit = payloadEdit
         let slot = batch.slot()
         var midCopy = mid
@@ -185,6 +187,7 @@ struct RtpForwardingTarget {
         if let offset = written.transportCCOffset {
             congestion?._withUnsafeGuaranteedRef { $0.stampForwarded(slot, at: offset, wireSize: written.length + Int(overhead), now: now) }
         }
+        if let offset = written.absSendTimeOffset { MediaTransport.stampSendTime(slot, at: offset, now: now) }
         let protected: Int
         do {
             protected = try srtp._withUnsafeGuaranteedRef { try $0.protectRTP(in: slot, length: written.length) }

@@ -13,8 +13,8 @@ import TestSupport
 /// (`RtpSender.forward(_:…into:)`) does, and the table follows players joining and leaving
 /// and any change `ForwardingEpoch` announces.
 ///
-/// Players offering abs-send-time are answered it and keep the slow path (it stamps each
-/// packet's send time), so these offer none.
+/// Players offer abs-send-time as ours do (the relay answers it and stamps each packet's send
+/// time on either path).
 /// On real sockets: the fast path exists only on a shared socket with a kernel send batch (a
 /// `UDPMux`'s `batchSocket`; a `VirtualMux` has none, so its records carry no snapshot). What
 /// the test waits for are the relay's own events, from its log, never time.
@@ -34,9 +34,7 @@ import TestSupport
         _ = try await pc.addTransceiver(.video, TransceiverInit(direction: direction), codecs: [.h264])
         try await pc.setLocalDescription(try await pc.createOffer())
         await pc.waitForGatheringComplete()
-        // Without abs-send-time: a player the relay stamps send times for keeps the slow path.
-        let offer = try #require(pc.localDescription).sdp.components(separatedBy: "\r\n")
-            .filter { !$0.contains(RTPExtensionURI.absSendTime) }.joined(separator: "\r\n")
+        let offer = try #require(pc.localDescription).sdp
         let created = try await http.send(method: "POST", url: "\(relay.url)/rtc/v1/\(endpoint)/?app=live&stream=\(stream)",
                                           headers: ["Content-Type": "application/sdp"], body: Array(offer.utf8))
         #expect(created.status == 201, "\(created.status) \(created.text)")
@@ -74,13 +72,15 @@ import TestSupport
             let one = try await table(relay, "live/ft")
             #expect(one.records == 1 && one.fast == 1)
 
-            // The same packet through the record and through the sender: identical datagrams.
-            // With transport-wide sequence numbers (a simulcast's players), identical but for the
-            // number, which each takes in turn (and so the SRTP tag that covers it).
+            // The same packet through the record and through the sender at the same instant:
+            // identical datagrams, abs-send-time stamped in both. With transport-wide sequence
+            // numbers (a simulcast's players), identical but for the number, which each takes in
+            // turn (and so the SRTP tag that covers it).
             let same = try await relay.loop.submit { [state = relay.state] () -> [Bool] in
                 guard let stream = state.value.streams["live/ft"], let record = stream.forwardingTable(.video).first,
                       let plain = record.target else { return [] }
                 let sender = record.sender.takeUnretainedValue()
+                guard sender.absSendTimeExtensionID != nil, plain.absSendTimeID != 0 else { return [false] }
                 let source = RTPPacket(marker: true, payloadType: 102, sequenceNumber: 1234, timestamp: 5678, ssrc: 42, csrcs: [7],
                                        extensions: [RTPHeaderExtension(id: 1, data: Array("0".utf8)), RTPHeaderExtension(id: 13, data: [0x02])],
                                        payload: Array(repeating: 0x5A, count: 1100), paddingLength: 2).serialize()
@@ -92,13 +92,19 @@ import TestSupport
                     source.withUnsafeBytes { raw in
                         guard let view = try? RTPHeaderView(raw) else { return }
                         for seq in [UInt16(300), 301] {
+                            let now = ContinuousClock.now
                             outcome = target.send(view, sequenceNumber: seq, timestamp: 9000, payloadType: record.payloadType,
-                                                  videoOrientationID: 13, into: fast, now: .now)
+                                                  videoOrientationID: 13, into: fast, now: now)
                             forwarded = sender.forward(view, sequenceNumber: seq, timestamp: 9000, payloadType: record.payloadType,
-                                                       videoOrientationID: 13, into: slow, now: .now)
+                                                       videoOrientationID: 13, into: slow, now: now)
                         }
                     }
                     guard case .sent = outcome, forwarded, fast.count == 2, slow.count == 2 else { return [] }
+                    // Both carry the send time (the header is in the clear under SRTP).
+                    let stamped = (0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.allSatisfy { datagram in
+                        datagram.bytes.withUnsafeBytes { (try? RTPHeaderView($0).extensionRange(id: target.absSendTimeID))?.count == 3 }
+                    }
+                    guard stamped else { return [] }
                     return (0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.map { datagram in
                         var bytes = datagram.bytes
                         let name = withUnsafeBytes(of: datagram.nameLength) { Array($0) }
