@@ -224,7 +224,7 @@ public final class RtpSender: @unchecked Sendable {
 
     /// The per-sender setting if one was made (else the connection's configuration applies).
     var audioProcessingOverride: AudioProcessingOptions?? {
-        processing.withLock { $0.set ? .some($0.options) : .none }
+        processing.withLock { $0.set ? .some($0.options) : Optional.none }
     }
 
     /// W3C `getParameters()`.

@@ -129,5 +129,5 @@ public func localAddress(routingTo host: String, port: UInt16 = 1985) -> String?
     var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
     var addr = local.sin_addr
     guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-    return String(cString: buffer)
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
