@@ -19,6 +19,7 @@ import TestSupport
 /// `UDPMux`'s `batchSocket`; a `VirtualMux` has none, so its records carry no snapshot). What
 /// the test waits for are the relay's own events, from its log, never time.
 @Suite(.serialized) struct ForwardingTableTests {
+    struct Failure: Error { let reason: String; init(_ reason: String) { self.reason = reason } }
     let http = HTTPClient(timeout: .seconds(20))
     /// The relay's log lines as it writes them (on its loop thread, as things happen).
     let log = Monitor<[String]>([])
@@ -76,17 +77,17 @@ import TestSupport
             // identical datagrams, abs-send-time stamped in both. With transport-wide sequence
             // numbers (a simulcast's players), identical but for the number, which each takes in
             // turn (and so the SRTP tag that covers it).
-            let same = try await relay.loop.submit { [state = relay.state] () -> [Bool] in
+            let same = try await relay.loop.submit { [state = relay.state] () -> [String] in
                 guard let stream = state.value.streams["live/ft"], let record = stream.forwardingTable(.video).first,
-                      let plain = record.target else { return [] }
+                      let plain = record.target else { return ["no record with a snapshot"] }
                 let sender = record.sender.takeUnretainedValue()
-                guard sender.absSendTimeExtensionID != nil, plain.absSendTimeID != 0 else { return [false] }
+                guard sender.absSendTimeExtensionID != nil, plain.absSendTimeID != 0 else { return ["abs-send-time not negotiated"] }
                 let source = RTPPacket(marker: true, payloadType: 102, sequenceNumber: 1234, timestamp: 5678, ssrc: 42, csrcs: [7],
                                        extensions: [RTPHeaderExtension(id: 1, data: Array("0".utf8)), RTPHeaderExtension(id: 13, data: [0x02])],
                                        payload: Array(repeating: 0x5A, count: 1100), paddingLength: 2).serialize()
                 /// Each datagram sent through `target` then through the sender, twice: without
-                /// the transport-wide sequence number and the tag, and that number.
-                func sent(_ target: RtpForwardingTarget) -> [(rest: [UInt8], sequence: UInt16?)] {
+                /// the transport-wide sequence number and the tag, and that number; or what went wrong.
+                func sent(_ target: RtpForwardingTarget) -> Result<[(rest: [UInt8], sequence: UInt16?)], Failure> {
                     let fast = UDPSendBatch(flushThreshold: 100), slow = UDPSendBatch(flushThreshold: 100)
                     var outcome: RtpForwardingTarget.Outcome = .tooLarge, forwarded = false
                     source.withUnsafeBytes { raw in
@@ -99,34 +100,64 @@ import TestSupport
                                                        videoOrientationID: 13, into: slow, now: now)
                         }
                     }
-                    guard case .sent = outcome, forwarded, fast.count == 2, slow.count == 2 else { return [] }
-                    // Both carry the send time (the header is in the clear under SRTP).
-                    let stamped = (0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.allSatisfy { datagram in
-                        datagram.bytes.withUnsafeBytes { (try? RTPHeaderView($0).extensionRange(id: target.absSendTimeID))?.count == 3 }
+                    guard case .sent = outcome, forwarded, fast.count == 2, slow.count == 2 else {
+                        return .failure(Failure("not sent: \(outcome) \(forwarded) \(fast.count) \(slow.count)"))
                     }
-                    guard stamped else { return [] }
-                    return (0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.map { datagram in
+                    // Both carry the send time (the header is in the clear under SRTP).
+                    // The header as RTP, with the padding bit cleared: SRTP encrypts the padding,
+                    // so the byte that gives its length is ciphertext: when it reads 0 (1 in 256
+                    // sessions' keys) the datagram is not valid RTP at all.
+                    func range(of id: UInt8, in datagram: [UInt8]) -> Range<Int>? {
+                        var header = datagram
+                        header[0] &= ~0x20
+                        return header.withUnsafeBytes { try? RTPHeaderView($0).extensionRange(id: id) }
+                    }
+                    let unstamped = (0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.enumerated().filter { _, datagram in
+                        range(of: target.absSendTimeID, in: datagram.bytes)?.count != 3
+                    }
+                    if let (index, datagram) = unstamped.first {
+                        return .failure(Failure("no abs-send-time element in datagram \(index): \(datagram.bytes.prefix(40).map { String($0, radix: 16) })"))
+                    }
+                    return .success((0..<2).flatMap { [fast.queued($0)!, slow.queued($0)!] }.map { datagram in
                         var bytes = datagram.bytes
                         let name = withUnsafeBytes(of: datagram.nameLength) { Array($0) }
-                        guard let id = sender.transportCCExtensionID,
-                              let range = bytes.withUnsafeBytes({ try? RTPHeaderView($0).extensionRange(id: id) }), range.count == 2
+                        guard let id = sender.transportCCExtensionID, let range = range(of: id, in: bytes), range.count == 2
                         else { return (bytes + name, nil) }
                         let sequence = UInt16(bytes[range.lowerBound]) << 8 | UInt16(bytes[range.lowerBound + 1])
                         bytes.replaceSubrange(range, with: [0, 0])
                         return (Array(bytes.dropLast(Int(target.overhead))) + name, sequence)
-                    }
+                    })
                 }
-                let without = sent(plain)
+                /// Empty when fast and slow sent the same bytes; else the first difference.
+                func compare(_ result: Result<[(rest: [UInt8], sequence: UInt16?)], Failure>, numbered: Bool) -> String {
+                    let datagrams: [(rest: [UInt8], sequence: UInt16?)]
+                    switch result {
+                    case .failure(let failure): return failure.reason
+                    case .success(let sent): datagrams = sent
+                    }
+                    for pair in [0, 2] where datagrams[pair].rest != datagrams[pair + 1].rest {
+                        let (a, b) = (datagrams[pair].rest, datagrams[pair + 1].rest)
+                        let at = (0..<min(a.count, b.count)).first { a[$0] != b[$0] } ?? min(a.count, b.count)
+                        return "datagram \(pair / 2): \(a.count) vs \(b.count) bytes, first difference at \(at): "
+                            + "\(a.prefix(at + 8).suffix(16)) vs \(b.prefix(at + 8).suffix(16))"
+                    }
+                    let sequences = datagrams.map(\.sequence)
+                    if numbered {
+                        guard let first = sequences[0], sequences == (0..<4).map({ first &+ UInt16($0) }) else {
+                            return "transport-wide numbers \(sequences)"
+                        }
+                    } else if sequences.contains(where: { $0 != nil }) {
+                        return "unexpected transport-wide numbers \(sequences)"
+                    }
+                    return ""
+                }
+                let without = compare(sent(plain), numbered: false)
                 sender.transportCCExtensionID = 9
                 defer { sender.transportCCExtensionID = nil }
-                guard let stamping = sender.forwardingTarget()?.target else { return [] }
-                let with = sent(stamping)
-                return [without.count == 4 && without[0].rest == without[1].rest && without[2].rest == without[3].rest
-                            && without.allSatisfy { $0.sequence == nil },
-                        with.count == 4 && with[0].rest == with[1].rest && with[2].rest == with[3].rest
-                            && zip(with, with.dropFirst()).allSatisfy { a, b in a.sequence.map { b.sequence == $0 &+ 1 } ?? false }]
+                guard let stamping = sender.forwardingTarget()?.target else { return [without, "no snapshot with transport-cc"] }
+                return [without, compare(sent(stamping), numbered: true)]
             }
-            #expect(same == [true, true])
+            #expect(same == ["", ""])
 
             // A second player joins: the table has both; one leaves: it is gone at once.
             let (second, resource) = try await connect(relay, "whep", stream: "ft", direction: .recvonly)
