@@ -498,10 +498,13 @@ extension PeerConnection {
             t.sender.midExtensionID = midExtensionID
             t.sender.configureLayers()
         }
-        // The peer sends feedback on what we send if it took transport-cc or REMB for it.
+        // The peer sends feedback on what we send if it took transport-cc or REMB for it. A
+        // pass-through peer (a relay's player) forwards outside the pacer and reads a REMB
+        // itself: REMB alone would only make its controller tick every 25 ms for nothing.
         let sending = transceiverList.filter { $0.currentDirection?.sends == true }
         let feedback = sending.contains { t in
-            t.sender.transportCCExtensionID != nil || t.negotiatedCodecs.contains { $0.rtcpFeedback.contains(.remb) }
+            t.sender.transportCCExtensionID != nil
+                || (configuration.mediaPipeline && t.negotiatedCodecs.contains { $0.rtcpFeedback.contains(.remb) })
         }
         let receivingVideo = transceiverList.filter { $0.kind == .video && $0.currentDirection?.receives == true }
         // REMB for a peer whose video codecs take goog-remb but not transport-cc (aiortc, old

@@ -61,4 +61,34 @@ struct RembTests {
         await a.close()
         await b.close()
     }
+
+    /// A pass-through sender (a relay's player) forwards outside the pacer, and its owner reads
+    /// the peer's REMB itself: REMB alone leaves its congestion controller idle (no estimator, no
+    /// 25 ms tick — at 480 players a third of the relay's own CPU). A sender that encodes does
+    /// estimate from it.
+    @Test("REMB alone makes an encoding sender estimate, not a pass-through one")
+    func passThroughSenderLeavesREMBToItsOwner() async throws {
+        let vp8 = RtpCodecCapability(mimeType: "video/VP8", clockRate: 90000,
+                                     rtcpFeedback: [.remb, .nack, .pli], preferredPayloadType: 96)
+        for pipeline in [false, true] {
+            let sim = Simulation()
+            // `a` answers `b`'s offer to receive as the relay answers a player by default: it
+            // sends, without transport-cc.
+            let a = try sim.peer { config in
+                config.mediaPipeline = pipeline
+                config.transportWideCC = false
+                config.remoteTransceiverDirection = .sendonly
+                config.videoCodecs = [vp8]
+            }
+            let b = try sim.peer()
+            _ = try await b.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [vp8])
+            try await sim.negotiate(b, a)
+            try sim.connect(a, b)
+            sim.advance(by: .seconds(1))
+            let transport = try #require(await a.getStats().ofType("transport").first)
+            #expect((transport.string("delayState") != nil) == pipeline, "media pipeline \(pipeline): \(transport)")
+            await a.close()
+            await b.close()
+        }
+    }
 }
