@@ -43,7 +43,7 @@ enum ServeCommand {
                            one silent for 0.5 s, e.g. killed, is replaced; players stay connected)
       --player-transport-cc  answer a simulcast's players transport-cc: each one's layer follows a
                            send-side estimate of its link, whose probes can find a grown link in seconds
-                           (REMB: 20-40 s); costs ~1.7x the relay's CPU per forwarded packet at 480
+                           (REMB: 20-40 s); costs ~1.8x the relay's CPU per forwarded packet at 480
                            players, and a probe into a full link dips the frame rate (README, relay)
     recording (DVR):
       --record DIR         write every published stream to DIR/APP/STREAM/<start time>.<ext>, without
