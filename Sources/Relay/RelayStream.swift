@@ -38,6 +38,10 @@ final class RelayStream: @unchecked Sendable {
     private var recordedLayer: UInt32?
     /// A publisher silent this long that sends again gets a keyframe request (see `forward`).
     static let resumeAfter: Duration = .milliseconds(500)
+    /// No keyframe this long after that request: it is made once more (`askAgainUnlessKeyframe`).
+    static let resumeRetry: Duration = .milliseconds(400)
+    /// When the publisher's last keyframe started (video).
+    private var lastKeyframeAt: ContinuousClock.Instant?
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
@@ -111,6 +115,7 @@ final class RelayStream: @unchecked Sendable {
         senderReports = [:]
         reception.removeAll()
         lastPublisherPacketAt = nil
+        lastKeyframeAt = nil
         clockRates = [:]
         for kind in [MediaKind.audio, .video] { clockRates[kind] = publishedCodec(kind)?.clockRate }
         orientationID = session.pc.transceivers.first { $0.kind == .video && $0.currentDirection?.receives == true }?
@@ -236,6 +241,7 @@ final class RelayStream: @unchecked Sendable {
         // when the first player's own request comes.
         if let last = lastPublisherPacketAt, now - last >= Self.resumeAfter {
             requestKeyframe(now: now, untilSent: true)
+            askAgainUnlessKeyframe(since: now)
             for player in players.values { player.output(.video) { $0.estimate.publisherResumed(now: now) } }
         }
         lastPublisherPacketAt = now
@@ -246,6 +252,7 @@ final class RelayStream: @unchecked Sendable {
         switch kind {
         case .video:
             startsKeyframe = videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false
+            if startsKeyframe { lastKeyframeAt = now }
             noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
@@ -480,6 +487,17 @@ final class RelayStream: @unchecked Sendable {
         let video = publisher.pc.transceivers.filter { $0.kind == .video }.flatMap { $0.receiver.remoteSSRCs }
         if !video.isEmpty { packets.append(.remb(REMB(senderSSRC: t.sender.ssrc, bitrate: maxBitrate, ssrcs: video.sorted()))) }
         publisher.pc.sendRTCP(packets)
+    }
+
+    /// The request made on a publisher's return can be lost: after a NAT rebinding its packets
+    /// may reach us from the new port before its check moves our path there, and the PLI goes
+    /// to the old one (CI saw video back 1.24 s after such a return, when the viewers' own
+    /// requests came, instead of ~0.1 s). Asked once more unless a keyframe started meanwhile.
+    private func askAgainUnlessKeyframe(since requested: ContinuousClock.Instant) {
+        loop.schedule(at: requested + Self.resumeRetry) { [weak self] in
+            guard let self, self.publisher != nil, self.lastKeyframeAt.map({ $0 < requested }) ?? true else { return }
+            self.requestKeyframe(now: self.loop.now, untilSent: true)
+        }
     }
 
     /// PLI to the publisher (throttled: the keyframe on its way answers players that ask

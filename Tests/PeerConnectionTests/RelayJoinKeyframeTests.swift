@@ -4,6 +4,7 @@ import RTP
 import Locks
 import SessionSupport
 import Testing
+import Transport
 
 /// A player that joins sees a picture at once: the relay asks the publisher for a keyframe. Its
 /// requests are throttled (one per 300 ms answers everyone asking meanwhile), but the keyframe
@@ -12,17 +13,27 @@ import Testing
 /// join's request that the throttle holds back goes out when the throttle allows.
 @Suite struct RelayJoinKeyframeTests {
     /// A relay with a publisher of `stream` (RTP written by the test), and the times of the
-    /// keyframe requests (PLIs) the publisher gets.
-    func published(_ stream: String) async throws
+    /// keyframe requests (PLIs) the publisher gets. `endpoint`: the publisher's network.
+    func published(_ stream: String, endpoint: (@Sendable (VirtualEndpoint) -> Void)? = nil) async throws
         -> (Simulation, RelayServer, PeerConnection, RtpTransceiver, Locked<[ContinuousClock.Instant]>) {
         let sim = Simulation()
         let relay = try sim.relay()
-        let publisher = try sim.peer { $0.mediaPipeline = false }
+        let publisher = try sim.peer({ $0.mediaPipeline = false }, endpoint: endpoint)
         let sending = try await publisher.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
         let plis = Locked<[ContinuousClock.Instant]>([])
         sending.sender.onRTCP = { p in if case .pli = p { plis.withLock { $0.append(sim.loop.now) } } }
         try await sim.exchange(relay, publisher, endpoint: "whip", stream: stream)
         return (sim, relay, publisher, sending, plis)
+    }
+
+    /// One small H.264 packet that starts no keyframe every 33 ms of virtual time, for `duration`.
+    static func send(_ sim: Simulation, _ sending: RtpTransceiver, payloadType: UInt8, timestamp: inout UInt32, for duration: Duration) {
+        let end = sim.loop.now + duration
+        while sim.loop.now < end {
+            timestamp &+= 3000
+            sending.sender.send(payloadType: payloadType, payload: [0x41, 1], timestamp: timestamp, marker: true)
+            sim.advance(by: .milliseconds(33))
+        }
     }
 
     @Test func aSecondPlayerJoiningInsideTheThrottleStillGetsItsKeyframeRequest() async throws {
@@ -65,14 +76,7 @@ import Testing
         let (sim, relay, publisher, sending, plis) = try await published("resume")
         let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
         var timestamp: UInt32 = 0
-        func send(for duration: Duration) {
-            let end = sim.loop.now + duration
-            while sim.loop.now < end {
-                timestamp &+= 3000
-                sending.sender.send(payloadType: pt, payload: [0x41, 1], timestamp: timestamp, marker: true)
-                sim.advance(by: .milliseconds(33))
-            }
-        }
+        func send(for duration: Duration) { Self.send(sim, sending, payloadType: pt, timestamp: &timestamp, for: duration) }
         send(for: .seconds(1))
         let before = plis.value.count
         send(for: .seconds(1))
@@ -85,6 +89,34 @@ import Testing
         send(for: .milliseconds(100))
         #expect(plis.value.count == before + 1, "asked once on its return")
         if let at = plis.value.last { #expect(at - resumed < .milliseconds(50), "asked \(at - resumed) after the first packet back") }
+        await publisher.close()
+        await relay.stop()
+    }
+
+    /// The request on a publisher's return can be lost (after a NAT rebinding its packets may
+    /// come from the new port before our path moves there): with no keyframe 400 ms later it
+    /// is made once more, and only once.
+    @Test func aResumeRequestLostOnTheWayIsMadeAgain() async throws {
+        let endpoint = Holder<VirtualEndpoint>()
+        let (sim, relay, publisher, sending, plis) = try await published("lost", endpoint: { endpoint.value = $0 })
+        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
+        var timestamp: UInt32 = 0
+        func send(for duration: Duration) { Self.send(sim, sending, payloadType: pt, timestamp: &timestamp, for: duration) }
+        send(for: .seconds(2))
+        let before = plis.value.count
+        let io = try #require(endpoint.value)
+        sim.loop.perform { io.downlink.blackHole(for: .milliseconds(800)) }   // what the relay sends it is lost
+        sim.advance(by: .milliseconds(600))   // silent past resumeAfter
+        let resumed = sim.loop.now
+        send(for: .milliseconds(150))
+        #expect(plis.value.count == before, "the return's request went into the black hole")
+        send(for: .milliseconds(600))
+        #expect(plis.value.count == before + 1, "asked again: \(plis.value.count - before) requests")
+        if let at = plis.value.last, plis.value.count == before + 1 {
+            #expect(at - resumed >= .milliseconds(400) && at - resumed < .milliseconds(450), "asked again \(at - resumed) after the return")
+        }
+        send(for: .seconds(1))
+        #expect(plis.value.count == before + 1, "only once")
         await publisher.close()
         await relay.stop()
     }
