@@ -3,14 +3,19 @@
 /// of sessions, each with a connect timeout and ICE/DTLS timers). Cancelling is lazy: the entry
 /// stays in the heap and is skipped when it surfaces. Timers with the same deadline come out in
 /// the order they were scheduled (ids grow), so a simulated loop replays the same way every run.
+/// Deadlines are kept as exact `Duration`s after the first one scheduled: `ContinuousClock.Instant`
+/// is not `@frozen`, so entries holding one are moved and compared through value witnesses.
 struct TimerHeap<Fire> {
-    private var heap: [(deadline: ContinuousClock.Instant, id: Int)] = []
-    private var live: [Int: (deadline: ContinuousClock.Instant, fire: Fire)] = [:]
+    private var heap: [(deadline: Duration, id: Int)] = []
+    private var live: [Int: (deadline: Duration, fire: Fire)] = [:]
     private var nextID = 0
+    private var epoch: ContinuousClock.Instant?
 
     var count: Int { live.count }
 
-    mutating func schedule(at deadline: ContinuousClock.Instant, _ fire: Fire) -> Int {
+    mutating func schedule(at instant: ContinuousClock.Instant, _ fire: Fire) -> Int {
+        if epoch == nil { epoch = instant }
+        let deadline = instant - epoch!
         nextID += 1
         live[nextID] = (deadline, fire)
         heap.append((deadline, nextID))
@@ -27,13 +32,14 @@ struct TimerHeap<Fire> {
     /// The earliest live deadline.
     mutating func earliest() -> ContinuousClock.Instant? {
         dropCancelledTop()
-        return heap.first?.deadline
+        guard let epoch, let top = heap.first else { return nil }
+        return epoch + top.deadline
     }
 
     /// Removes and returns the earliest timer if it is due at `now`.
     mutating func popDue(_ now: ContinuousClock.Instant) -> Fire? {
         dropCancelledTop()
-        guard let top = heap.first, top.deadline <= now else { return nil }
+        guard let epoch, let top = heap.first, top.deadline <= now - epoch else { return nil }
         removeTop()
         return live.removeValue(forKey: top.id)?.fire
     }
@@ -53,7 +59,7 @@ struct TimerHeap<Fire> {
         if !heap.isEmpty { siftDown(0) }
     }
 
-    private static func before(_ a: (deadline: ContinuousClock.Instant, id: Int), _ b: (deadline: ContinuousClock.Instant, id: Int)) -> Bool {
+    private static func before(_ a: (deadline: Duration, id: Int), _ b: (deadline: Duration, id: Int)) -> Bool {
         a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
     }
 
