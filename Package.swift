@@ -95,7 +95,7 @@ let package = Package(
         .target(name: "Streaming", dependencies: ["Locks", "PeerConnection", "Signaling", "Media", "HTTP", "SDP", "Transport", "SeededRandom"]),
         // Recording sits below the relay: its DVR records what publishers send.
         .target(name: "Recording", dependencies: ["Media", "RTP", "RTPMedia", "Codecs", "Capture", "CFFmpeg", "Locks", "PeerConnection"]),
-        .target(name: "Relay", dependencies: ["Locks", "CShim", "PeerConnection", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN", "Recording", "SeededRandom"]),
+        .target(name: "Relay", dependencies: ["Locks", "CShim", "PeerConnection", "BandwidthEstimation", "HTTP", "SDP", "RTP", "RTPMedia", "Codecs", "Signaling", "Transport", "STUN", "Recording", "SeededRandom"]),
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
                                                  "AudioDevice", "AudioProcessing", "Recording"]),
         .executableTarget(name: "swiftrtc", dependencies: ["Locks", "SwiftRTC", "HTTP"]),
@@ -140,7 +140,7 @@ let package = Package(
         .testTarget(name: "CameraTests", dependencies: ["Camera", "Media", "Render", "Capture", "TestSupport", "Locks"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["SessionSupport", "Locks", "Relay", "PeerConnection", "HTTP", "Transport", "STUN", "SeededRandom", "TestSupport", "Media", "Capture"]),
-        .testTarget(name: "PeerConnectionTests", dependencies: ["SessionSupport", "PeerConnection", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
+        .testTarget(name: "PeerConnectionTests", dependencies: ["SessionSupport", "PeerConnection", "BandwidthEstimation", "Relay", "Streaming", "SDP", "HTTP", "Transport", "ICE", "STUN", "RTP",
                                                                "Media", "Capture", "Render", "Camera", "SeededRandom", "TestSupport", "Locks"]),
     ],
     swiftLanguageModes: [.v6]

@@ -25,8 +25,8 @@ struct AIMDRateControl: Sendable {
     private(set) var linkCapacity = LinkCapacityEstimator()
     var rtt = AIMDRateControl.defaultRTT
     private var latestThroughput: Double?
-    private var lastChange: ContinuousClock.Instant?
-    private var lastDecrease: ContinuousClock.Instant?
+    private var lastChange: Moment?
+    private var lastDecrease: Moment?
 
     init(startBitrate: Double, minBitrate: Double, maxBitrate: Double) {
         self.minBitrate = minBitrate
@@ -41,7 +41,7 @@ struct AIMDRateControl: Sendable {
     }
 
     /// Overrides the estimate (start, probe result, bounds).
-    mutating func setEstimate(_ value: Double, at now: ContinuousClock.Instant) {
+    mutating func setEstimate(_ value: Double, at now: Moment) {
         let previous = bitrate
         bitrate = clamp(value)
         lastChange = now
@@ -50,7 +50,7 @@ struct AIMDRateControl: Sendable {
 
     /// Whether an ongoing overuse warrants another decrease: once per RTT (10–200 ms), or at
     /// once if the acknowledged rate fell below half the estimate.
-    func timeToReduceFurther(at now: ContinuousClock.Instant, throughput: Double) -> Bool {
+    func timeToReduceFurther(at now: Moment, throughput: Double) -> Bool {
         let interval = min(max(rtt, .milliseconds(10)), .milliseconds(200))
         if let last = lastChange, now - last < interval {
             return throughput < 0.5 * bitrate
@@ -59,12 +59,12 @@ struct AIMDRateControl: Sendable {
     }
 
     /// Decrease pacing for overuse seen before any acknowledged bitrate exists: every 200 ms.
-    func initialTimeToReduceFurther(at now: ContinuousClock.Instant) -> Bool {
+    func initialTimeToReduceFurther(at now: Moment) -> Bool {
         guard let last = lastDecrease else { return true }
         return now - last >= .milliseconds(200)
     }
 
-    mutating func update(_ state: DelayState, throughput: Double?, at now: ContinuousClock.Instant) {
+    mutating func update(_ state: DelayState, throughput: Double?, at now: Moment) {
         if let t = throughput { latestThroughput = t }
         let estimatedThroughput = throughput ?? latestThroughput ?? bitrate
         switch state {
@@ -104,7 +104,7 @@ struct AIMDRateControl: Sendable {
         bitrate = clamp(newBitrate ?? bitrate)
     }
 
-    private func multiplicativeIncrease(at now: ContinuousClock.Instant) -> Double {
+    private func multiplicativeIncrease(at now: Moment) -> Double {
         let elapsed = lastChange.map { min((now - $0).inSeconds, 1) } ?? 1
         let alpha = pow(1.08, elapsed)
         return max(bitrate * (alpha - 1), 1000)
@@ -112,7 +112,7 @@ struct AIMDRateControl: Sendable {
 
     /// About one average packet per response time (RTT + 100 ms for the detector), assuming
     /// 30 fps video cut in 1200-byte packets.
-    private func additiveIncrease(at now: ContinuousClock.Instant) -> Double {
+    private func additiveIncrease(at now: Moment) -> Double {
         let elapsed = lastChange.map { max((now - $0).inSeconds, 0) } ?? 0
         let frameBits = bitrate / 30
         let packetsPerFrame = max(1, (frameBits / (1200 * 8)).rounded(.up))

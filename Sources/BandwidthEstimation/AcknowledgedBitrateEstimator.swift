@@ -9,7 +9,7 @@
 /// back off to a fraction of the link.
 struct AcknowledgedBitrateEstimator: Sendable {
     struct Sample: Sendable {
-        var send: ContinuousClock.Instant
+        var send: Moment
         var arrival: Int64
         var size: Int
     }

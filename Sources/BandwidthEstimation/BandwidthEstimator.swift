@@ -33,8 +33,8 @@ public struct BandwidthEstimator: Sendable {
     private var remb: Int?
     private var explicitRTT: Duration?
     private var feedbackRTT: Duration?
-    private var lastTransportFeedback: ContinuousClock.Instant?
-    private var nextLossUpdate: ContinuousClock.Instant?
+    private var lastTransportFeedback: Moment?
+    private var nextLossUpdate: Moment?
     private var lostSinceLossUpdate = 0
     private var reportedSinceLossUpdate = 0
     private var feedbackCount = 0
@@ -98,13 +98,13 @@ public struct BandwidthEstimator: Sendable {
         loss.setBounds(min: Double(minBitrate), max: Double(maxBitrate))
     }
 
-    public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: ContinuousClock.Instant,
+    public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: Moment,
                                       probeClusterID: Int? = nil) {
         startIfNeeded(at: now)
         history.onPacketSent(transportSequence: transportSequence, size: size, at: now, probeClusterID: probeClusterID)
     }
 
-    public mutating func onTransportFeedback(_ feedback: TransportCCFeedback, at now: ContinuousClock.Instant) {
+    public mutating func onTransportFeedback(_ feedback: TransportCCFeedback, at now: Moment) {
         startIfNeeded(at: now)
         let results = history.onFeedback(feedback)
         guard !results.isEmpty else { return }
@@ -114,7 +114,7 @@ public struct BandwidthEstimator: Sendable {
         var received: [PacketResult] = []
         received.reserveCapacity(results.count)
         var lost = 0
-        var newestSend: ContinuousClock.Instant?
+        var newestSend: Moment?
         for r in results {
             if r.isReceived {
                 received.append(r)
@@ -157,7 +157,7 @@ public struct BandwidthEstimator: Sendable {
     }
 
     /// A REMB from the receiver: an upper bound until the next one.
-    public mutating func onREMB(bitrate: Int, at now: ContinuousClock.Instant) {
+    public mutating func onREMB(bitrate: Int, at now: Moment) {
         startIfNeeded(at: now)
         remb = max(0, bitrate)
         loss.receiverLimit = Double(max(0, bitrate))
@@ -166,7 +166,7 @@ public struct BandwidthEstimator: Sendable {
 
     /// An RTCP receiver report block for our stream. Its loss drives the loss-based controller
     /// only while no transport-cc feedback arrives (feedback counts loss per packet and sooner).
-    public mutating func onReceiverReport(fractionLost: UInt8, rtt: Duration?, at now: ContinuousClock.Instant) {
+    public mutating func onReceiverReport(fractionLost: UInt8, rtt: Duration?, at now: Moment) {
         startIfNeeded(at: now)
         if let rtt { onRTT(rtt) }
         if let last = lastTransportFeedback, now - last < Self.transportFeedbackFreshness { return }
@@ -182,7 +182,7 @@ public struct BandwidthEstimator: Sendable {
     }
 
     /// Periodic work: the loss-based increase and periodic probing. Call every `processInterval`.
-    public mutating func process(at now: ContinuousClock.Instant) {
+    public mutating func process(at now: Moment) {
         startIfNeeded(at: now)
         loss.update(at: now)
         let clusters = probeController.process(estimate: loss.bitrate, maxBitrate: probeCeiling, state: delay.state,
@@ -196,16 +196,16 @@ public struct BandwidthEstimator: Sendable {
 
     private var probeCeiling: Double { Double(min(maxBitrate, remb ?? .max)) }
 
-    private mutating func startIfNeeded(at now: ContinuousClock.Instant) {
-        guard probeController.phase == .notStarted else { return }
+    private mutating func startIfNeeded(at now: Moment) {
+        guard case .notStarted = probeController.phase else { return }
         addProbes(probeController.start(startBitrate: loss.bitrate, maxBitrate: probeCeiling, at: now), at: now)
     }
 
-    private mutating func estimateChanged(at now: ContinuousClock.Instant) {
+    private mutating func estimateChanged(at now: Moment) {
         addProbes(probeController.onEstimate(loss.bitrate, maxBitrate: probeCeiling, at: now), at: now)
     }
 
-    private mutating func addProbes(_ clusters: [ProbeCluster], at now: ContinuousClock.Instant) {
+    private mutating func addProbes(_ clusters: [ProbeCluster], at now: Moment) {
         for c in clusters {
             probeResults.register(c, at: now)
             pendingProbes.append(c)

@@ -6,7 +6,7 @@ struct DelayBasedEstimator: Sendable {
     private(set) var detector = OveruseDetector()
     private(set) var rateControl: AIMDRateControl
     /// Local send times are measured from here (the first packet reported).
-    private var epoch: ContinuousClock.Instant?
+    private var epoch: Moment?
 
     init(startBitrate: Double, minBitrate: Double, maxBitrate: Double) {
         rateControl = AIMDRateControl(startBitrate: startBitrate, minBitrate: minBitrate, maxBitrate: maxBitrate)
@@ -23,7 +23,7 @@ struct DelayBasedEstimator: Sendable {
     /// measured rate, taken only when it is above the current estimate and the queue is not
     /// growing; `acknowledgedBitrate` is the receive throughput.
     mutating func onPacketResults(_ received: [PacketResult], acknowledgedBitrate: Double?, probeBitrate: Double?,
-                                  at now: ContinuousClock.Instant) {
+                                  at now: Moment) {
         guard let first = received.first else { return }
         let epoch = self.epoch ?? first.sendTime
         self.epoch = epoch

@@ -28,14 +28,14 @@ struct LossBasedController: Sendable {
     var delayBasedLimit: Double?
     var receiverLimit: Double?
 
-    private var firstReport: ContinuousClock.Instant?
-    private var lastReport: ContinuousClock.Instant?
-    private var lastDecrease: ContinuousClock.Instant?
+    private var firstReport: Moment?
+    private var lastReport: Moment?
+    private var lastDecrease: Moment?
     private var decreasedSinceLastReport = false
     private var pendingLost = 0
     private var pendingExpected = 0
     /// Increasing minimum of the rate over the last second (a monotonic deque).
-    private var minHistory: [(time: ContinuousClock.Instant, bitrate: Double)] = []
+    private var minHistory: [(time: Moment, bitrate: Double)] = []
 
     init(startBitrate: Double, minBitrate: Double, maxBitrate: Double) {
         self.minBitrate = minBitrate
@@ -52,7 +52,7 @@ struct LossBasedController: Sendable {
     /// Packet counts from feedback; a loss fraction is formed once `minPacketsPerReport` have
     /// accumulated. Returns whether a new fraction was formed.
     @discardableResult
-    mutating func onPacketsLost(_ lost: Int, of expected: Int, at now: ContinuousClock.Instant) -> Bool {
+    mutating func onPacketsLost(_ lost: Int, of expected: Int, at now: Moment) -> Bool {
         guard expected > 0 else { return false }
         pendingLost += max(0, lost)
         pendingExpected += expected
@@ -65,7 +65,7 @@ struct LossBasedController: Sendable {
     }
 
     /// A loss fraction as an RTCP receiver report carries it (lost/expected × 256).
-    mutating func onFractionLost(_ fraction: UInt8, at now: ContinuousClock.Instant) {
+    mutating func onFractionLost(_ fraction: UInt8, at now: Moment) {
         fractionLost = fraction
         firstReport = firstReport ?? now
         lastReport = now
@@ -80,13 +80,13 @@ struct LossBasedController: Sendable {
     }
 
     /// A probe (or other trusted measurement) resets the rate outright.
-    mutating func setBitrate(_ value: Double, at now: ContinuousClock.Instant) {
+    mutating func setBitrate(_ value: Double, at now: Moment) {
         minHistory.removeAll(keepingCapacity: true)
         apply(value, at: now)
     }
 
     /// Re-evaluates the rate; call on every report and periodically.
-    mutating func update(at now: ContinuousClock.Instant) {
+    mutating func update(at now: Moment) {
         if lossRate <= Self.highLoss, delayBasedLimit != nil, isInStartPhase(now) {
             // Trust the delay-based estimate (and its probes) at the start unless loss is heavy:
             // a lossy link from the first packet would otherwise hold the start rate.
@@ -125,12 +125,12 @@ struct LossBasedController: Sendable {
         apply(bitrate, at: now)
     }
 
-    private func isInStartPhase(_ now: ContinuousClock.Instant) -> Bool {
+    private func isInStartPhase(_ now: Moment) -> Bool {
         guard let first = firstReport else { return true }
         return now - first < Self.startPhase
     }
 
-    private mutating func updateMinHistory(_ now: ContinuousClock.Instant) {
+    private mutating func updateMinHistory(_ now: Moment) {
         // The extra millisecond lets the rate grow even when reports come exactly 1 s apart.
         while let first = minHistory.first, now - first.time + .milliseconds(1) > Self.increaseInterval {
             minHistory.removeFirst()
@@ -139,7 +139,7 @@ struct LossBasedController: Sendable {
         minHistory.append((now, bitrate))
     }
 
-    private mutating func apply(_ value: Double, at now: ContinuousClock.Instant) {
+    private mutating func apply(_ value: Double, at now: Moment) {
         guard value.isFinite else { return }
         bitrate = max(minBitrate, min(value, upperLimit))
     }

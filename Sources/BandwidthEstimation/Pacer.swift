@@ -40,15 +40,15 @@ public struct Pacer: Sendable {
 
     struct ActiveProbe: Sendable {
         var cluster: ProbeCluster
-        var activated: ContinuousClock.Instant
-        var started: ContinuousClock.Instant?
+        var activated: Moment
+        var started: Moment?
         var sentBytes = 0
         var sentPackets = 0
 
         var isComplete: Bool { sentBytes >= cluster.minBytes && sentPackets >= cluster.minPackets }
 
         /// When the next probe packet is due to keep the cluster at its bitrate.
-        var due: ContinuousClock.Instant {
+        var due: Moment {
             guard let started else { return activated }
             return started + .secondsClamped(Double(sentBytes) * 8 / Double(cluster.bitrate))
         }
@@ -65,7 +65,7 @@ public struct Pacer: Sendable {
     private var bytesPerKind = [Int](repeating: 0, count: PacedPacket.Kind.allCases.count)
     /// Bytes the bucket holds; negative is debt.
     private var tokens = 0.0
-    private var lastRefill: ContinuousClock.Instant?
+    private var lastRefill: Moment?
     private var probe: ActiveProbe?
     private var waitingProbes: [ProbeCluster] = []
 
@@ -78,7 +78,7 @@ public struct Pacer: Sendable {
 
     public mutating func setTargetBitrate(_ bitrate: Int) { targetBitrate = max(0, bitrate) }
 
-    public mutating func enqueue(_ packet: PacedPacket, at now: ContinuousClock.Instant) {
+    public mutating func enqueue(_ packet: PacedPacket, at now: Moment) {
         refill(now)
         var packet = packet
         packet.probeClusterID = nil
@@ -88,14 +88,14 @@ public struct Pacer: Sendable {
     }
 
     /// Queues a probe cluster; clusters run one after another.
-    public mutating func startProbe(_ cluster: ProbeCluster, at now: ContinuousClock.Instant) {
+    public mutating func startProbe(_ cluster: ProbeCluster, at now: Moment) {
         guard waitingProbes.count < Self.maxWaitingProbes else { return }
         waitingProbes.append(cluster)
         updateProbe(now)
     }
 
     /// The next packet allowed to leave now, if any.
-    public mutating func poll(at now: ContinuousClock.Instant) -> PacedPacket? {
+    public mutating func poll(at now: Moment) -> PacedPacket? {
         refill(now)
         updateProbe(now)
         if !configuration.paceAudio, let item = pop(.audio) {
@@ -128,10 +128,10 @@ public struct Pacer: Sendable {
     // MARK: Outputs
 
     /// When `poll` may next return a packet: `now` if it may already, nil if nothing is queued.
-    public func nextSendTime(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    public func nextSendTime(after now: Moment) -> Moment? {
         if !configuration.paceAudio && !queues[PacedPacket.Kind.audio.rawValue].isEmpty { return now }
         let hasMedia = PacedPacket.Kind.allCases.contains { $0 != .padding && !queues[$0.rawValue].isEmpty }
-        var earliest: ContinuousClock.Instant?
+        var earliest: Moment?
         if let active = currentProbe(at: now) {
             let due = max(now, active.due)
             // With nothing queued, wake at the due time only to ask for padding.
@@ -146,7 +146,7 @@ public struct Pacer: Sendable {
 
     /// Bytes of padding the active probe cluster needs now (0 if none): enqueue `.padding`
     /// packets of at least that many bytes in total (each counts toward its packet minimum).
-    public func paddingWanted(at now: ContinuousClock.Instant) -> Int {
+    public func paddingWanted(at now: Moment) -> Int {
         guard let active = currentProbe(at: now), now >= active.due,
               queues.allSatisfy({ $0.isEmpty }) else { return 0 }
         let bytes = active.cluster.minBytes - active.sentBytes
@@ -156,7 +156,7 @@ public struct Pacer: Sendable {
     public var queuedPackets: Int { queues.reduce(0) { $0 + $1.count } }
 
     /// How long the oldest queued packet has waited; nil when the queue is empty.
-    public func oldestQueueDelay(now: ContinuousClock.Instant) -> Duration? {
+    public func oldestQueueDelay(now: Moment) -> Duration? {
         queues.compactMap { $0.first?.enqueued }.min().map { now - $0 }
     }
 
@@ -164,7 +164,7 @@ public struct Pacer: Sendable {
     public var pacingBitrate: Int { Int(basePacingRate) }
 
     /// The rate in force now, raised above `pacingBitrate` when the queue must drain faster.
-    public func effectivePacingBitrate(at now: ContinuousClock.Instant) -> Int { Int(pacingRate(at: now)) }
+    public func effectivePacingBitrate(at now: Moment) -> Int { Int(pacingRate(at: now)) }
 
     /// How long the queue takes to leave at the current pacing rate.
     public var expectedQueueTime: Duration { .secondsClamped(Double(queuedBytes) * 8 / basePacingRate) }
@@ -186,9 +186,9 @@ public struct Pacer: Sendable {
         configuration.paceAudio ? [.audio, .retransmission, .video] : [.retransmission, .video]
     }
 
-    private func pacingRate(at now: ContinuousClock.Instant) -> Double {
+    private func pacingRate(at now: Moment) -> Double {
         var bytes = 0
-        var oldest: ContinuousClock.Instant?
+        var oldest: Moment?
         for kind in budgetedKinds {
             let queue = queues[kind.rawValue]
             guard let first = queue.first else { continue }
@@ -202,13 +202,13 @@ public struct Pacer: Sendable {
 
     private func bytesQueued(_ kind: PacedPacket.Kind) -> Int { bytesPerKind[kind.rawValue] }
 
-    private func tokens(at now: ContinuousClock.Instant, rate: Double) -> Double {
+    private func tokens(at now: Moment, rate: Double) -> Double {
         guard let last = lastRefill, now > last else { return tokens }
         let cap = rate * configuration.maxBurst.inSeconds / 8
         return min(cap, tokens + (now - last).inSeconds * rate / 8)
     }
 
-    private mutating func refill(_ now: ContinuousClock.Instant) {
+    private mutating func refill(_ now: Moment) {
         let rate = pacingRate(at: now)
         tokens = tokens(at: now, rate: rate)
         if lastRefill.map({ now > $0 }) ?? true { lastRefill = now }
@@ -233,14 +233,14 @@ public struct Pacer: Sendable {
     }
 
     /// The probe that is (or would now be) active, after completion and timeout.
-    private func currentProbe(at now: ContinuousClock.Instant) -> ActiveProbe? {
+    private func currentProbe(at now: Moment) -> ActiveProbe? {
         if let active = probe, !active.isComplete, now - active.activated <= configuration.probeTimeout {
             return active
         }
         return waitingProbes.first.map { ActiveProbe(cluster: $0, activated: now) }
     }
 
-    private mutating func updateProbe(_ now: ContinuousClock.Instant) {
+    private mutating func updateProbe(_ now: Moment) {
         if let active = probe, active.isComplete || now - active.activated > configuration.probeTimeout {
             probe = nil
         }

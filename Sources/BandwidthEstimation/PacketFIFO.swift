@@ -3,7 +3,7 @@
 struct PacketFIFO: Sendable {
     struct Item: Sendable {
         var packet: PacedPacket
-        var enqueued: ContinuousClock.Instant
+        var enqueued: Moment
     }
 
     private var items: [Item] = []

@@ -4,7 +4,7 @@ public struct PacketResult: Sendable, Equatable, Hashable {
     public var transportSequence: Int64
     /// Bytes on the wire as given to `onPacketSent`.
     public var size: Int
-    public var sendTime: ContinuousClock.Instant
+    public var sendTime: Moment
     /// Receive time on the remote clock in microseconds (only differences mean anything);
     /// nil when the feedback reported the packet lost.
     public var arrivalMicroseconds: Int64?
@@ -13,7 +13,7 @@ public struct PacketResult: Sendable, Equatable, Hashable {
 
     public var isReceived: Bool { arrivalMicroseconds != nil }
 
-    public init(transportSequence: Int64, size: Int, sendTime: ContinuousClock.Instant,
+    public init(transportSequence: Int64, size: Int, sendTime: Moment,
                 arrivalMicroseconds: Int64?, probeClusterID: Int? = nil) {
         self.transportSequence = transportSequence
         self.size = size

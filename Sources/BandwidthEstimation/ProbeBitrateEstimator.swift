@@ -16,9 +16,9 @@ struct ProbeBitrateEstimator: Sendable {
 
     struct Aggregate: Sendable {
         var cluster: ProbeCluster
-        var created: ContinuousClock.Instant
+        var created: Moment
         /// The received packets: send time, arrival (µs, remote clock), size.
-        var packets: [(sent: ContinuousClock.Instant, arrival: Int64, size: Int)] = []
+        var packets: [(sent: Moment, arrival: Int64, size: Int)] = []
         var totalBytes = 0
     }
 
@@ -26,7 +26,7 @@ struct ProbeBitrateEstimator: Sendable {
     private var latest: Double?
 
     /// Registers a cluster the controller asked for; results for unknown ids are ignored.
-    mutating func register(_ cluster: ProbeCluster, at now: ContinuousClock.Instant) {
+    mutating func register(_ cluster: ProbeCluster, at now: Moment) {
         clusters = clusters.filter { now - $0.value.created <= Self.clusterHistory }
         clusters[cluster.id] = Aggregate(cluster: cluster, created: now)
     }
@@ -77,7 +77,7 @@ struct ProbeBitrateEstimator: Sendable {
     /// drains, but it spaces its packets by their serialization.) Probing 900 kbit/s into
     /// 500 kbit/s that way measured 850 kbit/s (CI: 4% of the publisher's packets dropped at the FIFO). When only the last
     /// packet is left nothing about the link is known: no result (a spoiled start probe is repeated).
-    static func measuredFrom(_ bySend: [(sent: ContinuousClock.Instant, arrival: Int64, size: Int)]) -> Int {
+    static func measuredFrom(_ bySend: [(sent: Moment, arrival: Int64, size: Int)]) -> Int {
         let first = bySend[0].sent
         let delays = bySend.map { $0.arrival - Int64((($0.sent - first).inSeconds * 1e6).rounded()) }
         var leastAfter = Int64.max

@@ -19,7 +19,7 @@ struct ProbeController: Sendable {
 
     enum Phase: Sendable, Equatable {
         case notStarted
-        case waiting(minBitrateToProbeFurther: Double, since: ContinuousClock.Instant)
+        case waiting(minBitrateToProbeFurther: Double, since: Moment)
         case idle
     }
 
@@ -27,18 +27,18 @@ struct ProbeController: Sendable {
     let periodicInterval: Duration?
     private(set) var phase = Phase.notStarted
     private var nextID = 1
-    private var lastProbe: ContinuousClock.Instant?
+    private var lastProbe: Moment?
     /// The start probes' rates and when to check what they found; nil once checked.
-    private var startRetry: (rates: [Double], probed: Double, at: ContinuousClock.Instant)?
+    private var startRetry: (rates: [Double], probed: Double, at: Moment)?
     /// The highest estimate seen and when, forgotten after `recoveryWindow`.
-    private var high: (bitrate: Double, at: ContinuousClock.Instant)?
+    private var high: (bitrate: Double, at: Moment)?
 
     init(enabled: Bool, periodicInterval: Duration?) {
         self.enabled = enabled
         self.periodicInterval = periodicInterval
     }
 
-    mutating func start(startBitrate: Double, maxBitrate: Double, at now: ContinuousClock.Instant) -> [ProbeCluster] {
+    mutating func start(startBitrate: Double, maxBitrate: Double, at now: Moment) -> [ProbeCluster] {
         guard phase == .notStarted else { return [] }
         phase = .idle
         guard enabled else { return [] }
@@ -51,14 +51,14 @@ struct ProbeController: Sendable {
     }
 
     /// Every change of the combined estimate.
-    mutating func onEstimate(_ estimate: Double, maxBitrate: Double, at now: ContinuousClock.Instant) -> [ProbeCluster] {
+    mutating func onEstimate(_ estimate: Double, maxBitrate: Double, at now: Moment) -> [ProbeCluster] {
         guard case .waiting(let threshold, _) = phase, estimate > threshold else { return [] }
         return initiate([2 * estimate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
     }
 
     /// `allowPeriodic` is false while loss, not delay, limits the rate.
     mutating func process(estimate: Double, maxBitrate: Double, state: DelayState, allowPeriodic: Bool,
-                          at now: ContinuousClock.Instant) -> [ProbeCluster] {
+                          at now: Moment) -> [ProbeCluster] {
         if case .waiting(_, let since) = phase, now - since > Self.resultTimeout { phase = .idle }
         if let retry = startRetry, now >= retry.at, phase == .idle {
             startRetry = nil
@@ -77,7 +77,7 @@ struct ProbeController: Sendable {
     }
 
     private mutating func initiate(_ rates: [Double], maxBitrate: Double, furtherAllowed: Bool,
-                                   at now: ContinuousClock.Instant) -> [ProbeCluster] {
+                                   at now: Moment) -> [ProbeCluster] {
         var clusters: [ProbeCluster] = []
         var further = furtherAllowed
         var last = 0.0

@@ -58,10 +58,10 @@ public struct RemoteBitrateEstimator: Sendable {
     private(set) var rampingUp = true
     private var previousState = DelayState.normal
     /// Local times are µs from the first packet's arrival; `latest` is the newest time seen.
-    private var epoch: ContinuousClock.Instant?
-    private var latest: ContinuousClock.Instant?
+    private var epoch: Moment?
+    private var latest: Moment?
     private var rtt: Duration?
-    private var lastREMB: (at: ContinuousClock.Instant, bitrate: Int)?
+    private var lastREMB: (at: Moment, bitrate: Int)?
 
     /// Bitrates in bits per second; `maxBitrate` below `minBitrate` is raised to it.
     public init(minBitrate: Int = 30_000, maxBitrate: Int = 30_000_000) {
@@ -83,7 +83,7 @@ public struct RemoteBitrateEstimator: Sendable {
     }
 
     /// As `incomingBitrate`, over the second up to `now` (lower once packets stop).
-    public func incomingBitrate(at now: ContinuousClock.Instant) -> Int? {
+    public func incomingBitrate(at now: Moment) -> Int? {
         incoming.bitrate(at: micros(now)).map { Int(min($0, 1e15)) }
     }
 
@@ -96,7 +96,7 @@ public struct RemoteBitrateEstimator: Sendable {
     /// Whether a REMB is due at `now`, and with what: at most once per `rembInterval`, or at once
     /// when the estimate fell to `rembDecreaseRatio` × the last one sent or below. Returns each
     /// REMB once (it counts as sent); nil before the first estimate or with no live stream.
-    public mutating func remb(now: ContinuousClock.Instant) -> (bitrate: Int, ssrcs: [UInt32])? {
+    public mutating func remb(now: Moment) -> (bitrate: Int, ssrcs: [UInt32])? {
         if epoch != nil { expireStreams(at: max(micros(now), micros(latest ?? now))) }
         guard let estimate, !streams.isEmpty else { return nil }
         if let last = lastREMB {
@@ -117,7 +117,7 @@ public struct RemoteBitrateEstimator: Sendable {
     /// consistently); `absSendTime` the 24-bit abs-send-time extension if the packet had one,
     /// used instead of the RTP timestamp as the send time.
     public mutating func onPacket(rtpTimestamp: UInt32, clockRate: Int, size: Int, ssrc: UInt32,
-                                  absSendTime: UInt32? = nil, at arrival: ContinuousClock.Instant) {
+                                  absSendTime: UInt32? = nil, at arrival: Moment) {
         if epoch == nil { epoch = arrival }
         if latest.map({ arrival > $0 }) ?? true { latest = arrival }
         let now = micros(latest ?? arrival)
@@ -206,7 +206,7 @@ public struct RemoteBitrateEstimator: Sendable {
     }
 
     /// µs since the first packet, saturating far outside any real call (±2^40 s).
-    private func micros(_ t: ContinuousClock.Instant) -> Int64 {
+    private func micros(_ t: Moment) -> Int64 {
         guard let epoch else { return 0 }
         let c = (t - epoch).components
         let limit: Int64 = 1 << 40

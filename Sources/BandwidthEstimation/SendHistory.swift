@@ -11,7 +11,7 @@ public struct SendHistory: Sendable {
 
     struct Entry: Sendable {
         var size: Int
-        var sendTime: ContinuousClock.Instant
+        var sendTime: Moment
         var probeClusterID: Int?
         var state: State
     }
@@ -37,7 +37,7 @@ public struct SendHistory: Sendable {
     /// Packets currently remembered (including gaps left by skipped sequence numbers).
     public var count: Int { entries.count - head }
 
-    public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: ContinuousClock.Instant,
+    public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: Moment,
                                       probeClusterID: Int? = nil) {
         let sequence = sequenceUnwrapper.unwrap(transportSequence)
         let entry = Entry(size: max(0, size), sendTime: now, probeClusterID: probeClusterID, state: .unreported)
@@ -107,7 +107,7 @@ public struct SendHistory: Sendable {
         return last + delta
     }
 
-    private mutating func prune(now: ContinuousClock.Instant) {
+    private mutating func prune(now: Moment) {
         while count > capacity || (count > 0 && now - entries[head].sendTime > maxAge) {
             head += 1
             firstSequence += 1

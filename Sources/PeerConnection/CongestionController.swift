@@ -79,8 +79,8 @@ package final class CongestionController {
     static let announceStep = 0.03
     private var closed = false
     private(set) var stats = CongestionStats()
-    private var firstSent: ContinuousClock.Instant?
-    private var firstFeedback: ContinuousClock.Instant?
+    private var firstSent: Moment?
+    private var firstFeedback: Moment?
     /// The estimator as it was when ICE went `disconnected`; put back when the path returns. An
     /// outage says nothing about the path's capacity, but what is sent into it comes back as
     /// loss (and its receiver report as a loss fraction) and would collapse the estimate.
@@ -88,7 +88,7 @@ package final class CongestionController {
     /// When the held estimate was put back, and the first transport-wide sequence number sent
     /// after: until feedback starts there (or a while has passed), feedback and receiver reports
     /// describe the outage, not the path, and are not used.
-    private var resumed: (at: ContinuousClock.Instant, sequence: UInt16)?
+    private var resumed: (at: Moment, sequence: UInt16)?
     static let outageAftermath = Duration.seconds(2)
     /// A peer that negotiated feedback but sends none within this long (aiortc takes the
     /// extension and never reports) is treated as giving none: encoders go back to their own rates.
@@ -141,7 +141,7 @@ package final class CongestionController {
 
     // MARK: sending
 
-    func send(_ packet: [UInt8], transportCCID: UInt8?, kind: OutgoingRTPKind, now: ContinuousClock.Instant) {
+    func send(_ packet: [UInt8], transportCCID: UInt8?, kind: OutgoingRTPKind, now: Moment) {
         loop.preconditionInLoop()
         let paced: PacedPacket.Kind
         switch kind {
@@ -159,7 +159,7 @@ package final class CongestionController {
     /// How long what is queued now takes to leave at the pacing rate (zero when not pacing).
     var expectedQueueTime: Duration { estimating ? pacer.expectedQueueTime : .zero }
 
-    private func drainPacer(now: ContinuousClock.Instant) {
+    private func drainPacer(now: Moment) {
         guard !closed else { return }
         var rounds = 0
         while rounds < 2 {
@@ -177,15 +177,15 @@ package final class CongestionController {
         if let id = pacerTimer { loop.cancelTimer(id) }
         pacerTimer = nil
         if let next = pacer.nextSendTime(after: now) {
-            pacerTimer = loop.schedule(at: max(next, now.advanced(by: .microseconds(200)))) { [weak self] in
+            pacerTimer = loop.schedule(at: max(next, now.advanced(by: .microseconds(200))).instant) { [weak self] in
                 guard let self else { return }
                 self.pacerTimer = nil
-                self.drainPacer(now: loop.now)
+                self.drainPacer(now: Moment(loop.now))
             }
         }
     }
 
-    private func transmit(_ packet: [UInt8], transportCCID: UInt8?, probeClusterID: Int?, now: ContinuousClock.Instant) {
+    private func transmit(_ packet: [UInt8], transportCCID: UInt8?, probeClusterID: Int?, now: Moment) {
         var bytes = packet
         if firstSent == nil { firstSent = now }
         if let id = transportCCID, let seq = stamp(&bytes, id: id) {
@@ -197,7 +197,7 @@ package final class CongestionController {
 
     /// The forwarding fast path's stamp: the next transport-wide sequence number into the
     /// 2 placeholder bytes at `offset` of a packet written in place, `wireSize` bytes once protected.
-    package func stampForwarded(_ p: UnsafeMutableRawBufferPointer, at offset: Int, wireSize: Int, now: ContinuousClock.Instant) {
+    package func stampForwarded(_ p: UnsafeMutableRawBufferPointer, at offset: Int, wireSize: Int, now: Moment) {
         guard offset + 2 <= p.count else { return }
         let seq = nextTransportSequence
         nextTransportSequence &+= 1
@@ -224,7 +224,7 @@ package final class CongestionController {
 
     // MARK: feedback about what we send
 
-    func handleTransportFeedback(_ feedback: TransportCCFeedback, now: ContinuousClock.Instant) {
+    func handleTransportFeedback(_ feedback: TransportCCFeedback, now: Moment) {
         loop.preconditionInLoop()
         feedbackArrived(now: now)
         if describesOutage(now: now) {
@@ -236,13 +236,13 @@ package final class CongestionController {
         estimateUpdated(now: now)
     }
 
-    func handleREMB(_ remb: REMB, now: ContinuousClock.Instant) {
+    func handleREMB(_ remb: REMB, now: Moment) {
         feedbackArrived(now: now)
         estimator.onREMB(bitrate: Int(clamping: remb.bitrate), at: now)
         estimateUpdated(now: now)
     }
 
-    func handleReceiverReport(fractionLost: UInt8, rtt: Duration?, now: ContinuousClock.Instant) {
+    func handleReceiverReport(fractionLost: UInt8, rtt: Duration?, now: Moment) {
         if describesOutage(now: now) { return }
         estimator.onReceiverReport(fractionLost: fractionLost, rtt: rtt, at: now)
         estimateUpdated(now: now)
@@ -251,7 +251,7 @@ package final class CongestionController {
     /// ICE lost its path (`disconnected`) or has it again (`connected`/`completed`): the
     /// estimate is held over the outage. Packets sent into it are numbered after the held
     /// history, so feedback about them matches nothing (they are gaps, not losses).
-    func iceStateChanged(_ state: ICEConnectionState, now: ContinuousClock.Instant) {
+    func iceStateChanged(_ state: ICEConnectionState, now: Moment) {
         switch state {
         case .disconnected:
             if heldEstimator == nil { heldEstimator = estimator }
@@ -266,26 +266,26 @@ package final class CongestionController {
         }
     }
 
-    private func describesOutage(now: ContinuousClock.Instant) -> Bool {
+    private func describesOutage(now: Moment) -> Bool {
         guard let resumed else { return false }
         if now - resumed.at < Self.outageAftermath { return true }
         self.resumed = nil
         return false
     }
 
-    private func feedbackArrived(now: ContinuousClock.Instant) {
+    private func feedbackArrived(now: Moment) {
         guard firstFeedback == nil else { return }
         firstFeedback = now
         if negotiatedFeedback { estimating = true }
     }
 
-    private func estimateUpdated(now: ContinuousClock.Instant) {
+    private func estimateUpdated(now: Moment) {
         for cluster in estimator.takeProbeClusters() { pacer.startProbe(cluster, at: now) }
         publishTarget()
         if pacer.queuedPackets > 0 || pacer.paddingWanted(at: now) > 0 { drainPacer(now: now) }
     }
 
-    private func publishTarget(now: ContinuousClock.Instant? = nil) {
+    private func publishTarget(now: Moment? = nil) {
         guard estimating else {
             network.set(0, settled: false)
             pacer.setTargetBitrate(1_000_000_000)   // whatever is still queued leaves now
@@ -293,7 +293,7 @@ package final class CongestionController {
         }
         let target = estimator.targetBitrate
         pacer.setTargetBitrate(target)
-        let now = now ?? loop.now
+        let now = now ?? Moment(loop.now)
         let settled = firstFeedback.map { now - $0 >= Self.settleTime } ?? false
         network.set(max(30_000, (target - audioReserve) / videoStreams), settled: settled)
         if let announce = onSendSideEstimate, settled, estimator.hasTransportFeedback,
@@ -306,17 +306,17 @@ package final class CongestionController {
     // MARK: receiving
 
     /// A video packet from the peer (after RTX unwrapping), for the REMB estimate.
-    func receivedVideo(_ packet: RTPPacket, size: Int, absSendTime: UInt32? = nil, now: ContinuousClock.Instant) {
+    func receivedVideo(_ packet: RTPPacket, size: Int, absSendTime: UInt32? = nil, now: Moment) {
         remoteEstimator?.onPacket(rtpTimestamp: packet.timestamp, clockRate: 90000, size: size, ssrc: packet.ssrc,
                                   absSendTime: absSendTime, at: now)
     }
 
-    func received(_ packet: RTPPacket, now: ContinuousClock.Instant) {
+    func received(_ packet: RTPPacket, now: Moment) {
         guard !receiveExtensionIDs.isEmpty else { return }
         for id in receiveExtensionIDs {
             guard let data = packet.extensionData(id: id), data.count == 2 else { continue }
             if recorder.mediaSSRC == 0 { recorder.mediaSSRC = packet.ssrc }
-            recorder.record(transportSequence: UInt16(data[0]) << 8 | UInt16(data[1]), at: now)
+            recorder.record(transportSequence: UInt16(data[0]) << 8 | UInt16(data[1]), at: now.instant)
             return
         }
     }
@@ -328,12 +328,12 @@ package final class CongestionController {
         tickTimer = loop.schedule(at: loop.now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
             guard let self else { return }
             self.tickTimer = nil
-            self.tick(now: loop.now)
+            self.tick(now: Moment(loop.now))
             self.scheduleTick()
         }
     }
 
-    private func tick(now: ContinuousClock.Instant) {
+    private func tick(now: Moment) {
         if estimating, firstFeedback == nil, let first = firstSent, now - first > Self.feedbackTimeout {
             estimating = false
             gaveUpOnFeedback = true
@@ -344,7 +344,7 @@ package final class CongestionController {
             estimator.process(at: now)
             estimateUpdated(now: now)
         }
-        let feedback = recorder.poll(at: now)
+        let feedback = recorder.poll(at: now.instant)
         if !feedback.isEmpty {
             stats.feedbackSent += feedback.count
             transport?.sendRTCP(RTCPPacket.serializeCompound(feedback.map { .transportCC($0) }))

@@ -216,7 +216,7 @@ package final class MediaTransport: @unchecked Sendable {
                 do {
                     let packet = try RTPPacket(parsing: plain)
                     counters.rtpReceived += 1
-                    congestion.received(packet, now: loop.arrivalTime)
+                    congestion.received(packet, now: Moment(loop.arrivalTime))
                     onRTP?(packet, plain)
                 } catch {
                     counters.malformedRTP += 1
@@ -244,7 +244,7 @@ package final class MediaTransport: @unchecked Sendable {
             loop.execute { [self] in sendRTP(packet, transportCCID: transportCCID, kind: kind) }
             return
         }
-        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: loop.now)
+        congestion.send(packet, transportCCID: transportCCID, kind: kind, now: Moment(loop.now))
     }
 
     /// Whether media can leave: keys made and a path selected.
@@ -283,7 +283,7 @@ package final class MediaTransport: @unchecked Sendable {
             return false
         }
         if let offset = transportCCOffset {
-            congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: now)
+            congestion.stampForwarded(slot, at: offset, wireSize: length + srtp.profile.rtpOverhead, now: Moment(now))
         }
         if let offset = absSendTimeOffset { Self.stampSendTime(slot, at: offset, now: now) }
         let protected: Int
@@ -398,7 +398,7 @@ package final class MediaTransport: @unchecked Sendable {
     private func handle(_ event: ICEEvent) {
         // Any ICE event may come with a new selected pair (or none): forwarding snapshots are remade.
         ForwardingEpoch.bump()
-        if case .stateChanged(let state) = event { congestion.iceStateChanged(state, now: loop.now) }
+        if case .stateChanged(let state) = event { congestion.iceStateChanged(state, now: Moment(loop.now)) }
         if case .selectedPairChanged = event, let dtls, dtlsRole == .client, dtls.state == .new {
             dtls.start(now: loop.now)
         }

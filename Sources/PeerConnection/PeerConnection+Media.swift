@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import Codecs
 import Media
 import RTP
@@ -197,9 +198,9 @@ extension PeerConnection {
             case .receiverReport(let rr):
                 handleReports(rr.reports, now: now)
             case .transportCC(let feedback):
-                transport?.congestion.handleTransportFeedback(feedback, now: now)
+                transport?.congestion.handleTransportFeedback(feedback, now: Moment(now))
             case .remb(let remb):
-                transport?.congestion.handleREMB(remb, now: now)
+                transport?.congestion.handleREMB(remb, now: Moment(now))
             default:
                 break
             }
@@ -219,7 +220,7 @@ extension PeerConnection {
                 stream.sender.nack.rtt = rtt
                 for r in media.videoReceive.values { r.setRTT(rtt) }
             }
-            transport?.congestion.handleReceiverReport(fractionLost: report.fractionLost, rtt: rtt, now: now)
+            transport?.congestion.handleReceiverReport(fractionLost: report.fractionLost, rtt: rtt, now: Moment(now))
         }
     }
 

@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import DTLS
 import ICE
 import RTP
@@ -84,7 +85,7 @@ extension PeerConnection {
         if target.kind == .video {
             let abs = target.sender.absSendTimeExtensionID.flatMap { packet.extensionData(id: $0) }
                 .flatMap(RTPExtensionCodec.decodeAbsSendTime)
-            transport?.congestion.receivedVideo(packet, size: size, absSendTime: abs, now: loop.arrivalTime)
+            transport?.congestion.receivedVideo(packet, size: size, absSendTime: abs, now: Moment(loop.arrivalTime))
         }
         if let mid = target.mid {
             let now = loop.now

@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import Glibc
 import PeerConnection
 import RTP
@@ -185,7 +186,7 @@ struct RtpForwardingTarget {
         }
         guard let written else { return .tooLarge }
         if let offset = written.transportCCOffset {
-            congestion?._withUnsafeGuaranteedRef { $0.stampForwarded(slot, at: offset, wireSize: written.length + Int(overhead), now: now) }
+            congestion?._withUnsafeGuaranteedRef { $0.stampForwarded(slot, at: offset, wireSize: written.length + Int(overhead), now: Moment(now)) }
         }
         if let offset = written.absSendTimeOffset { MediaTransport.stampSendTime(slot, at: offset, now: now) }
         let protected: Int

@@ -75,15 +75,15 @@ struct CallSimulation {
     var firstSequence: Int64 = 65_000
 
     func run(seconds: Double) -> Result {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var bwe = BandwidthEstimator(configuration: estimatorConfiguration)
         var pacer = Pacer(configuration: pacerConfiguration)
         var link = SimulatedLink(bitrate: capacity.first?.bps ?? 1_000_000, propagation: propagation,
                                  queueLimit: queueLimit, lossRate: lossRate, seed: seed)
         var receiver = SimulatedReceiver(t0: t0)
-        var feedbackQueue: [(due: ContinuousClock.Instant, feedback: TransportCCFeedback)] = []
-        var enqueueTimes: [Int: ContinuousClock.Instant] = [:]
-        var tagEnqueued: [ContinuousClock.Instant] = []
+        var feedbackQueue: [(due: Moment, feedback: TransportCCFeedback)] = []
+        var enqueueTimes: [Int: Moment] = [:]
+        var tagEnqueued: [Moment] = []
         var sequence = firstSequence
         var result = Result()
         var capacityIndex = 0, rembIndex = 0, boundsIndex = 0, lossIndex = 0

@@ -163,7 +163,7 @@ import Testing
 
     @Test func availableBitrateShowsAnEstimateBelowTheMinimum() {
         var bwe = BandwidthEstimator(configuration: .init(minBitrate: 30_000))
-        bwe.onREMB(bitrate: 10_000, at: ContinuousClock.now)
+        bwe.onREMB(bitrate: 10_000, at: Moment(.now))
         #expect(bwe.targetBitrate == 30_000)
         #expect(bwe.availableOutgoingBitrate == 10_000)
         #expect(bwe.stats.availableOutgoingBitrate == 10_000)

@@ -23,7 +23,7 @@ struct DelayTrace {
 
     /// Runs the trace through `DelayBasedEstimator` and samples its state after each batch.
     func run() -> [Point] {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var rng = SplitMix64(seed: seed)
         var estimator = DelayBasedEstimator(startBitrate: 1_000_000, minBitrate: 30_000, maxBitrate: 10_000_000)
         var batch: [PacketResult] = []

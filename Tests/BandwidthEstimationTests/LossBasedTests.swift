@@ -4,7 +4,7 @@ import Testing
 /// The loss-based controller driven by RTCP receiver reports only (no transport-cc), one per
 /// second, as a sender without transport-cc sees them.
 @Suite struct LossBasedTests {
-    let t0 = ContinuousClock.now
+    let t0 = Moment(.now)
 
     func run(fractionLost: UInt8, seconds: Int, start: Int = 1_000_000) -> [Int] {
         var bwe = BandwidthEstimator(configuration: .init(startBitrate: start, maxBitrate: 10_000_000))
@@ -51,7 +51,7 @@ import Testing
 }
 
 @Suite struct AcknowledgedBitrateTests {
-    let t0 = ContinuousClock.now
+    let t0 = Moment(.now)
 
     /// 1200-byte packets at `bitrate` for `seconds`, received 20 ms later, fed in order.
     func feed(_ e: inout AcknowledgedBitrateEstimator, bitrate: Int, from: Double, seconds: Double) -> Double {
@@ -97,7 +97,7 @@ import Testing
 /// loss of a few percent is no reason to stay at the start rate.
 @Suite struct LossWithDelayEstimateTests {
     @Test func moderateLossGrowsTowardTheDelayEstimateWhenNoQueueBuilds() {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var loss = LossBasedController(startBitrate: 300_000, minBitrate: 30_000, maxBitrate: 2_500_000)
         loss.delayBasedLimit = 2_000_000
         var rates: [Double] = []
@@ -116,7 +116,7 @@ import Testing
     }
 
     @Test func moderateLossAfterTheStartGrowsFourPercentASecond() {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var loss = LossBasedController(startBitrate: 500_000, minBitrate: 30_000, maxBitrate: 2_500_000)
         loss.onFractionLost(0, at: t0)   // the start phase passes without loss, the rate stays
         loss.delayBasedLimit = 5_000_000

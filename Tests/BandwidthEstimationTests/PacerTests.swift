@@ -2,7 +2,7 @@ import Testing
 @testable import BandwidthEstimation
 
 @Suite struct PacerTests {
-    let t0 = ContinuousClock.now
+    let t0 = Moment(.now)
 
     func packet(_ kind: PacedPacket.Kind, _ size: Int = 1200, tag: Int = 0) -> PacedPacket {
         PacedPacket(bytes: [UInt8](repeating: 0, count: size), kind: kind, tag: tag)

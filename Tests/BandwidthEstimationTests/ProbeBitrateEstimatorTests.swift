@@ -3,14 +3,14 @@ import Testing
 
 /// One probe cluster's packets, fed straight in: what the estimator makes of their spans.
 @Suite struct ProbeBitrateEstimatorTests {
-    let t0 = ContinuousClock.now
+    let t0 = Moment(.now)
 
     /// `packets`: (sent ms, arrival ms, bytes).
     func result(_ packets: [(Double, Double, Int)], bitrate: Int = 900_000) -> Double? {
         var e = ProbeBitrateEstimator()
         e.register(ProbeCluster(id: 1, bitrate: bitrate), at: t0)
         for (i, p) in packets.enumerated() {
-            let sent: ContinuousClock.Instant = t0 + Duration.microseconds(Int64(p.0 * 1000))
+            let sent: Moment = t0 + Duration.microseconds(Int64(p.0 * 1000))
             let arrival = Int64(p.1 * 1000) + 5_000_000
             e.onPacketResult(PacketResult(transportSequence: Int64(i), size: p.2, sendTime: sent,
                                           arrivalMicroseconds: arrival, probeClusterID: 1))

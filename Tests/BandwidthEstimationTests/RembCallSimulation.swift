@@ -67,13 +67,13 @@ struct RembCallSimulation {
     var seed: UInt64 = 3
 
     func run(seconds: Double) -> Result {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var rbe = RemoteBitrateEstimator()
         var link = SimulatedLink(bitrate: capacity.first?.bps ?? 1_000_000, propagation: propagation,
                                  queueLimit: queueLimit)
         var rng = SplitMix64(seed: seed)
         var packets: [Packet] = []
-        var rembQueue: [(due: ContinuousClock.Instant, bps: Int)] = []
+        var rembQueue: [(due: Moment, bps: Int)] = []
         var rate = Double(startBitrate)
         var lastREMB: Int?
         var result = Result()
@@ -81,7 +81,7 @@ struct RembCallSimulation {
         var nextFrameMs = 0.0
         var frame: UInt32 = 0
 
-        func send(_ p: Packet, size: Int, at now: ContinuousClock.Instant) {
+        func send(_ p: Packet, size: Int, at now: Moment) {
             packets.append(p)
             link.send(sequence: Int64(packets.count - 1), size: size, at: now)
         }

@@ -117,7 +117,7 @@ import Testing
 
     /// 30 fps frames of `frameBytes` in ≤ 1200-byte packets arriving 20 ms after capture at
     /// 10 Mbit/s (no queue), plus `extra` per packet.
-    func feed(_ rbe: inout RemoteBitrateEstimator, t0: ContinuousClock.Instant, frames: Range<Int>,
+    func feed(_ rbe: inout RemoteBitrateEstimator, t0: Moment, frames: Range<Int>,
               frameBytes: Int = 2500, ssrc: UInt32 = 7, base: UInt32 = 1000) {
         for f in frames {
             var at = t0 + .microseconds(Int64(f) * 33_333 + 20_000)
@@ -132,7 +132,7 @@ import Testing
     }
 
     @Test func startsAfterOneSecondAtOneAndAHalfTimesTheIncomingRate() {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var rbe = RemoteBitrateEstimator()
         #expect(rbe.remb(now: t0) == nil)
         feed(&rbe, t0: t0, frames: 0..<15)  // 0.5 s of 600 kbit/s
@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func rembIsThrottledToOncePerSecond() {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var rbe = RemoteBitrateEstimator()
         feed(&rbe, t0: t0, frames: 0..<40)
         let start = t0 + .milliseconds(1400)
@@ -167,7 +167,7 @@ import Testing
     }
 
     @Test func hostileInputStaysBounded() {
-        let t0 = ContinuousClock.now
+        let t0 = Moment(.now)
         var rbe = RemoteBitrateEstimator(minBitrate: 50_000, maxBitrate: 5_000_000)
         var rng = SplitMix64(seed: 99)
         var now = t0

@@ -4,7 +4,7 @@ import RTP
 @testable import BandwidthEstimation
 
 @Suite struct SendHistoryTests {
-    let t0 = ContinuousClock.now
+    let t0 = Moment(.now)
 
     /// Sends `count` packets from `first` (wrapping), 1 ms apart, sizes 100 + i.
     func history(first: UInt16, count: Int) -> SendHistory {

@@ -1,12 +1,13 @@
 /// A bottleneck: a FIFO drained at `bitrate` (changeable), tail-dropping once it holds more
 /// than `queueLimit` of transmission time, then a fixed propagation delay, with optional
 /// random loss before the queue. Times are exact (not tick-rounded).
+import BandwidthEstimation
 import SeededRandom
 struct SimulatedLink {
     struct Delivery {
         var sequence: Int64
         var size: Int
-        var arrival: ContinuousClock.Instant
+        var arrival: Moment
     }
 
     var bitrate: Int
@@ -16,9 +17,9 @@ struct SimulatedLink {
     var rng: SplitMix64
     private(set) var inFlight: [Delivery] = []
     private var head = 0
-    private var busyUntil: ContinuousClock.Instant?
+    private var busyUntil: Moment?
     /// (send time, time spent in the queue including transmission) per packet that got through.
-    private(set) var queueDelays: [(at: ContinuousClock.Instant, delay: Duration)] = []
+    private(set) var queueDelays: [(at: Moment, delay: Duration)] = []
     private(set) var droppedByQueue = 0
     private(set) var droppedRandomly = 0
 
@@ -31,7 +32,7 @@ struct SimulatedLink {
         rng = SplitMix64(seed: seed)
     }
 
-    mutating func send(sequence: Int64, size: Int, at now: ContinuousClock.Instant) {
+    mutating func send(sequence: Int64, size: Int, at now: Moment) {
         if lossRate > 0 && rng.unit() < lossRate {
             droppedRandomly += 1
             return
@@ -48,7 +49,7 @@ struct SimulatedLink {
     }
 
     /// Packets that have reached the far end by `now`, in order.
-    mutating func deliver(until now: ContinuousClock.Instant) -> [Delivery] {
+    mutating func deliver(until now: Moment) -> [Delivery] {
         var out: [Delivery] = []
         while head < inFlight.count, inFlight[head].arrival <= now {
             out.append(inFlight[head])

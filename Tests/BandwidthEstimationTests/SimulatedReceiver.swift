@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import RTP
 
 /// The far end's transport-cc side: records arrival times on its own clock and every
@@ -6,15 +7,15 @@ import RTP
 struct SimulatedReceiver {
     /// The remote clock's reading at the sender's t0, in µs: only differences may matter.
     let clockOffset: Int64
-    let t0: ContinuousClock.Instant
+    let t0: Moment
     private var arrivals: [Int64: Int64] = [:]
     private var highest: Int64?
     private var nextToReport: Int64?
     private var feedbackCount: UInt8 = 0
     private(set) var receivedBytes = 0
-    private(set) var receivedLog: [(at: ContinuousClock.Instant, size: Int)] = []
+    private(set) var receivedLog: [(at: Moment, size: Int)] = []
 
-    init(t0: ContinuousClock.Instant, clockOffset: Int64 = 987_654_321) {
+    init(t0: Moment, clockOffset: Int64 = 987_654_321) {
         self.t0 = t0
         self.clockOffset = clockOffset
     }

@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import DTLS
 import ICE
 import STUN
@@ -23,7 +24,7 @@ import Transport
             // 40 full packets, and the tick and pacer timers are armed.
             controller.configure(receiveExtensionIDs: [3], feedbackSSRC: 1, sendFeedback: true, sendREMB: false)
             let packet = [UInt8](repeating: 0x80, count: 1200)
-            for _ in 0..<40 { controller.send(packet, transportCCID: nil, kind: .video, now: .now) }
+            for _ in 0..<40 { controller.send(packet, transportCCID: nil, kind: .video, now: Moment(ContinuousClock.now)) }
             weak let gone = transport
             transport = nil
             io.close()
