@@ -3,7 +3,7 @@ import RTPMedia
 
 /// What one player's link carries, from that player's own feedback: its REMB — its receive-side
 /// estimate — taken as it comes, up or down; or, for a player answered transport-cc
-/// (`--player-transport-cc`), the send-side estimate its transport runs on that feedback
+/// (a simulcast's players, unless `--player-remb`), the send-side estimate its transport runs on that feedback
 /// (delay, loss, and probes sent as padding on its RTX stream), in the REMB's place and alone.
 /// Loss a REMB does not see (a policer, a buffer too shallow
 /// to show delay) caps it as GCC's loss-based rule does: over 10%, the cap is the estimate ×
@@ -210,7 +210,8 @@ struct LayerAllocator {
         var burstUntil: ContinuousClock.Instant?
     }
 
-    private var fitsSince: ContinuousClock.Instant?
+    /// Since when a larger layer has fit, and the largest that fitted all that time.
+    private var fitsSince: (at: ContinuousClock.Instant, fitting: Int)?
     /// Since when the current layer has not fit (without evidence of a full link).
     private var unfitSince: ContinuousClock.Instant?
     private var lastEstimate: Int?
@@ -262,14 +263,16 @@ struct LayerAllocator {
         }
         unfitSince = nil
         if fitting > index {
-            // The estimate carries the next layer: up once it has for `upHold`.
-            let since = fitsSince ?? now
+            // The estimate carries a larger layer: up once it has for `upHold`, to the largest
+            // that fitted all that time (a probe that found a grown link goes l -> h in one
+            // step: one at a time took another hold and keyframe, ~3 s).
+            let since = fitsSince.map { (at: $0.at, fitting: min($0.fitting, fitting)) } ?? (at: now, fitting: fitting)
             fitsSince = since
-            guard now - since >= Self.upHold else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
+            guard now - since.at >= Self.upHold else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
             fitsSince = nil
             probe = nil
             backoff = Self.firstBackoff
-            return Decision(ssrc: layers[index + 1].ssrc, padding: 0)
+            return Decision(ssrc: layers[since.fitting].ssrc, padding: 0)
         }
         fitsSince = nil
         guard index + 1 < layers.count else {

@@ -4,7 +4,7 @@ import SeededRandom
 @testable import Relay
 
 /// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once
-/// when the estimate falls or loss sets it (else after a hold), up one layer after the estimate carried it for `upHold`, padding towards the next layer
+/// when the estimate falls or loss sets it (else after a hold), up after the estimate carried a larger layer for `upHold` (to the largest it carried throughout), padding towards the next layer
 /// while probing (above the estimate for its first second), probes that fail back off; and the resend budget.
 @Suite struct ViewerAllocationTests {
     let t0 = ContinuousClock.now
@@ -51,11 +51,12 @@ import SeededRandom
         #expect(d.decide(layers: layers, current: 3, estimate: 999_000, now: t0 + .milliseconds(100))?.ssrc == 2)
     }
 
-    @Test func upOneLayerAfterTheEstimateCarriedItForTheHold() {
+    @Test func upAfterTheHoldToTheLargestLayerThatFittedAllThatTime() {
         let a = Allocator()
         var current: UInt32 = 1
         var t = t0
-        // The estimate carries even the high layer: up to mid after 2 s, to high 2 s later.
+        // The estimate carries even the high layer (a probe found a grown link): straight to
+        // high after 2 s, not mid first and high after another hold.
         var ups: [(Duration, UInt32)] = []
         for _ in 0..<12 {
             let d = a.decide(layers: layers, current: current, estimate: 3_000_000, now: t)!
@@ -63,8 +64,13 @@ import SeededRandom
             current = d.ssrc
             t += .milliseconds(500)
         }
-        #expect(ups.map(\.1) == [2, 3])
-        #expect(ups.map(\.0) == [.seconds(2), .milliseconds(4500)])
+        #expect(ups.map(\.1) == [3])
+        #expect(ups.map(\.0) == [.seconds(2)])
+        // High fitted for part of the hold only: mid, the largest that fitted throughout.
+        let m = Allocator()
+        #expect(m.decide(layers: layers, current: 1, estimate: 3_000_000, now: t0)?.ssrc == 1)
+        #expect(m.decide(layers: layers, current: 1, estimate: 700_000, now: t0 + .seconds(1))?.ssrc == 1)
+        #expect(m.decide(layers: layers, current: 1, estimate: 3_000_000, now: t0 + .seconds(2))?.ssrc == 2)
         // A dip below the next layer restarts the hold.
         let b = Allocator()
         #expect(b.decide(layers: layers, current: 1, estimate: 700_000, now: t0)?.ssrc == 1)
