@@ -11,7 +11,7 @@ number), its whole CPU per forwarded packet, and the ratio to the recv + sendmms
 
 --simulcast compares the simulcast fan-out's step instead (issue 22's row: three layers in, one
 to each player). A "build" may be a script that runs the real binary with other flags (e.g. a
-`serve` with --player-transport-cc): what the bench runs as --swiftrtc.
+`serve` with --player-remb): what the bench runs as --swiftrtc.
 
 Build each with `swift build -c release -Xswiftc -cross-module-optimization --product swiftrtc` and
 copy .build/release/swiftrtc aside (the bench itself must be built too: --product swiftrtc-bench).

@@ -27,8 +27,8 @@ enum RelayCodecs {
     static func player(_ published: RtpCodecParameters?, kind: MediaKind, transportCC: Bool = false) -> [RtpCodecCapability] {
         guard let published else { return [] }
         // What the player's link carries picks its simulcast layer and bounds its resends
-        // (ViewerAllocation.swift): its REMB, or with `transportCC` (`--player-transport-cc`)
-        // a send-side estimate from its transport-cc feedback.
+        // (ViewerAllocation.swift): with `transportCC` (a simulcast's players unless
+        // `--player-remb`) a send-side estimate from its transport-cc feedback, else its REMB.
         let feedback: [RtcpFeedback] = (kind == .video ? [.remb, .nack, .pli, .fir] : []) + (transportCC ? [.transportCC] : [])
         let same = RtpCodecCapability(mimeType: published.mimeType, clockRate: published.clockRate, channels: published.channels,
                                       rtcpFeedback: feedback, preferredPayloadType: published.payloadType)

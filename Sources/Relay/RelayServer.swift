@@ -29,8 +29,8 @@ public final class RelayServer: Sendable {
     /// `--takeover`: a new publisher replaces the current one at once. Without it, only one
     /// that sent nothing for `publisherSilence` can be replaced.
     public let takeover: Bool
-    /// `--player-transport-cc`: a simulcast's players are answered transport-cc, and each one's
-    /// layer follows a send-side estimate of its link (`ViewerEstimate`); else REMB.
+    /// A simulcast's players are answered transport-cc, and each one's layer follows a send-side
+    /// estimate of its link (`ViewerEstimate`); false (`--player-remb`): their REMB.
     public let playerTransportCC: Bool
     /// How the relay recognises a publisher back on a new session (its address changed, its
     /// NAT rebound, its ICE failed and it reconnected): by its old session's silence, not by an
@@ -68,7 +68,7 @@ public final class RelayServer: Sendable {
     public convenience init(httpHost: String = "127.0.0.1", httpPort: UInt16 = 1985, udpHost: String = "127.0.0.1", udpPort: UInt16 = 8000,
                             candidate: String? = nil, policy: AccessPolicy = .init(), allowOpenOnNetwork: Bool = false,
                             preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10), takeover: Bool = false,
-                            maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, playerTransportCC: Bool = false,
+                            maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, playerTransportCC: Bool = true,
                             log: @escaping @Sendable (String) -> Void = { print($0) }) async throws {
         if policy.isOpen, !allowOpenOnNetwork {
             for (flag, host) in [("--http", httpHost), ("--udp", udpHost)] where !isLoopback(host) {
@@ -91,7 +91,7 @@ public final class RelayServer: Sendable {
     /// simulated loop and a `VirtualMux`, for tests that run whole sessions in virtual time).
     package init(loop: EventLoop, media: any SharedSocket, httpHost: String = "127.0.0.1", httpPort: UInt16?, candidate: String? = nil,
          policy: AccessPolicy = .init(), preferredVideoCodec: RtpCodecCapability? = nil, connectTimeout: Duration = .seconds(10),
-         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, playerTransportCC: Bool = false,
+         takeover: Bool = false, maxPendingPerAddress: Int = 64, recording: RecordingOptions? = nil, playerTransportCC: Bool = true,
          timingSeed: UInt64? = nil, log: @escaping @Sendable (String) -> Void) throws {
         self.loop = loop
         self.timingSeeds = timingSeed.map { Locked(SplitMix64(seed: $0)) }

@@ -77,7 +77,7 @@ final class RelaySession: @unchecked Sendable {
                   let mine = RelayCodecs.route(for: published, among: t.negotiatedCodecs) else { continue }
             if t.kind == .video { videoRoute = (t.sender, mine.payloadType) } else { audioRoute = (t.sender, mine.payloadType) }
         }
-        // Answered transport-cc (`--player-transport-cc`): its estimate is the relay's own.
+        // Answered transport-cc (a simulcast's player, unless `--player-remb`): its estimate is the relay's own.
         guard let sender = videoRoute?.0, sender.transportCCExtensionID != nil else { return }
         sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] bytes in
             guard let self, let stream else { return [] }

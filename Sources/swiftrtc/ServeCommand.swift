@@ -7,7 +7,7 @@ enum ServeCommand {
     usage: swiftrtc serve [--http HOST:PORT] [--udp HOST:PORT] [--candidate IP]
                           [--publish-token T] [--play-token T] [--api-token T] [--signal-token T] [--hook URL]
                           [--no-auth] [--cors-origin ORIGIN]... [--allowed-host NAME]... [--prefer-codec h264|vp8]
-                          [--connect-timeout SEC] [--takeover] [--max-pending-per-ip N] [--player-transport-cc]
+                          [--connect-timeout SEC] [--takeover] [--max-pending-per-ip N] [--player-remb]
                           [--record DIR [--record-segment SEC] [--record-format mp4|webm|mkv]]
 
     An SRS-compatible WebRTC server: publish with POST /rtc/v1/publish/ (SRS JSON) or WHIP
@@ -41,10 +41,10 @@ enum ServeCommand {
       --max-pending-per-ip N  sessions one IP may have that are not connected yet (default 64; 429 beyond)
       --takeover           a new publisher replaces the stream's current one at once (default: only
                            one silent for 0.5 s, e.g. killed, is replaced; players stay connected)
-      --player-transport-cc  answer a simulcast's players transport-cc: each one's layer follows a
-                           send-side estimate of its link, whose probes can find a grown link in seconds
-                           (REMB: 20-40 s); costs ~1.8x the relay's CPU per forwarded packet at 480
-                           players, and a probe into a full link dips the frame rate (README, relay)
+      --player-remb        a simulcast's players give REMB only (default: transport-cc, so each one's
+                           layer follows a send-side estimate of its link, whose probes find a grown
+                           link in seconds; REMB: 20-40 s). REMB costs the relay less CPU per
+                           forwarded packet at hundreds of players (README, relay)
     recording (DVR):
       --record DIR         write every published stream to DIR/APP/STREAM/<start time>.<ext>, without
                            re-encoding; a new file per publisher session (a takeover starts one). With
@@ -79,7 +79,7 @@ enum ServeCommand {
         }
         let connectTimeout = try a.number("connect-timeout", default: 10.0, in: 0.1...300)
         let takeover = a.flag("takeover")
-        let playerTransportCC = a.flag("player-transport-cc")
+        let playerTransportCC = !a.flag("player-remb")
         let maxPending = try a.number("max-pending-per-ip", default: 64, in: 1...100_000)
         let recordDirectory = try a.option("record", default: String?.none, nonEmpty)
         let segment = try a.number("record-segment", default: 0.0, in: 0...86_400)

@@ -12,9 +12,9 @@ import Transport
 /// a clean link and B behind 400 kbit/s with a 25-packet FIFO. Each player's own estimate of
 /// its link tells the relay what it carries: B is moved to the low layer and gets it whole, A
 /// keeps the high one; when B's limit lifts, B is back on the high layer. By default the
-/// estimate is each player's REMB, which the relay's padding lets grow (25–29 s back); with
-/// `--player-transport-cc` it is a send-side estimate from the player's transport-cc feedback,
-/// whose probe clusters (padding on B's RTX stream) find the room within the 10 s.
+/// estimate is a send-side one from the player's transport-cc feedback, whose probe clusters
+/// (padding on B's RTX stream) find the room within the 10 s; with `--player-remb` it
+/// is each player's REMB, which the relay's padding lets grow (25–29 s back).
 @Suite struct RelayAllocationTests {
     /// `jitter`: B's lifted link delays each packet 10 ms ± that, in order (what a busy receiver
     /// or emulator does: packets bunch up and leave together), which a probe cluster of 5 small

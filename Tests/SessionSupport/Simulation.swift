@@ -89,7 +89,7 @@ public final class Simulation: @unchecked Sendable {
     /// A relay on this loop, at its own address on the virtual network (port 8000), serving
     /// requests in process (`relay.handle`): no HTTP server, no sockets.
     public func relay(policy: AccessPolicy = .init(), takeover: Bool = false, connectTimeout: Duration = .seconds(10),
-                      playerTransportCC: Bool = false, log: @escaping @Sendable (String) -> Void = { _ in }) throws -> RelayServer {
+                      playerTransportCC: Bool = true, log: @escaping @Sendable (String) -> Void = { _ in }) throws -> RelayServer {
         let address = nextAddress(port: 8000)
         let mux = try loop.perform { try network.mux(at: address) }
         return try RelayServer(loop: loop, media: mux, httpPort: nil, policy: policy, connectTimeout: connectTimeout,
