@@ -31,7 +31,7 @@ func passThroughConfiguration(direction: TransceiverDirection, audioCodecs: [Rtp
     // Publishers get transport-cc feedback from us. A simulcast's players give it too
     // (`transportCC`, unless `--player-remb`): their layer follows a send-side estimate, whose
     // probes find a grown link in seconds. Other players send REMB: at 480 players the stamps,
-    // feedback (20 a second per player) and 25 ms ticks cost the relay ~1.8× its CPU per
+    // feedback (20 a second per player) and 25 ms ticks cost the relay ~1.6× its CPU per
     // forwarded packet (bench/relay_ab.py --simulcast).
     config.transportWideCC = direction != .sendonly || transportCC
     // aiortc estimates its REMB only from abs-send-time.
