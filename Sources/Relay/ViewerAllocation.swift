@@ -210,8 +210,8 @@ struct LayerAllocator {
         var burstUntil: ContinuousClock.Instant?
     }
 
-    /// Since when a larger layer has fit, and the largest that fitted all that time.
-    private var fitsSince: (at: ContinuousClock.Instant, fitting: Int)?
+    /// Since when each layer larger than the current one has fit without a break (by SSRC).
+    private var fitsSince: [UInt32: ContinuousClock.Instant] = [:]
     /// Since when the current layer has not fit (without evidence of a full link).
     private var unfitSince: ContinuousClock.Instant?
     private var lastEstimate: Int?
@@ -232,7 +232,7 @@ struct LayerAllocator {
                          now: ContinuousClock.Instant) -> Decision? {
         guard let largest = layers.last else { return nil }
         guard let estimate else {
-            fitsSince = nil
+            fitsSince.removeAll()
             probe = nil
             return Decision(ssrc: largest.ssrc, padding: 0)
         }
@@ -241,14 +241,14 @@ struct LayerAllocator {
         let budget = Double(estimate) * Self.headroom
         let fitting = layers.lastIndex { Double($0.bitrate) <= budget } ?? 0
         guard let index = layers.firstIndex(where: { $0.ssrc == current }) else {
-            fitsSince = nil
+            fitsSince.removeAll()
             probe = nil
             return Decision(ssrc: layers[fitting].ssrc, padding: 0)
         }
         if layers[index].bitrate > estimate {
             // Does not fit at all: down, to what fits with headroom, once the link says it is
             // full; no probe until the estimate has settled there.
-            fitsSince = nil
+            fitsSince.removeAll()
             let since = unfitSince ?? now
             unfitSince = since
             let farBelow = Double(estimate) < Double(layers[index].bitrate) * Self.farBelow
@@ -263,18 +263,22 @@ struct LayerAllocator {
         }
         unfitSince = nil
         if fitting > index {
-            // The estimate carries a larger layer: up once it has for `upHold`, to the largest
-            // that fitted all that time (a probe that found a grown link goes l -> h in one
-            // step: one at a time took another hold and keyframe, ~3 s).
-            let since = fitsSince.map { (at: $0.at, fitting: min($0.fitting, fitting)) } ?? (at: now, fitting: fitting)
-            fitsSince = since
-            guard now - since.at >= Self.upHold else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
-            fitsSince = nil
+            // The estimate carries a larger layer: up to the largest that has fit for `upHold`,
+            // each larger layer on its own hold, kept across a step up: a probe that found a
+            // grown link goes l -> h in one step or two close together (one hold per step took
+            // ~3 s more, plus a keyframe).
+            for i in layers.indices where i > index {
+                fitsSince[layers[i].ssrc] = i <= fitting ? fitsSince[layers[i].ssrc] ?? now : nil
+            }
+            guard let up = layers.indices.last(where: { i in
+                i > index && fitsSince[layers[i].ssrc].map { now - $0 >= Self.upHold } ?? false
+            }) else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
+            for i in 0...up { fitsSince[layers[i].ssrc] = nil }
             probe = nil
             backoff = Self.firstBackoff
-            return Decision(ssrc: layers[since.fitting].ssrc, padding: 0)
+            return Decision(ssrc: layers[up].ssrc, padding: 0)
         }
-        fitsSince = nil
+        fitsSince.removeAll()
         guard index + 1 < layers.count else {
             probe = nil
             return Decision(ssrc: layers[index].ssrc, padding: 0)

@@ -4,7 +4,7 @@ import SeededRandom
 @testable import Relay
 
 /// One player's layer from its estimate (`LayerAllocator`) on a written clock: down at once
-/// when the estimate falls or loss sets it (else after a hold), up after the estimate carried a larger layer for `upHold` (to the largest it carried throughout), padding towards the next layer
+/// when the estimate falls or loss sets it (else after a hold), up to the largest layer the estimate carried for `upHold` (each layer on its own hold), padding towards the next layer
 /// while probing (above the estimate for its first second), probes that fail back off; and the resend budget.
 @Suite struct ViewerAllocationTests {
     let t0 = ContinuousClock.now
@@ -71,6 +71,14 @@ import SeededRandom
         #expect(m.decide(layers: layers, current: 1, estimate: 3_000_000, now: t0)?.ssrc == 1)
         #expect(m.decide(layers: layers, current: 1, estimate: 700_000, now: t0 + .seconds(1))?.ssrc == 1)
         #expect(m.decide(layers: layers, current: 1, estimate: 3_000_000, now: t0 + .seconds(2))?.ssrc == 2)
+        // A rising estimate (probes passing): mid after its hold, high after its own, which
+        // began before the step to mid.
+        let r = Allocator()
+        #expect(r.decide(layers: layers, current: 1, estimate: 700_000, now: t0)?.ssrc == 1)
+        #expect(r.decide(layers: layers, current: 1, estimate: 3_000_000, now: t0 + .milliseconds(500))?.ssrc == 1)
+        #expect(r.decide(layers: layers, current: 1, estimate: 3_000_000, now: t0 + .seconds(2))?.ssrc == 2)
+        #expect(r.decide(layers: layers, current: 2, estimate: 3_000_000, now: t0 + .milliseconds(2499))?.ssrc == 2)
+        #expect(r.decide(layers: layers, current: 2, estimate: 3_000_000, now: t0 + .milliseconds(2500))?.ssrc == 3)
         // A dip below the next layer restarts the hold.
         let b = Allocator()
         #expect(b.decide(layers: layers, current: 1, estimate: 700_000, now: t0)?.ssrc == 1)
