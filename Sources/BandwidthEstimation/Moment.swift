@@ -4,8 +4,9 @@
 /// so every struct that stores one has a layout known only at run time: it is copied, moved and
 /// compared through value witnesses, and reading a property of it copies the whole struct (an
 /// array of SendHistory-shaped entries: 158 ns per entry with Instant, 29 ns with an integer).
-/// The estimators, the pacer and their histories store Moments; their public API takes Instants
-/// and converts once on the way in. The conversion is exact both ways (an Instant is a Duration).
+/// The estimators, the pacer and their histories store and take Moments; their callers (the
+/// congestion controller, the relay's forwarding stamp) convert an Instant once per call with
+/// `Moment(_:)`, and `.instant` converts back. Both are exact (an Instant is a Duration).
 @frozen public struct Moment: Comparable, Hashable, Sendable {
     public var sinceOrigin: Duration
 
