@@ -663,7 +663,7 @@ class _DirStats(_Counters):
 
 class _Flow:
     __slots__ = ("index", "addr", "sock", "links", "stats", "own_links", "created", "outage_until",
-                 "last_in", "last_forwarded", "events", "watching", "stale")
+                 "last_in", "last_forwarded", "events", "watching", "stale", "rebind_due")
 
     def __init__(self, index: int, addr: tuple, sock: socket.socket, created: float):
         self.index = index
@@ -679,6 +679,7 @@ class _Flow:
         self.events: list[dict] = []                    # outages and rebinds of this flow (stats)
         self.watching: list[dict] = []                  # events still waiting for their first packet after
         self.stale: list[socket.socket] = []            # upstream sockets replaced by rebinds
+        self.rebind_due: tuple | None = None            # (monotonic end of gap, finish arg, straggler)
 
 
 class _Link:
@@ -985,22 +986,27 @@ class NetEm:
         also listed in stats()."""
         return self._event(flow, ("outage", parse_time("outage", seconds)), direction, at, newcomers)
 
-    def rebind(self, flow: int | None, gap: float = 0.0, at: float | None = None) -> dict:
+    def rebind(self, flow: int | None, gap: float = 0.0, at: float | None = None, straggler: bool = False) -> dict:
         """NAT rebinding of flow `flow` (None: every flow): its upstream socket is replaced by a new one,
         so the server sees the client from a new port; whatever the server sends to the old port
         is lost (counted as dropped_stale_port). With `gap` > 0 nothing of the flow passes for `gap`
-        seconds first (the new socket appears after the gap). Returns the event's record."""
+        seconds first, and the new socket takes over exactly when the gap ends — or, with
+        `straggler`, right after the first client packet after the gap, which still leaves from the
+        old port (a packet in flight on the old mapping as the new one takes over: a real NAT may do
+        this, and our timers once did it by chance, which kept the relay's path on the old port for
+        a second). Returns the event's record."""
         gap = parse_time("rebind gap", gap)
         if not 0 <= gap < math.inf:
             raise SpecError(f"rebind gap {gap!r}: must be >= 0 and finite")
-        return self._event(flow, ("rebind", gap), "both", at)
+        return self._event(flow, ("rebind", gap), "both", at, straggler=straggler)
 
-    def _event(self, flow, event: tuple[str, float], direction: str, at: float | None, newcomers: bool = False) -> dict:
+    def _event(self, flow, event: tuple[str, float], direction: str, at: float | None, newcomers: bool = False,
+               straggler: bool = False) -> dict:
         d = _change(0, direction, "clean").direction   # validates the direction
         if flow is not None and not isinstance(flow, int):
             flow = tuple(sorted(set(int(f) for f in flow)))
         c = Change(0.0 if at is None else float(at), d, {}, flow, event, newcomers)
-        record: dict = {}
+        record: dict = {"straggler": True} if straggler else {}
         with self._lock:
             if self._thread is None:
                 raise RuntimeError("NetEm is not running: start() it first (or give the event in schedule=)")
@@ -1119,6 +1125,8 @@ class NetEm:
 
     def _on_upstream(self, flow: _Flow, sock: socket.socket) -> None:
         mono = time.monotonic
+        if flow.rebind_due is not None:
+            self._due_rebind(flow, mono(), straggling=True)
         stale = sock is not flow.sock   # replaced by a rebind: what the server sends to the old port is lost
         for _ in range(256):
             try:
@@ -1197,7 +1205,10 @@ class NetEm:
             return
         try:
             if link.direction == UP:
+                self._due_rebind(flow, now, straggling=True)
                 flow.sock.send(data)
+                if flow.rebind_due is not None and flow.rebind_due[2] and now >= flow.rebind_due[0]:
+                    self._finish_rebind(now, flow.rebind_due[1])   # the straggler has left
             else:
                 self._lsock.sendto(data, flow.addr)
         except OSError:
@@ -1300,7 +1311,12 @@ class NetEm:
                 if seconds > 0:
                     for d in DIRECTIONS:
                         f.outage_until[d] = max(f.outage_until[d], now + seconds)
-                    self._at(now + seconds, self._finish_rebind, (f, one, record))
+                    # Exactly at the gap's end: the first packet after it finishes the rebind
+                    # (`_due_rebind`); the timer is for a flow that sends nothing then (a late
+                    # one, for a straggler that never comes).
+                    straggler = bool(record.get("straggler"))
+                    f.rebind_due = (now + seconds, (f, one, record), straggler)
+                    self._at(now + seconds + (0.5 if straggler else 0.0), self._finish_rebind, (f, one, record))
                 else:
                     self._finish_rebind(now, (f, one, record))
             record["end"] = self._rel(now + seconds)
@@ -1309,8 +1325,19 @@ class NetEm:
                 f.watching.append(record)
         self._schedule_log.append(entry)
 
+    def _due_rebind(self, flow: _Flow, now: float, straggling: bool) -> None:
+        """Finishes a rebind whose gap has ended, before `flow` forwards anything more — unless this
+        is the straggler (`straggling`: the client's first packet, which leaves from the old port first)."""
+        due = flow.rebind_due
+        if due is not None and now >= due[0] and not (straggling and due[2]):
+            self._finish_rebind(now, due[1])
+
     def _finish_rebind(self, t: float, arg) -> None:
         flow, one, record = arg
+        if flow.rebind_due is not None and flow.rebind_due[1][1] is one:
+            flow.rebind_due = None
+        if one["new_local"] is not None or "error" in one:
+            return   # finished already (by the first packet after the gap)
         s = self._upstream_socket()
         if s is None:
             one["error"] = "no new upstream socket (bind/connect failed); the flow keeps its old one"

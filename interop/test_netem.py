@@ -674,6 +674,29 @@ def test_netem_nat_rebinding(server):
     assert [e["event"] for e in f["events"]] == ["rebind", "rebind"] and f["events"][1]["gap"] == 0.0, f["events"]
 
 
+def test_netem_nat_rebinding_straggler(server):
+    """rebind(flow, gap, straggler=True): the client's first datagram after the gap still reaches the
+    server from the old port (in flight on the old mapping), every later one from the new port; and
+    without it the new port takes over exactly at the gap's end, whatever the timers do."""
+    for straggler in (True, False):
+        echo = Recorder(server, reply=True)
+        with emulator(server) as net:
+            c = udp()
+            p = Pinger(c, net.listen_addr)
+            time.sleep(0.2)
+            rec = net.rebind(0, gap=0.25, straggler=straggler)
+            time.sleep(max(0.0, 0.8 - net.now()))
+            p.close()
+            echo.settle(0.1)
+            t0 = net.t0
+        echo.close()
+        c.close()
+        one = rec["rebinds"][0]
+        after = [f"127.0.0.1:{a[1]}" for t, _d, a in echo.items if t / 1e9 - t0 >= rec["end"]]
+        expected = ([one["old_local"]] if straggler else []) + [one["new_local"]] * (len(after) - straggler)
+        assert len(after) > 5 and after == expected, (straggler, one, after[:5])
+
+
 def test_netem_event_specs():
     s = parse_schedule("1:both@0:outage=3s;2:up:outage=inf;3:both@1:rebind=2s;4:both@2:rebind")
     assert [c.describe() for c in s] == ["1:both@0:outage=3s", "2:up:outage=inf", "3:both@1:rebind=2s",

@@ -298,9 +298,9 @@ public final class ICEAgent {
     /// keeps the selected pair `connected` as STUN does. One comparison per packet.
     ///
     /// Lite: media from another address that has passed a check, once the selected one has been
-    /// quiet `rebindAfter`, moves the path there (a NAT rebinding whose first check came while
-    /// the old port was still heard: the peer took our answer as consent and checks again only
-    /// seconds later, while its media already comes from the new port).
+    /// quiet `rebindOnMediaAfter`, moves the path there (a NAT rebinding whose first check came
+    /// while the old port was still heard: the peer took our answer as consent and checks again
+    /// only seconds later, while its media already comes from the new port).
     public func noteReceived(from remote: SocketAddress, now: ContinuousClock.Instant) {
         guard let key = selected else { return }
         guard key.remote == remote else {
@@ -312,13 +312,13 @@ public final class ICEAgent {
 
     private func rebindOnMedia(from remote: SocketAddress, now: ContinuousClock.Instant) {
         guard let pair = pairs.first(where: { $0.key.remote == remote && $0.state == .succeeded }) else { return }
-        rebindIfQuiet(to: pair.key, now: now)
+        rebindIfQuiet(to: pair.key, after: configuration.rebindOnMediaAfter, now: now)
     }
 
     /// Lite: the peer's path moved (a NAT rebound its port) — to `key`, once the selected
-    /// remote has gone quiet.
-    func rebindIfQuiet(to key: PairKey, now: ContinuousClock.Instant) {
-        guard lastReceivedAt.map({ now >= $0 + configuration.rebindAfter }) ?? true else { return }
+    /// remote has been quiet `quiet` (a check: `rebindAfter`).
+    func rebindIfQuiet(to key: PairKey, after quiet: Duration? = nil, now: ContinuousClock.Instant) {
+        guard lastReceivedAt.map({ now >= $0 + (quiet ?? configuration.rebindAfter) }) ?? true else { return }
         statsCounters.rebinds += 1
         select(key, now: now)
     }

@@ -44,6 +44,7 @@ extension PeerConnection {
         case .selectedPairChanged(let local, let remote):
             snapshot.withLock { $0.selectedPair = (local.description, remote.description) }
             updateConnectionState()
+            emit(.selectedCandidatePairChanged(local: local.description, remote: remote.description))
         case .roleChanged:
             break
         }

@@ -18,6 +18,8 @@ public protocol PeerConnectionDelegate: AnyObject, Sendable {
     func peerConnection(_ peerConnection: PeerConnection, didChange newState: PeerConnectionState)
     /// A local candidate to send to the peer (trickle ICE).
     func peerConnection(_ peerConnection: PeerConnection, didGenerate candidate: IceCandidate)
+    /// W3C `selectedcandidatepairchange`: media now goes between these addresses.
+    func peerConnection(_ peerConnection: PeerConnection, didSelectPairFrom local: String, to remote: String)
     /// Local candidates withdrawn: their interface address went away (continual gathering).
     func peerConnection(_ peerConnection: PeerConnection, didRemove candidates: [IceCandidate])
     /// The peer opened a data channel (W3C `datachannel`); it is open already. Set its delegate
@@ -39,6 +41,7 @@ extension PeerConnectionDelegate {
     public func peerConnection(_ peerConnection: PeerConnection, didChange newState: IceGatheringState) {}
     public func peerConnection(_ peerConnection: PeerConnection, didChange newState: PeerConnectionState) {}
     public func peerConnection(_ peerConnection: PeerConnection, didGenerate candidate: IceCandidate) {}
+    public func peerConnection(_ peerConnection: PeerConnection, didSelectPairFrom local: String, to remote: String) {}
     public func peerConnection(_ peerConnection: PeerConnection, didRemove candidates: [IceCandidate]) {}
     public func peerConnection(_ peerConnection: PeerConnection, didOpen dataChannel: DataChannel) {}
     public func peerConnectionShouldNegotiate(_ peerConnection: PeerConnection) {}
@@ -56,6 +59,8 @@ extension PeerConnectionEvent {
         case .iceConnectionStateChanged(let state): delegate.peerConnection(peerConnection, didChange: state)
         case .connectionStateChanged(let state): delegate.peerConnection(peerConnection, didChange: state)
         case .signalingStateChanged(let state): delegate.peerConnection(peerConnection, didChange: state)
+        case .selectedCandidatePairChanged(let local, let remote):
+            delegate.peerConnection(peerConnection, didSelectPairFrom: local, to: remote)
         case .dataChannel(let channel): delegate.peerConnection(peerConnection, didOpen: channel)
         case .negotiationNeeded: delegate.peerConnectionShouldNegotiate(peerConnection)
         case .track(let transceiver): delegate.peerConnection(peerConnection, didStartReceivingOn: transceiver)

@@ -138,6 +138,9 @@ public enum PeerConnectionEvent: Sendable {
     case iceConnectionStateChanged(IceConnectionState)
     case connectionStateChanged(PeerConnectionState)
     case signalingStateChanged(SignalingState)
+    /// W3C `selectedcandidatepairchange`: media now goes over this pair (local and remote
+    /// address), e.g. after a NAT rebinding moved the peer (`selectedCandidatePair`).
+    case selectedCandidatePairChanged(local: String, remote: String)
     /// The peer opened a data channel (W3C `datachannel`); it is open already.
     case dataChannel(DataChannel)
     /// W3C `negotiationneeded`: local changes wait for an offer (fired in `stable`, coalesced).

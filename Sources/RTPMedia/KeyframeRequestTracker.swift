@@ -58,6 +58,12 @@ public struct KeyframeRequestTracker: Sendable {
     /// Whether a request at `now` would make a keyframe (not collapse into the one on its way).
     public func allows(now: ContinuousClock.Instant) -> Bool { quietUntil.map { now >= $0 } ?? true }
 
+    /// The last request is known lost (a relay sent it to a port its publisher has left): it
+    /// holds nothing back.
+    public mutating func lastRequestLost() {
+        quietUntil = nil
+    }
+
     /// A keyframe (asked for or not) went into the send queue; its last packet leaves by `leavingBy`.
     public mutating func keyframeQueued(leavingBy: ContinuousClock.Instant) {
         quietUntil = max(quietUntil ?? leavingBy, leavingBy + minInterval)

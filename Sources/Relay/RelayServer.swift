@@ -633,6 +633,14 @@ private final class RelaySessionDelegate: PeerConnectionDelegate {
         server.sessionStateChanged(session, newState)
     }
 
+    /// A publisher's path moved (a NAT rebinding): a keyframe request made on its return may have
+    /// gone to the old port.
+    func peerConnection(_ peerConnection: PeerConnection, didSelectPairFrom local: String, to remote: String) {
+        guard let server, let session, session.connected, session.role == .publisher,
+              let stream = server.state.value.streams[session.stream], stream.publisher === session else { return }
+        stream.publisherPathMoved(now: server.loop.now)
+    }
+
     /// Why a session failed (DTLS, TURN) belongs in the operator's log.
     func peerConnection(_ peerConnection: PeerConnection, didReport error: PeerConnectionError) {
         guard let server, let session else { return }

@@ -42,6 +42,8 @@ final class RelayStream: @unchecked Sendable {
     static let resumeRetry: Duration = .milliseconds(400)
     /// When the publisher's last keyframe started (video).
     private var lastKeyframeAt: ContinuousClock.Instant?
+    /// When the publisher last came back from a silence (and was asked for a keyframe).
+    private var resumedAt: ContinuousClock.Instant?
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
@@ -116,6 +118,7 @@ final class RelayStream: @unchecked Sendable {
         reception.removeAll()
         lastPublisherPacketAt = nil
         lastKeyframeAt = nil
+        resumedAt = nil
         clockRates = [:]
         for kind in [MediaKind.audio, .video] { clockRates[kind] = publishedCodec(kind)?.clockRate }
         orientationID = session.pc.transceivers.first { $0.kind == .video && $0.currentDirection?.receives == true }?
@@ -240,6 +243,7 @@ final class RelayStream: @unchecked Sendable {
         // it and resends of it are too late, so a keyframe is asked for at once rather than
         // when the first player's own request comes.
         if let last = lastPublisherPacketAt, now - last >= Self.resumeAfter {
+            resumedAt = now
             requestKeyframe(now: now, untilSent: true)
             askAgainUnlessKeyframe(since: now)
             for player in players.values { player.output(.video) { $0.estimate.publisherResumed(now: now) } }
@@ -489,15 +493,24 @@ final class RelayStream: @unchecked Sendable {
         publisher.pc.sendRTCP(packets)
     }
 
-    /// The request made on a publisher's return can be lost: after a NAT rebinding its packets
-    /// may reach us from the new port before its check moves our path there, and the PLI goes
-    /// to the old one (CI saw video back 1.24 s after such a return, when the viewers' own
-    /// requests came, instead of ~0.1 s). Asked once more unless a keyframe started meanwhile.
+    /// The request made on a publisher's return can be lost (on the way back, or sent to the old
+    /// port of a NAT rebinding: that case is asked again when the path moves, `publisherPathMoved`).
+    /// Asked once more unless a keyframe started meanwhile.
     private func askAgainUnlessKeyframe(since requested: ContinuousClock.Instant) {
         loop.schedule(at: requested + Self.resumeRetry) { [weak self] in
             guard let self, self.publisher != nil, self.lastKeyframeAt.map({ $0 < requested }) ?? true else { return }
             self.requestKeyframe(now: self.loop.now, untilSent: true)
         }
+    }
+
+    /// The publisher's path moved (a NAT rebinding): the request made on its return went to the
+    /// old port unless a keyframe has come since, so it is made again now (not held back by the
+    /// lost one's throttle) rather than at the retry (`resumeRetry`).
+    func publisherPathMoved(now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
+        guard let resumedAt, now - resumedAt < .seconds(5), lastKeyframeAt.map({ $0 < resumedAt }) ?? true else { return }
+        keyframeRequests?.lastRequestLost()
+        requestKeyframe(now: now, untilSent: true)
     }
 
     /// PLI to the publisher (throttled: the keyframe on its way answers players that ask

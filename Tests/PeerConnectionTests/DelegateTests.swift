@@ -30,7 +30,7 @@ struct DelegateTests {
         for await event in a.events { streamed.append("\(event)") }
         #expect(log.all.map { "\($0)" } == streamed)
         for expected in ["negotiationNeeded", "signalingStateChanged(", "iceGatheringStateChanged(", "iceCandidate(",
-                         "iceConnectionStateChanged(", "connectionStateChanged("] {
+                         "iceConnectionStateChanged(", "connectionStateChanged(", "selectedCandidatePairChanged("] {
             #expect(streamed.contains { $0.hasPrefix(expected) }, "\(expected) in \(streamed)")
         }
         #expect(log.all.contains { if case .connectionStateChanged(.connected) = $0 { return true }; return false })

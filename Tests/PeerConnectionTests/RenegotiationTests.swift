@@ -17,6 +17,9 @@ final class EventLog: PeerConnectionDelegate {
     func peerConnection(_ pc: PeerConnection, didChange state: IceGatheringState) { add(.iceGatheringStateChanged(state)) }
     func peerConnection(_ pc: PeerConnection, didChange state: PeerConnectionState) { add(.connectionStateChanged(state)) }
     func peerConnection(_ pc: PeerConnection, didGenerate candidate: IceCandidate) { add(.iceCandidate(candidate)) }
+    func peerConnection(_ pc: PeerConnection, didSelectPairFrom local: String, to remote: String) {
+        add(.selectedCandidatePairChanged(local: local, remote: remote))
+    }
     func peerConnection(_ pc: PeerConnection, didOpen channel: DataChannel) { add(.dataChannel(channel)) }
     func peerConnectionShouldNegotiate(_ pc: PeerConnection) { add(.negotiationNeeded) }
     func peerConnection(_ pc: PeerConnection, didStartReceivingOn transceiver: RtpTransceiver) { add(.track(transceiver)) }

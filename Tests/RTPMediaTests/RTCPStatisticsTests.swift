@@ -254,4 +254,17 @@ import Testing
         #expect(first && later == [false, false, true])
         #expect(tracker.keyframesRequested == 2)
     }
+
+    /// A request known lost (sent to a port the peer left) holds the next one back no longer.
+    @Test func aLostRequestDoesNotThrottleTheNext() {
+        let start = ContinuousClock.now
+        var tracker = KeyframeRequestTracker(ssrc: 10)
+        let pli = RTCPPacket.pli(senderSSRC: 1, mediaSSRC: 10)
+        func ask(_ ms: Int64) -> Bool { tracker.handle(pli, now: start + .milliseconds(ms)) }
+        let asked = [ask(0), ask(100)]
+        tracker.lastRequestLost()
+        #expect(tracker.allows(now: start + .milliseconds(100)))
+        let after = [ask(100), ask(200)]
+        #expect(asked == [true, false] && after == [true, false])
+    }
 }
