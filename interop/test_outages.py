@@ -9,7 +9,8 @@ back — the end of the freeze (gap > 500 ms between decoded frames) around the 
    Chromium does not: an ICE restart over PATCH, then a new session — `window.recovery`). Viewers:
    `swiftrtc play` of each stream and Chromium over WHEP of Swift's.
    The same events hit both publishers' paths at the same moment: outages of 3 s and 15 s, a NAT
-   rebinding after a 2 s gap, an outage of 40 s (past consent expiry); and last the viewers' paths
+   rebinding after a 2 s gap (each client's first packet after the gap still leaves from its old
+   port, a "straggler", as a real NAT may do), an outage of 40 s (past consent expiry); and last the viewers' paths
    (Swift play's and Chromium's WHEP page's) are cut for 15 s, then for 40 s. Last: Chromium's ICE
    fails a pair 15 s after its first unanswered check (its inactive timeout), so a viewer page is
    `failed` after its path's outage and back only by the page's recovery; earlier in the run that
