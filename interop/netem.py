@@ -1126,7 +1126,7 @@ class NetEm:
     def _on_upstream(self, flow: _Flow, sock: socket.socket) -> None:
         mono = time.monotonic
         if flow.rebind_due is not None:
-            self._due_rebind(flow, mono(), straggling=True)
+            self._due_rebind(flow, mono())
         stale = sock is not flow.sock   # replaced by a rebind: what the server sends to the old port is lost
         for _ in range(256):
             try:
@@ -1205,7 +1205,7 @@ class NetEm:
             return
         try:
             if link.direction == UP:
-                self._due_rebind(flow, now, straggling=True)
+                self._due_rebind(flow, now)
                 flow.sock.send(data)
                 if flow.rebind_due is not None and flow.rebind_due[2] and now >= flow.rebind_due[0]:
                     self._finish_rebind(now, flow.rebind_due[1])   # the straggler has left
@@ -1325,11 +1325,11 @@ class NetEm:
                 f.watching.append(record)
         self._schedule_log.append(entry)
 
-    def _due_rebind(self, flow: _Flow, now: float, straggling: bool) -> None:
-        """Finishes a rebind whose gap has ended, before `flow` forwards anything more — unless this
-        is the straggler (`straggling`: the client's first packet, which leaves from the old port first)."""
+    def _due_rebind(self, flow: _Flow, now: float) -> None:
+        """Finishes a rebind whose gap has ended, before `flow` forwards anything more — unless it waits
+        for its straggler (the client's first packet after the gap leaves from the old port first)."""
         due = flow.rebind_due
-        if due is not None and now >= due[0] and not (straggling and due[2]):
+        if due is not None and now >= due[0] and not due[2]:
             self._finish_rebind(now, due[1])
 
     def _finish_rebind(self, t: float, arg) -> None:

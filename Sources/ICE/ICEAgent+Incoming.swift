@@ -90,7 +90,7 @@ extension ICEAgent {
             } else if selected == nil {
                 select(key, now: now)
             } else if let current = selected, current.remote != remote {
-                rebindIfQuiet(to: key, now: now)
+                rebindIfQuiet(to: key, after: configuration.rebindAfter, now: now)
             }
             if key == selected { lastReceivedAt = now }
             return true

@@ -316,9 +316,9 @@ public final class ICEAgent {
     }
 
     /// Lite: the peer's path moved (a NAT rebound its port) — to `key`, once the selected
-    /// remote has been quiet `quiet` (a check: `rebindAfter`).
-    func rebindIfQuiet(to key: PairKey, after quiet: Duration? = nil, now: ContinuousClock.Instant) {
-        guard lastReceivedAt.map({ now >= $0 + (quiet ?? configuration.rebindAfter) }) ?? true else { return }
+    /// remote has been quiet `quiet` (after a check `rebindAfter`, after media `rebindOnMediaAfter`).
+    func rebindIfQuiet(to key: PairKey, after quiet: Duration, now: ContinuousClock.Instant) {
+        guard lastReceivedAt.map({ now >= $0 + quiet }) ?? true else { return }
         statsCounters.rebinds += 1
         select(key, now: now)
     }

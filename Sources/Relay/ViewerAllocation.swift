@@ -275,7 +275,7 @@ struct LayerAllocator {
             guard let up = layers.indices.last(where: { i in
                 i > index && fitsSince[layers[i].ssrc].map { now - $0 >= Self.upHold } ?? false
             }) else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
-            for i in 0...up { fitsSince[layers[i].ssrc] = nil }
+            for i in (index + 1)...up { fitsSince[layers[i].ssrc] = nil }   // no longer larger
             probe = nil
             backoff = Self.firstBackoff
             return Decision(ssrc: layers[up].ssrc, padding: 0)
