@@ -98,13 +98,6 @@ public struct BandwidthEstimator: Sendable {
         loss.setBounds(min: Double(minBitrate), max: Double(maxBitrate))
     }
 
-    /// What the sender would use beyond the estimate (an SFU's viewer below the layer it asked
-    /// for, in bits per second); nil: nothing more. While the estimate is under it, periodic
-    /// probes come every 2 s (`ProbeController`).
-    public mutating func setWantedBitrate(_ bitrate: Int?) {
-        probeController.wantedBitrate = bitrate.map(Double.init)
-    }
-
     public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: Moment,
                                       probeClusterID: Int? = nil) {
         startIfNeeded(at: now)

@@ -10,10 +10,7 @@
 ///   doing it always costs a few padding packets every few seconds;
 /// - after a large drop (the estimate under half of its high of the last `recoveryWindow`),
 ///   periodically every `recoveryInterval` instead: a link that narrowed for a while and came
-///   back is found again within about that, not up to `periodicInterval` plus a keyframe later;
-/// - while the sender wants more than the estimate (`wantedBitrate`: an SFU viewer below the layer
-///   it asked for), every `recoveryInterval` too: a viewer whose narrow link widened waited up
-///   to `periodicInterval` for the probe that finds it (interop: 3.6 of its 7.3 s back).
+///   back is found again within about that, not up to `periodicInterval` plus a keyframe later.
 struct ProbeController: Sendable {
     static let furtherProbeThreshold = 0.7
     static let resultTimeout = Duration.seconds(1)
@@ -28,8 +25,6 @@ struct ProbeController: Sendable {
 
     let enabled: Bool
     let periodicInterval: Duration?
-    /// Bits per second the sender would use if the estimate allowed (nil: no more than it has).
-    var wantedBitrate: Double?
     private(set) var phase = Phase.notStarted
     private var nextID = 1
     private var lastProbe: Moment?
@@ -76,8 +71,7 @@ struct ProbeController: Sendable {
         guard enabled, allowPeriodic, phase == .idle, let periodic = periodicInterval, state == .normal,
               estimate < 0.95 * maxBitrate
         else { return [] }
-        let wants = wantedBitrate.map { estimate < $0 } ?? false
-        let interval = recovering || wants ? min(periodic, Self.recoveryInterval) : periodic
+        let interval = recovering ? min(periodic, Self.recoveryInterval) : periodic
         guard lastProbe.map({ now - $0 >= interval }) ?? true else { return [] }
         return initiate([2 * estimate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
     }

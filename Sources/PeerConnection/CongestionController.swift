@@ -139,11 +139,6 @@ package final class CongestionController {
         publishTarget()
     }
 
-    /// See `BandwidthEstimator.setWantedBitrate` (an SFU's viewer below the layer it asked for).
-    func setWantedBitrate(_ bitrate: Int?) {
-        estimator.setWantedBitrate(bitrate.map { $0 + audioReserve })
-    }
-
     // MARK: sending
 
     func send(_ packet: [UInt8], transportCCID: UInt8?, kind: OutgoingRTPKind, now: Moment) {

@@ -383,14 +383,6 @@ public final class RtpSender: @unchecked Sendable {
         }
     }
 
-    /// Following the send-side estimate: the bitrate a relay would send this player if the
-    /// estimate carried it (the layer it asked for), so the estimator probes for it every 2 s
-    /// while below; nil: what it has is enough.
-    package func wantSendSideBitrate(_ bitrate: Int?) {
-        loop.preconditionInLoop()
-        transport?.congestion.setWantedBitrate(bitrate)
-    }
-
     /// Whether `count` new packets can leave now. Before DTLS has made the keys (or ICE a path)
     /// they are dropped here, before they take sequence numbers, and counted as dropped, not
     /// sent: a sender's first frames can race the handshake's end, and the receiver then sees

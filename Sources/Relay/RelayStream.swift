@@ -608,11 +608,6 @@ final class RelayStream: @unchecked Sendable {
             if output.paddingRatio == 0, output.burst == nil { output.paddingOwed = 0 }
             return previous == decision.ssrc ? nil : (previous, decision.ssrc, output.estimate.bitrate)
         }
-        // Below the layer it asked for: its estimator probes for that layer every 2 s.
-        if let target = player.output(.video, { $0.target }), let sender = player.route(.video)?.0,
-           sender.transportCCExtensionID != nil, let top = layers.last {
-            sender.wantSendSideBitrate(target == top.ssrc ? nil : Int(Double(top.bitrate) / LayerAllocator.headroom))
-        }
         if let switched, let log {
             let name = { (ssrc: UInt32?) in ssrc.flatMap { self.videoLayers[$0]?.rid } ?? "-" }
             let rates = layers.map { "\(name($0.ssrc)) \($0.bitrate / 1000)" }.joined(separator: ", ")

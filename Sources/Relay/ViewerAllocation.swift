@@ -134,12 +134,10 @@ struct ViewerEstimate {
 /// keeps rising and fails when it falls back (the link is full) or stalls; a failed probe is
 /// tried again after a backoff (doubling), and none starts within `firstBackoff` of a step
 /// down. With a send-side estimate (transport-cc) the estimator's own probe clusters (2× the
-/// estimate, every 2 s while the player is below the layer it asked for — `RelayStream.allocate`
-/// tells its sender what that layer needs —, doubling while they pass) find the room first: in
-/// simulation a 400 kbit/s viewer is back on a 1.5 Mbit/s layer 5–7 s after its limit lifts
-/// (3–6 s with probes every 5 s, which disturbed its full link less), 24 s on REMB; through
-/// the interop emulator 4.2–5.2 s (`swiftrtc play` or Chromium; 4.3–9.2 s with probes every
-/// 5 s, whose wait was most of it). Without
+/// estimate, every 5 s, doubling while they pass) can find the room first: in simulation a
+/// 400 kbit/s viewer is back on a 1.5 Mbit/s layer 3 s after its limit lifts, 25 s on REMB;
+/// through the interop emulator 6–14 s (`swiftrtc play` or Chromium; 28–49 s while a report
+/// loss cap, set at its join, still sat over its send-side estimate). Without
 /// an estimate (none yet) the player gets the largest: most links carry it, and one that does
 /// not is stepped down at its first. Sans-I/O.
 struct LayerAllocator {

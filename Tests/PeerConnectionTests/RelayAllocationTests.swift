@@ -13,9 +13,8 @@ import Transport
 /// its link tells the relay what it carries: B is moved to the low layer and gets it whole, A
 /// keeps the high one; when B's limit lifts, B is back on the high layer. By default the
 /// estimate is a send-side one from the player's transport-cc feedback, whose probe clusters
-/// (padding on B's RTX stream, every 2 s while B is below the high layer) find the room within
-/// the 10 s (5–7 s here); with `--player-remb` it is each player's REMB, which the
-/// relay's padding lets grow (24–29 s back).
+/// (padding on B's RTX stream) find the room within the 10 s; with `--player-remb` it
+/// is each player's REMB, which the relay's padding lets grow (25–29 s back).
 @Suite struct RelayAllocationTests {
     /// `jitter`: B's lifted link delays each packet 10 ms ± that, in order (what a busy receiver
     /// or emulator does: packets bunch up and leave together), which a probe cluster of 5 small
