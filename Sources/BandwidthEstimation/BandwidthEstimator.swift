@@ -19,11 +19,15 @@ public struct BandwidthEstimator: Sendable {
     /// RTCP receiver-report loss is ignored while transport-cc feedback is this fresh.
     static let transportFeedbackFreshness = Duration.seconds(5)
 
+    // First: what every sent packet touches (`onPacketSent`), so that it shares cache lines
+    // with its owner's hot fields (a relay stamps one per player per forwarded packet).
+    private var history = SendHistory()
+    /// The probe controller has started (its start probes are asked for on the first packet).
+    private var started = false
     /// As given to `init`; `setBounds` changes the bounds in force, not this.
     public let configuration: Configuration
     private var minBitrate: Int
     private var maxBitrate: Int
-    private var history = SendHistory()
     private var delay: DelayBasedEstimator
     private var loss: LossBasedController
     private var acknowledged = AcknowledgedBitrateEstimator()
@@ -103,6 +107,9 @@ public struct BandwidthEstimator: Sendable {
         startIfNeeded(at: now)
         history.onPacketSent(transportSequence: transportSequence, size: size, at: now, probeClusterID: probeClusterID)
     }
+
+    /// Where the next `onPacketSent` writes (see `SendHistory.prefetchAddresses`).
+    public var historyPrefetchAddresses: (header: UnsafeRawPointer?, tail: UnsafeRawPointer?) { history.prefetchAddresses }
 
     public mutating func onTransportFeedback(_ feedback: TransportCCFeedback, at now: Moment) {
         startIfNeeded(at: now)
@@ -197,7 +204,8 @@ public struct BandwidthEstimator: Sendable {
     private var probeCeiling: Double { Double(min(maxBitrate, remb ?? .max)) }
 
     private mutating func startIfNeeded(at now: Moment) {
-        guard case .notStarted = probeController.phase else { return }
+        guard !started else { return }
+        started = true
         addProbes(probeController.start(startBitrate: loss.bitrate, maxBitrate: probeCeiling, at: now), at: now)
     }
 

@@ -9,11 +9,25 @@ import RTP
 public struct SendHistory: Sendable {
     enum State: UInt8, Sendable { case gap, unreported, lost, received }
 
+    /// 24 bytes (was 48 with `Int` and `Int?`): a relay keeps one history per player and
+    /// writes one entry per forwarded packet, so its size is cache misses.
     struct Entry: Sendable {
-        var size: Int
         var sendTime: Moment
-        var probeClusterID: Int?
+        /// Clamped to what one datagram can be.
+        private var packedSize: UInt16
         var state: State
+        /// -1: not a probe.
+        private var packedCluster: Int32
+
+        init(size: Int, sendTime: Moment, probeClusterID: Int?, state: State) {
+            self.sendTime = sendTime
+            packedSize = UInt16(clamping: size)
+            self.state = state
+            packedCluster = probeClusterID.map { Int32(clamping: $0) } ?? -1
+        }
+
+        var size: Int { Int(packedSize) }
+        var probeClusterID: Int? { packedCluster < 0 ? nil : Int(packedCluster) }
     }
 
     /// Entries older than this are dropped: feedback normally comes within a few hundred ms,
@@ -36,6 +50,18 @@ public struct SendHistory: Sendable {
 
     /// Packets currently remembered (including gaps left by skipped sequence numbers).
     public var count: Int { entries.count - head }
+
+    /// Addresses the next `onPacketSent` touches, for a caller that sends to many histories in
+    /// turn (a relay's fan-out) and prefetches the next one's while it works on this one: the
+    /// entries' storage header (count, capacity: the 32 bytes before the first element on a
+    /// 64-bit Swift array) and the slot after the last. Hints only, never dereferenced: stale
+    /// after the storage grows or is compacted, and a prefetch of a stale address is harmless.
+    public var prefetchAddresses: (header: UnsafeRawPointer?, tail: UnsafeRawPointer?) {
+        entries.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return (nil, nil) }
+            return (UnsafeRawPointer(base) - 32, UnsafeRawPointer(base + buffer.count))
+        }
+    }
 
     public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: Moment,
                                       probeClusterID: Int? = nil) {

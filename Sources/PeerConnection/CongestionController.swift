@@ -50,14 +50,20 @@ package final class CongestionController {
     /// ended with packets queued); they then find no transport and send nothing.
     private weak var transport: MediaTransport?
     private let loop: EventLoop
+    // The forwarding stamp's fields first, then the estimator (its send history first): a relay
+    // stamps one packet per player per forwarded packet, and these lines are what its fan-out
+    // prefetches (`forwardingLines`, `forwardingHints`).
+    private var nextTransportSequence: UInt16 = 1
+    private var firstSent: Moment?
+    /// Where the next stamp writes in the estimator's send history (hints, never dereferenced).
+    package private(set) var forwardingHints: (header: UnsafeRawPointer?, tail: UnsafeRawPointer?) = (nil, nil)
+    private var estimator: BandwidthEstimator
     /// The video encoders' share of the estimate.
     let network = NetworkTarget()
-    private var estimator: BandwidthEstimator
     private var pacer: Pacer
     private var recorder = TransportCCRecorder()
-    private var nextTransportSequence: UInt16 = 1
     private var pacerTimer: Int?
-    private var tickTimer: Int?
+    private var ticking = false
     /// Whether the peer gives feedback an estimate can be built on (transport-cc or REMB);
     /// without it nothing is paced and encoders keep their own rates.
     private(set) var estimating = false
@@ -79,7 +85,6 @@ package final class CongestionController {
     static let announceStep = 0.03
     private var closed = false
     private(set) var stats = CongestionStats()
-    private var firstSent: Moment?
     private var firstFeedback: Moment?
     /// The estimator as it was when ICE went `disconnected`; put back when the path returns. An
     /// outage says nothing about the path's capacity, but what is sent into it comes back as
@@ -205,7 +210,12 @@ package final class CongestionController {
         p[offset + 1] = UInt8(truncatingIfNeeded: seq)
         if firstSent == nil { firstSent = now }
         estimator.onPacketSent(transportSequence: seq, size: wireSize, at: now, probeClusterID: nil)
+        forwardingHints = estimator.historyPrefetchAddresses
     }
+
+    /// Cache lines from the object's start that `stampForwarded` touches (its own fields and
+    /// the send history's), for a fan-out that prefetches them.
+    package static let forwardingLines = 3
 
     /// Writes the next transport-wide sequence number into the packet's placeholder.
     private func stamp(_ bytes: inout [UInt8], id: UInt8) -> UInt16? {
@@ -323,15 +333,22 @@ package final class CongestionController {
 
     // MARK: the periodic tick: estimator work and our transport-cc feedback
 
+    /// Joins the loop's shared 25 ms ticker (one timer for all of a relay's players) while
+    /// there is periodic work: estimating, or feedback to send about what we receive.
     private func scheduleTick() {
-        guard !closed, tickTimer == nil, estimating || !receiveExtensionIDs.isEmpty || remoteEstimator != nil else { return }
-        tickTimer = loop.schedule(at: loop.now.advanced(by: BandwidthEstimator.processInterval)) { [weak self] in
-            guard let self else { return }
-            self.tickTimer = nil
-            self.tick(now: Moment(loop.now))
-            self.scheduleTick()
+        guard !ticking, tickWanted else { return }
+        ticking = true
+        loop.ticker(every: BandwidthEstimator.processInterval).join { [weak self] in
+            guard let self, self.ticking, self.tickWanted else {
+                self?.ticking = false
+                return false
+            }
+            self.tick(now: Moment(self.loop.now))
+            return true
         }
     }
+
+    private var tickWanted: Bool { !closed && (estimating || !receiveExtensionIDs.isEmpty || remoteEstimator != nil) }
 
     private func tick(now: Moment) {
         if estimating, firstFeedback == nil, let first = firstSent, now - first > Self.feedbackTimeout {
@@ -358,9 +375,8 @@ package final class CongestionController {
 
     func close() {
         closed = true
-        for id in [pacerTimer, tickTimer].compactMap({ $0 }) { loop.cancelTimer(id) }
+        if let id = pacerTimer { loop.cancelTimer(id) }
         pacerTimer = nil
-        tickTimer = nil
     }
 }
 

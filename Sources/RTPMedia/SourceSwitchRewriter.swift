@@ -15,7 +15,10 @@ public struct SourceSwitchRewriter: Sendable {
     /// The highest output sequence number and its timestamp, and when it went out.
     private var lastSequence: UInt16?
     private var lastTimestamp: UInt32 = 0
-    private var lastSentAt: ContinuousClock.Instant?
+    /// Since `origin`: a stored `ContinuousClock.Instant` (not `@frozen`) would give this struct,
+    /// and the relay's per-player record around it, a layout known only at run time.
+    private var lastSentAt: Duration?
+    private static let origin = ContinuousClock.now
     public private(set) var switches = 0
 
     public init() {}
@@ -34,7 +37,7 @@ public struct SourceSwitchRewriter: Sendable {
             if let last = lastSequence, let at = lastSentAt {
                 // Continue one past the last sequence number, and the timestamp by the wall time
                 // that passed (at least one tick), so the player's clock keeps running.
-                let elapsed = now - at
+                let elapsed = (now - Self.origin) - at
                 let ticks = max(1, Int((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
                                        * Double(clockRate)))
                 sequenceDelta = last &+ 1 &- sequenceNumber
@@ -50,7 +53,7 @@ public struct SourceSwitchRewriter: Sendable {
         if lastSequence.map({ Self.isNewer(out.0, than: $0) }) ?? true {
             lastSequence = out.0
             lastTimestamp = out.1
-            lastSentAt = now
+            lastSentAt = now - Self.origin
         }
         return out
     }

@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import Codecs
 import Recording
 import PeerConnection
@@ -91,22 +92,14 @@ final class RelaySession: @unchecked Sendable {
 
 /// One player's output stream of one kind. What every forwarded packet touches comes first.
 struct PlayerOutput {
-    /// Sequence numbers and timestamps that continue when the stream's publisher is replaced
-    /// (the player keeps its SSRC and SRTP state throughout).
-    var rewriter = SourceSwitchRewriter()
+    // What every forwarded packet reads and writes comes first, in the two cache lines the
+    // fan-out prefetches (`ForwardingRecord.prefetch`); everything here has a layout known at
+    // compile time (no `ContinuousClock.Instant`), so its offsets are constants.
     /// Simulcast: the publisher's layer (SSRC) this player is sent, and the one it asked for.
     var layer: UInt32?
-    var layerPreference = LayerPreference.high
     /// Simulcast: the layer it should have now (its allocator's choice); `layer` follows at
     /// that layer's keyframe.
     var target: UInt32?
-    /// Padding sent along with its layer (a probe for the next one): bytes per forwarded byte,
-    /// a higher ratio until a time (the probe's burst), and what is owed of it.
-    var paddingRatio = 0.0
-    var burst: (ratio: Double, until: ContinuousClock.Instant)?
-    var paddingOwed = 0.0
-    /// VP8 simulcast: its PictureID/TL0PICIDX, continuous across layer switches.
-    var vp8 = VP8Numbering()
     /// What the sender report counts (RFC 3550 §6.4.1: packets, payload octets).
     var packetsSent: UInt32 = 0
     var octetsSent: UInt32 = 0
@@ -114,6 +107,17 @@ struct PlayerOutput {
     /// (`RtpSender.noteForwarded`): packets and their plaintext bytes.
     var unnotedPackets = 0
     var unnotedBytes = 0
+    /// Padding sent along with its layer (a probe for the next one): bytes per forwarded byte,
+    /// a higher ratio until a time (the probe's burst), and what is owed of it.
+    var paddingRatio = 0.0
+    var burst: (ratio: Double, until: Moment)?
+    var paddingOwed = 0.0
+    /// Sequence numbers and timestamps that continue when the stream's publisher is replaced
+    /// (the player keeps its SSRC and SRTP state throughout).
+    var rewriter = SourceSwitchRewriter()
+    /// VP8 simulcast: its PictureID/TL0PICIDX, continuous across layer switches.
+    var vp8 = VP8Numbering()
+    var layerPreference = LayerPreference.high
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
     /// Video only: what the player's link carries, the layer that fits it, and what its NACKs

@@ -1,3 +1,4 @@
+import BandwidthEstimation
 import CShim
 import Media
 import PeerConnection
@@ -277,10 +278,14 @@ final class RelayStream: @unchecked Sendable {
             // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
             let vp8 = kind == .video && rewritesVP8Numbers ? VP8Numbers(payload: view.payload) : nil
             table.withUnsafeBufferPointer { records in
+                for record in records.prefix(2) { record.prefetch() }
                 for (i, record) in records.enumerated() {
                     // Every player's state is cold by the time a packet comes (the last fan-out's
-                    // sends flushed it): ask for the next player's while this one is worked on.
-                    if i + 1 < records.count { records[i + 1].prefetch() }
+                    // sends flushed it): ask for the player after next's while this one is worked
+                    // on, and for what the next one's (now cached) state points at.
+                    if i == 0 { records[0].prefetchIndirect() }
+                    if i + 2 < records.count { records[i + 2].prefetch() }
+                    if i + 1 < records.count { records[i + 1].prefetchIndirect() }
                     let output = record.output
                     if simulcast, output.pointee.layer != view.ssrc {
                         guard startsKeyframe, output.pointee.target == view.ssrc else {
@@ -604,7 +609,7 @@ final class RelayStream: @unchecked Sendable {
             let rate = layers.first { $0.ssrc == decision.ssrc }?.bitrate ?? 0
             let ratio = { (padding: Int) in rate > 0 ? min(Self.maxPaddingRatio, Double(padding) / Double(rate)) : 0 }
             output.paddingRatio = ratio(decision.padding)
-            output.burst = decision.burst.map { (ratio($0.padding), $0.until) }
+            output.burst = decision.burst.map { (ratio($0.padding), Moment($0.until)) }
             if output.paddingRatio == 0, output.burst == nil { output.paddingOwed = 0 }
             return previous == decision.ssrc ? nil : (previous, decision.ssrc, output.estimate.bitrate)
         }
@@ -632,7 +637,7 @@ final class RelayStream: @unchecked Sendable {
     private func pad(_ record: ForwardingRecord, with view: RTPHeaderView, size: Int, sequenceNumber: UInt16, timestamp: UInt32,
                      orientation: UInt8?, edit: RTPHeaderPatch.PayloadEdit?, now: ContinuousClock.Instant) {
         let output = record.output
-        if let burst = output.pointee.burst, now >= burst.until { output.pointee.burst = nil }
+        if let burst = output.pointee.burst, Moment(now) >= burst.until { output.pointee.burst = nil }
         let ratio = output.pointee.burst?.ratio ?? output.pointee.paddingRatio
         output.pointee.paddingOwed = min(output.pointee.paddingOwed + ratio * Double(size),
                                          (Self.maxPaddingRatio + 1) * Double(size))
@@ -696,11 +701,24 @@ struct ForwardingRecord {
     /// Brings what forwarding to this player touches into cache, without waiting for it.
     @inline(__always)
     func prefetch() {
-        swiftrtc_prefetch(output, 2)   // the rewriter and counters; not the NACK and RTT state
-        guard let set = target?.workingSet else { return }
+        swiftrtc_prefetch(output, 3)   // the counters and rewriter; not the estimate or allocator
+        guard let target else { return }
+        let set = target.workingSet
         swiftrtc_prefetch(set.session, 1)
         swiftrtc_prefetch(set.engine, 2)
         swiftrtc_prefetch(set.cipher, 3)
+        if let congestion = target.congestion {
+            swiftrtc_prefetch(congestion.toOpaque(), CongestionController.forwardingLines)
+        }
+    }
+
+    /// After `prefetch` had its time: what the transport-cc stamp will write, found through
+    /// the (by now cached) congestion controller — its send history's header and next slot.
+    @inline(__always)
+    func prefetchIndirect() {
+        guard let hints = target?.congestion?._withUnsafeGuaranteedRef({ $0.forwardingHints }) else { return }
+        swiftrtc_prefetch(hints.header, 1)
+        swiftrtc_prefetch(hints.tail, 1)
     }
 }
 

@@ -21,6 +21,8 @@ public final class EventLoop: @unchecked Sendable {
     let driver: Driver
     private let pending = Locked<[Work]>([])
     var timers = TimerHeap<() -> Void>()
+    /// Shared periodic timers by period (`ticker(every:)`); loop-only.
+    var tickers: [Duration: LoopTicker] = [:]
     /// The thread running loop work: a threaded loop's own thread, or the thread running a
     /// simulated loop's work at this moment (nil between work).
     let runner = Locked<pthread_t?>(nil)
@@ -140,7 +142,7 @@ public final class EventLoop: @unchecked Sendable {
     public func shutdown() {
         execute { [self] in
             stopped.store(true, ordering: .relaxed)
-            if isSimulated { timers = TimerHeap() }
+            if isSimulated { timers = TimerHeap(); tickers = [:] }
         }
     }
 

@@ -32,6 +32,20 @@ import RTP
         #expect(results.map(\.arrivalMicroseconds) == (1...10).map { 6_400_000 + Int64($0) * 1000 })
     }
 
+    /// Entries are packed (24 bytes): what goes in comes back out of the feedback's results.
+    @Test func probeClustersAndSizesSurviveThePacking() {
+        var h = SendHistory()
+        h.onPacketSent(transportSequence: 1, size: 1200, at: t0, probeClusterID: 7)
+        h.onPacketSent(transportSequence: 2, size: 0, at: t0, probeClusterID: nil)
+        h.onPacketSent(transportSequence: 3, size: 70_000, at: t0, probeClusterID: 123_456)   // over a datagram: clamped
+        h.onPacketSent(transportSequence: 4, size: -5, at: t0)
+        let results = h.onFeedback(feedback(base: 1, deltas: [1, 1, nil, 1]))
+        #expect(results.map(\.probeClusterID) == [7, nil, 123_456, nil])
+        #expect(results.map(\.size) == [1200, 0, 65535, 0])
+        #expect(results.map(\.isReceived) == [true, true, false, true])
+        #expect(MemoryLayout<SendHistory.Entry>.stride == 24)
+    }
+
     @Test func duplicateAndReorderedFeedbackIsTolerated() {
         var h = history(first: 10, count: 20)
         let late = h.onFeedback(feedback(base: 20, deltas: [1, 1, 1, 1, 1]))
