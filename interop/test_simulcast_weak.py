@@ -223,9 +223,15 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
             f">= the publisher's {fps_of.get(b_layer or 'l')} - 2")
     c.check("B's bottleneck drops while limited (5 s on)", limited["queue_drop_fraction"] <= 0.05,
             f"{limited['dropped_queue']} of {limited['packets_in']}", "<= 5%")
-    # B joins on the largest layer (no estimate yet) and leaves it at its first REMB: that join
-    # costs it 0-1.5 s of frozen video (W3C totalFreezesDuration over the run, reported below;
-    # the issue asks <= 1 s in total). Once on its layer it plays smoothly:
+    # B joins on the largest layer (no estimate yet); its estimator tells the relay its link is
+    # full before it settles, and it is moved to the smallest layer at once. That join cost it
+    # 1.2-1.4 s of frozen video with Chromium as B while the relay waited for the settled
+    # estimate (h -> m -> l as a Chromium publisher's layers ramped); since, 0-0.21 s in
+    # every row. The issue's bound, over the whole run (W3C totalFreezesDuration):
+    frozen = b_freezes.get("totalFreezesDuration")
+    c.check("B's frozen time over the run, its join included (W3C totalFreezesDuration)",
+            frozen is not None and frozen <= 1.0, b_freezes, "<= 1 s")
+    # Once on its layer it plays smoothly:
     c.check("B once on its layer: every 1 s line within 5 fps of the publisher's rate for it",
             b_layer is not None and all(x["fps"] >= fps_of[b_layer] - 5 for x in b_rows),
             min((x["fps"] for x in b_rows), default=None), f">= {fps_of.get(b_layer or 'l')} - 5")

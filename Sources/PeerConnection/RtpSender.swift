@@ -372,7 +372,7 @@ public final class RtpSender: @unchecked Sendable {
     /// was sent), else padding-only packets. Loop thread.
     /// `maxBitrate`: the most the player may be sent (the estimator's bound, and its probes').
     package func followSendSideEstimate(maxBitrate: Int, padding: @escaping (Int) -> [(bytes: [UInt8], transportCCID: UInt8)],
-                                        onChange: @escaping (Int) -> Void) {
+                                        onChange: @escaping (_ bitrate: Int, _ settled: Bool) -> Void) {
         loop.preconditionInLoop()
         guard let congestion = transport?.congestion else { return }
         congestion.setBounds(minBitrate: 30_000, maxBitrate: maxBitrate, audioReserve: 0, videoStreams: 1)

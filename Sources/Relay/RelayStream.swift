@@ -585,9 +585,10 @@ final class RelayStream: @unchecked Sendable {
     var publishesSimulcast: Bool { videoLayers.isSimulcast }
 
     /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.
-    func sendSideEstimate(_ bitrate: Int, of player: RelaySession) {
+    /// `settled`: false for an early one that says its link is full.
+    func sendSideEstimate(_ bitrate: Int, settled: Bool, of player: RelaySession) {
         guard players[player.id] === player else { return }
-        player.output(.video) { $0.estimate.sendSide(bitrate) }
+        player.output(.video) { $0.estimate.sendSide(bitrate, settled: settled) }
         allocate(player, now: loop.now)
     }
 
@@ -602,7 +603,8 @@ final class RelayStream: @unchecked Sendable {
         let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.recentKbps(now: now) * 1000) }
         let switched: (from: UInt32?, to: UInt32, estimate: Int?)? = player.output(.video) { output in
             guard let decision = output.allocator.decide(layers: layers, current: output.target, estimate: output.estimate.bitrate,
-                                                         limitedByLoss: output.estimate.limitedByLoss, now: now)
+                                                         limitedByLoss: output.estimate.limitedByLoss,
+                                                         provisional: output.estimate.provisional, now: now)
             else { return nil }
             let previous = output.target
             output.target = decision.ssrc

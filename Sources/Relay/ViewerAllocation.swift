@@ -60,11 +60,17 @@ struct ViewerEstimate {
         dropCapAboveREMB()
     }
 
-    /// The send-side estimate of what this player's link carries (bits per second).
-    mutating func sendSide(_ bitrate: Int) {
+    /// The send-side estimate of what this player's link carries (bits per second);
+    /// `settled` false: an early one, given because the link is evidently full.
+    mutating func sendSide(_ bitrate: Int, settled: Bool = true) {
         sendSide = bitrate
+        provisional = !settled
         lossCap = nil
     }
+
+    /// The send-side estimate is an early one: the player's link was full before its estimator
+    /// settled (a join on a layer the link does not carry).
+    private(set) var provisional = false
 
     /// The report cap goes once it no longer holds the REMB down (with a send-side estimate
     /// there is none).
@@ -227,9 +233,13 @@ struct LayerAllocator {
     var probing: Bool { probe != nil }
 
     /// `layers`: the ones the player may get, smallest first; `current`: the layer decided last;
-    /// `limitedByLoss`: loss, not the player's REMB, set the estimate.
+    /// `limitedByLoss`: loss, not the player's REMB, set the estimate. `provisional`: an
+    /// estimate from before the player's estimator settled, given because its link is full —
+    /// a layer that does not fit steps down at once, to the smallest: the layers' rates may
+    /// still be ramping (a Chromium publisher's are for seconds), and a player that joined on
+    /// one too large went h → m at 358 kbit/s and m → l a second later as m grew (two freezes).
     mutating func decide(layers: [Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
-                         now: ContinuousClock.Instant) -> Decision? {
+                         provisional: Bool = false, now: ContinuousClock.Instant) -> Decision? {
         guard let largest = layers.last else { return nil }
         guard let estimate else {
             fitsSince.removeAll()
@@ -252,14 +262,14 @@ struct LayerAllocator {
             let since = unfitSince ?? now
             unfitSince = since
             let farBelow = Double(estimate) < Double(layers[index].bitrate) * Self.farBelow
-            guard fell || limitedByLoss || farBelow || now - since >= Self.downHold else {
+            guard fell || limitedByLoss || farBelow || provisional || now - since >= Self.downHold else {
                 return Decision(ssrc: layers[index].ssrc, padding: 0)
             }
             unfitSince = nil
             fullAt = Int(Double(estimate) / Self.headroom)
             if probe != nil { probeFailed(now: now) }
             nextProbe = max(nextProbe ?? now, now + Self.firstBackoff)
-            return Decision(ssrc: layers[min(fitting, index)].ssrc, padding: 0)
+            return Decision(ssrc: layers[provisional ? 0 : min(fitting, index)].ssrc, padding: 0)
         }
         unfitSince = nil
         if fitting > index {

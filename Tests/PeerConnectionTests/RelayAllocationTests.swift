@@ -44,13 +44,7 @@ import Transport
         var views: [Locked<[Arrival]>] = []
         let pcs = [try sim.peer { $0.mediaPipeline = false }, try sim.peer({ $0.mediaPipeline = false }, endpoint: { bLink.value = $0 })]
         for pc in pcs {
-            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-            let got = Locked<[Arrival]>([])
-            video.receiver.onRTP = { [loop = sim.loop] p in
-                let s = now.value
-                got.withLock { $0.append(Arrival(second: s, at: loop.now, layer: p.payload.count > 1 ? p.payload[1] : 0, marker: p.marker,
-                                                 sequence: p.sequenceNumber)) }
-            }
+            let got = try await Arrival.record(pc, sim, second: now)
             _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "weak")
             views.append(got)
         }
@@ -83,7 +77,8 @@ import Transport
         // full link delays frames by up to ~0.2 s, 24 in one second and 33 in the next.)
         let bSettled = Array(b.dropFirst(3))
         #expect(bSettled.allSatisfy { $0.high == 0 }, "B: \(b)")
-        #expect(bSettled.reduce(0) { $0 + $1.low } >= 30 * bSettled.count, "B: \(b)")
+        // (But one the run's end may leave in its queue: frames count in the second they arrive.)
+        #expect(bSettled.reduce(0) { $0 + $1.low } >= 30 * bSettled.count - 1, "B: \(b)")
         let bFreezes = freezes(views[1], layer: 1, from: limited + 4, to: second)
         #expect(bFreezes.count == 0, "B froze \(bFreezes.count) times, \(bFreezes.total) in all: \(b)")
         let streams = String(decoding: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
@@ -109,6 +104,76 @@ import Transport
         #expect(up[(back + 1)...].reduce(0) { $0 + $1.high } >= 30 * (up.count - back - 1) - 1, "B after coming back: \(up)")
         let upFreezes = freezes(views[1], layer: 2, from: since, to: second)
         #expect(upFreezes.count == 0, "B froze \(upFreezes.count) times after coming back, \(upFreezes.total) in all: \(up)")
+
+        for pc in pcs { await pc.close() }
+        await publisher.close()
+        await relay.stop()
+    }
+}
+
+/// Issue 22's weak viewer joining when its link is already narrow: the relay starts a player
+/// with no estimate yet on the largest layer (most links carry it), and a transport-cc player's
+/// estimate was only told once settled (1.5 s after its first feedback), so B sat on a layer
+/// 4× its link until then (Chromium as B in the interop run: 1.3–1.4 s of W3C freeze at its
+/// join). A link that is evidently full (the delay detector sees its queue grow) is told at
+/// once, so the relay steps B down within a fraction of a second; A, on a clean link, keeps
+/// the largest layer from its first frame.
+@Suite struct RelayJoinOnANarrowLinkTests {
+    @Test func aViewerJoiningBehindANarrowLinkIsSteppedDownAtOnce() async throws {
+        let sim = Simulation(seed: 1)
+        let stepDowns = Locked<[ContinuousClock.Instant]>([])
+        let relay = try sim.relay(playerTransportCC: true, log: { [loop = sim.loop] line in
+            if line.contains("layer h → l") { stepDowns.withLock { $0.append(loop.now) } }
+        })
+        let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "narrow", rids: ["l", "h"])
+        var second = 0
+        let now = Locked(0)
+        // A keyframe on each layer every 8 frames (~270 ms): this publisher does not answer
+        // PLIs, and a step down waits for the lower layer's next keyframe.
+        func run(seconds: Int) {
+            for _ in 0..<seconds {
+                for f in 0..<30 { publisher.frame(sim, packets: [1, 5], size: 1200, keyframes: f % 8 == 0 ? ["l", "h"] : []) }
+                second += 1
+                now.withLock { $0 = second }
+            }
+        }
+        run(seconds: 2)
+        var views: [Locked<[Arrival]>] = []
+        var pcs: [PeerConnection] = []
+        for narrow in [false, true] {
+            let link = Holder<VirtualEndpoint>()
+            let pc = try sim.peer({ $0.mediaPipeline = false }, endpoint: { link.value = $0 })
+            let got = try await Arrival.record(pc, sim, second: now)
+            _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "narrow")
+            // Before any of the stream's packets: they only come with `run`.
+            if narrow {
+                let endpoint = try #require(link.value)
+                sim.loop.perform { endpoint.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
+            }
+            views.append(got)
+            pcs.append(pc)
+        }
+        run(seconds: 8)
+
+        let frames = views.map { Arrival.frames($0.value) }
+        let joinedB = try #require(views[1].value.first?.at, "B got nothing")
+        let firstLow = try #require(frames[1].first { $0.layer == 1 }?.at, "B never got the low layer: \(frames[1].count) frames")
+        let bHigh = frames[1].filter { $0.layer == 2 }.count
+        let steppedDown = try #require(stepDowns.value.first, "the relay never stepped B down")
+        print("narrow join: B stepped down \(steppedDown - joinedB) and its first low frame \(firstLow - joinedB) "
+              + "after its first packet; \(bHigh) high frames before")
+        // Was 2.4 s (1.5 s of settling, then a 25-packet queue of the high layer to drain).
+        #expect(stepDowns.value.count == 1, "B moved \(stepDowns.value.count) times")
+        #expect(steppedDown - joinedB <= .milliseconds(500), "B moved down \(steppedDown - joinedB) after joining")
+        // Then the low layer's next keyframe (every ~270 ms here) behind that queue (~0.6 s).
+        #expect(firstLow - joinedB <= .milliseconds(1200), "B on the high layer \(firstLow - joinedB) after joining")
+        // Once on the low layer, B stays there and gets all of it.
+        let after = frames[1].filter { $0.at > firstLow }
+        #expect(after.allSatisfy { $0.layer == 1 }, "B went back up on a 400 kbit/s link")
+        // A: the high layer only, from its first frame, at the full rate.
+        #expect(frames[0].allSatisfy { $0.layer == 2 }, "A got \(frames[0].filter { $0.layer != 2 }.count) frames of another layer")
+        let aLast = (second - 6)..<second
+        #expect(aLast.allSatisfy { s in frames[0].filter { $0.second == s }.count >= 29 }, "A's last seconds")
 
         for pc in pcs { await pc.close() }
         await publisher.close()
@@ -197,6 +262,19 @@ private struct Arrival {
     let layer: UInt8
     let marker: Bool
     let sequence: UInt16
+
+    /// A receive-only video transceiver on `pc` whose packets are recorded with the layer tag
+    /// (the payload's second byte) and the publisher's `second` at their arrival.
+    static func record(_ pc: PeerConnection, _ sim: Simulation, second: Locked<Int>) async throws -> Locked<[Arrival]> {
+        let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+        let got = Locked<[Arrival]>([])
+        video.receiver.onRTP = { [loop = sim.loop] p in
+            let s = second.value
+            got.withLock { $0.append(Arrival(second: s, at: loop.now, layer: p.payload.count > 1 ? p.payload[1] : 0, marker: p.marker,
+                                             sequence: p.sequenceNumber)) }
+        }
+        return got
+    }
 
     /// The frames' last packets, each once (padding and resends repeat packets).
     static func frames(_ all: [Arrival]) -> [Arrival] {

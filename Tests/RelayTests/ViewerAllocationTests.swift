@@ -51,6 +51,28 @@ import SeededRandom
         #expect(d.decide(layers: layers, current: 3, estimate: 999_000, now: t0 + .milliseconds(100))?.ssrc == 2)
     }
 
+    /// A transport-cc player that joined on the largest layer behind a narrow link: its
+    /// estimator says so before it settles (`CongestionController.linkIsFull`), while a
+    /// Chromium publisher's layers are still ramping (the interop run's rates at that moment:
+    /// l 281, m 246, h 746 kbit/s). Settled, 358 kbit/s picks m, which then grows past the link
+    /// (a second switch and freeze); provisional, it picks the smallest at once.
+    @Test func aProvisionalEstimateStepsDownAtOnceToTheSmallest() {
+        let ramping = [LayerAllocator.Layer(ssrc: 1, bitrate: 281_000), .init(ssrc: 2, bitrate: 246_000), .init(ssrc: 3, bitrate: 746_000)]
+        #expect(Allocator().decide(layers: ramping, current: 3, estimate: 358_000, provisional: true, now: t0)?.ssrc == 1)
+        #expect(Allocator().decide(layers: ramping, current: 3, estimate: 358_000, now: t0)?.ssrc == 2)
+        // Not under half the layer and not fallen: a settled estimate waits for the hold; a
+        // provisional one (the link is full) does not.
+        #expect(Allocator().decide(layers: layers, current: 3, estimate: 1_200_000, now: t0)?.ssrc == 3)
+        #expect(Allocator().decide(layers: layers, current: 3, estimate: 1_200_000, provisional: true, now: t0)?.ssrc == 1)
+        // A layer that fits stays.
+        #expect(Allocator().decide(layers: layers, current: 1, estimate: 358_000, provisional: true, now: t0)?.ssrc == 1)
+        var e = ViewerEstimate()
+        e.sendSide(358_000, settled: false)
+        #expect(e.provisional && e.bitrate == 358_000)
+        e.sendSide(420_000)
+        #expect(!e.provisional)
+    }
+
     @Test func upAfterTheHoldToTheLargestLayerThatFittedAllThatTime() {
         let a = Allocator()
         var current: UInt32 = 1
@@ -326,8 +348,9 @@ import SeededRandom
 private final class Allocator {
     var allocator = LayerAllocator()
     func decide(layers: [LayerAllocator.Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
-                now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
-        allocator.decide(layers: layers, current: current, estimate: estimate, limitedByLoss: limitedByLoss, now: now)
+                provisional: Bool = false, now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
+        allocator.decide(layers: layers, current: current, estimate: estimate, limitedByLoss: limitedByLoss,
+                         provisional: provisional, now: now)
     }
     var probing: Bool { allocator.probing }
     var probes: Int { allocator.probes }
