@@ -74,13 +74,16 @@ public struct BandwidthEstimator: Sendable {
     /// Whether transport-cc feedback has come (the estimate is not REMB's alone).
     public var hasTransportFeedback: Bool { lastTransportFeedback != nil }
 
+    /// What the feedback says arrived lately (bits per second); nil before enough of it.
+    public var acknowledgedBitrate: Int? { acknowledged.bitrate.map { Int($0) } }
+
     /// Loss fraction (0…1) of the last loss report.
     public var lossRate: Double { loss.lossRate }
 
     public var stats: Stats {
         Stats(targetBitrate: targetBitrate, availableOutgoingBitrate: availableOutgoingBitrate,
               delayBasedBitrate: lastTransportFeedback == nil ? nil : Int(delay.bitrate),
-              acknowledgedBitrate: acknowledged.bitrate.map { Int($0) },
+              acknowledgedBitrate: acknowledgedBitrate,
               rembBitrate: remb, delayState: delayState, lossRate: lossRate, rtt: rtt,
               delayThreshold: delay.detector.threshold, delayTrend: delay.detector.modifiedTrend,
               feedbackCount: feedbackCount, packetsReported: packetsReported, packetsLost: packetsLost,

@@ -329,7 +329,7 @@ package final class CongestionController {
     /// (its probes are acknowledged at their rate).
     private func linkIsFull(now: Moment) -> Bool {
         if estimator.delayState == .overusing { return true }
-        guard let first = firstSent, now - first >= Self.fullAfter, let acknowledged = estimator.stats.acknowledgedBitrate else {
+        guard let first = firstSent, now - first >= Self.fullAfter, let acknowledged = estimator.acknowledgedBitrate else {
             return false
         }
         let sent = Double(bytesSent) * 8 / (now - first).inSeconds

@@ -92,8 +92,8 @@ final class RelaySession: @unchecked Sendable {
 
 /// One player's output stream of one kind. What every forwarded packet touches comes first.
 struct PlayerOutput {
-    // What every forwarded packet reads and writes comes first, in the two cache lines the
-    // fan-out prefetches (`ForwardingRecord.prefetch`); everything here has a layout known at
+    // What every forwarded packet reads and writes comes first, in the cache lines the fan-out
+    // prefetches (`ForwardingRecord.prefetch`); everything here has a layout known at
     // compile time (no `ContinuousClock.Instant`), so its offsets are constants.
     /// Simulcast: the publisher's layer (SSRC) this player is sent, and the one it asked for.
     var layer: UInt32?

@@ -37,8 +37,8 @@ public final class LoopTicker {
     }
 
     private func fire(due: ContinuousClock.Instant) {
-        timer = nil
-        // Members that join during the round are called in it too (appended: the loop sees them).
+        // `timer` stays set through the round: a member joining from a tick must not arm a
+        // second timer. Members that join during the round are called in it too (appended).
         var i = 0
         while i < members.count {
             if let tick = members[i], !tick() {
@@ -54,6 +54,7 @@ public final class LoopTicker {
         guard count > 0 else {
             members.removeAll()
             departed = 0
+            timer = nil
             return
         }
         // Late (a busy loop): the next round stays on the grid but is never in the past.

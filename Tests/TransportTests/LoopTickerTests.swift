@@ -36,6 +36,28 @@ import Testing
         #expect(loop.perform { loop.timers.count } == 1)
     }
 
+    @Test("a member joining from another's tick is called in that round too, and one timer still serves both")
+    func joiningFromATick() {
+        let loop = EventLoop.simulated(at: t0)
+        let log = Log()
+        var joined = false
+        loop.perform {
+            let ticker = loop.ticker(every: .milliseconds(10))
+            ticker.join {
+                log.entries.append(("a", loop.now - t0))
+                if !joined {
+                    joined = true
+                    ticker.join { log.entries.append(("b", loop.now - t0)); return true }
+                }
+                return true
+            }
+        }
+        loop.advance(by: .milliseconds(30))
+        #expect(log.entries.map(\.0) == ["a", "b", "a", "b", "a", "b"])
+        #expect(log.entries.map(\.1) == [10, 10, 20, 20, 30, 30].map { Duration.milliseconds($0) })
+        #expect(loop.perform { loop.timers.count } == 1)
+    }
+
     @Test("with no members left the timer stops; a later member starts a new one")
     func stopsWhenEmpty() {
         let loop = EventLoop.simulated(at: t0)
