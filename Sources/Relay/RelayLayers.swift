@@ -102,6 +102,11 @@ struct VideoLayers {
     }
 
     /// Marks the layers silent since `cutoff` stopped, and the others (sending again) not.
+    /// Whether `retire(silentSince:)` would change a layer: one went silent or sends again.
+    func retirementChanged(silentSince cutoff: ContinuousClock.Instant) -> Bool {
+        bySSRC.values.contains { layer in (layer.lastPacketAt.map { $0 < cutoff } ?? false) != layer.retired }
+    }
+
     mutating func retire(silentSince cutoff: ContinuousClock.Instant) {
         for (ssrc, layer) in bySSRC {
             let silent = layer.lastPacketAt.map { $0 < cutoff } ?? false

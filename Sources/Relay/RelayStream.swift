@@ -45,6 +45,10 @@ final class RelayStream: @unchecked Sendable {
     private var lastKeyframeAt: ContinuousClock.Instant?
     /// When the publisher last came back from a silence (and was asked for a keyframe).
     private var resumedAt: ContinuousClock.Instant?
+    /// Simulcast: when the publisher's packets were last looked at for a layer that stopped or
+    /// started again (`layersChecked`).
+    private var layersCheckedAt: ContinuousClock.Instant?
+    static let layerCheckInterval: Duration = .milliseconds(100)
     /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
     /// answers the players that ask meanwhile).
     private var keyframeRequests: KeyframeRequestTracker?
@@ -264,6 +268,7 @@ final class RelayStream: @unchecked Sendable {
         // Simulcast: each player takes one layer, changing to the one its allocator chose at
         // that layer's keyframe (the rewriter keeps its sequence numbers and timestamps continuous).
         let simulcast = kind == .video && videoLayers.isSimulcast
+        if simulcast { layersChecked(now: now) }
         if simulcast, startsKeyframe { allocateUnassigned(now: now) }
         let orientation = kind == .video ? orientationID : nil
         let clockRate = clockRate(kind)
@@ -562,6 +567,18 @@ final class RelayStream: @unchecked Sendable {
             videoLayers[ssrc]?.size = size
             videoSize = videoLayers.largestSize
         }
+    }
+
+    /// Simulcast, on the publisher's packets (at most every `layerCheckInterval`): a layer that
+    /// went silent `VideoLayers.stoppedAfter` ago, or sends again, moves its players now, not at
+    /// the next round of sender reports (up to a second later: with a publisher's uplink cut to
+    /// 700 kbit/s its player waited 3.1 s for another layer, the interop check allows 3).
+    private func layersChecked(now: ContinuousClock.Instant) {
+        if let last = layersCheckedAt, now - last < Self.layerCheckInterval { return }
+        layersCheckedAt = now
+        guard videoLayers.retirementChanged(silentSince: now - VideoLayers.stoppedAfter) else { return }
+        releasePlayersFromStoppedLayers(now: now)
+        for player in players.values where player.connected { allocate(player, now: now) }
     }
 
     /// Simulcast: a layer the publisher stopped sending (its estimate no longer carries it) is
