@@ -5,10 +5,7 @@ import Testing
 /// return false; one loop timer serves them all.
 @Suite struct LoopTickerTests {
     let t0 = ContinuousClock.now
-
-    final class Log {
-        var entries: [(String, Duration)] = []
-    }
+    typealias Log = SimulatedLoopTests.Log
 
     @Test("members tick every interval on one grid, in joining order, and leave by returning false")
     func membersTickOnOneGrid() {
