@@ -618,7 +618,7 @@ final class RelayStream: @unchecked Sendable {
         guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
               let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }
         let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.recentKbps(now: now) * 1000) }
-        let switched: (from: UInt32?, to: UInt32, estimate: Int?)? = player.output(.video) { output in
+        let switched: (from: UInt32?, to: UInt32, estimate: String)? = player.output(.video) { output in
             guard let decision = output.allocator.decide(layers: layers, current: output.target, estimate: output.estimate.bitrate,
                                                          limitedByLoss: output.estimate.limitedByLoss,
                                                          provisional: output.estimate.provisional, now: now)
@@ -630,13 +630,17 @@ final class RelayStream: @unchecked Sendable {
             output.paddingRatio = ratio(decision.padding)
             output.burst = decision.burst.map { (ratio($0.padding), Moment($0.until)) }
             if output.paddingRatio == 0, output.burst == nil { output.paddingOwed = 0 }
-            return previous == decision.ssrc ? nil : (previous, decision.ssrc, output.estimate.bitrate)
+            guard previous != decision.ssrc else { return nil }
+            // Why, for the log: an early estimate (the link is full) or one loss set.
+            let estimate = output.estimate
+            let why = estimate.provisional ? ", early: link full" : estimate.limitedByLoss ? ", from loss" : ""
+            return (previous, decision.ssrc, estimate.bitrate.map { "\($0 / 1000) kbps\(why)" } ?? "none yet")
         }
         if let switched, let log {
             let name = { (ssrc: UInt32?) in ssrc.flatMap { self.videoLayers[$0]?.rid } ?? "-" }
             let rates = layers.map { "\(name($0.ssrc)) \($0.bitrate / 1000)" }.joined(separator: ", ")
             log("serve: player \(player.id) layer \(name(switched.from)) → \(name(switched.to)) (\(id); estimate "
-                + "\(switched.estimate.map { "\($0 / 1000) kbps" } ?? "none yet"); layers \(rates) kbps)")
+                + "\(switched.estimate); layers \(rates) kbps)")
         }
     }
 
