@@ -175,6 +175,7 @@ class NetSampler:
                          "drop_loss": w["dropped_loss"], "drop_queue": w["dropped_queue"],
                          "queue_bytes": w["queue_bytes_end"],
                          "qdelay_p50": w["queue_delay_ms"]["p50"], "qdelay_p95": w["queue_delay_ms"]["p95"],
+                         "qdelay_max": w["queue_delay_ms"]["max"],
                          "config": b["flows"].get(flow, {}).get(direction, {}).get("config")})
         return rows
 
@@ -203,7 +204,7 @@ def hist_summary(counts: dict[int, int]) -> dict:
 # ---- CLI status lines ------------------------------------------------------------------------------
 
 _STATUS = re.compile(r"^(?:peer )?(\w+)\s+([\d.]+)s\s+([\d.]+) fps\s+(\d+)x(\d+)\s+(-?\d+) kbps\s+rtt (-|\d+ ms)\s+"
-                     r"loss (-|[\d.]+%)(?:\s+target (\d+) kbps)?", re.M)
+                     r"loss (-|[\d.]+%)(?:\s+target (\d+) kbps)?(?:[^\n]*?\s+freezes (\d+) \()?", re.M)
 
 
 def status_series(text: str, started_at: float | None = None) -> list[dict]:
@@ -217,7 +218,8 @@ def status_series(text: str, started_at: float | None = None) -> list[dict]:
                "height": int(m.group(5)), "kbps": int(m.group(6)),
                "rtt_ms": None if m.group(7) == "-" else int(m.group(7).split()[0]),
                "loss_pct": None if m.group(8) == "-" else float(m.group(8)[:-1]),
-               "target_kbps": None if m.group(9) is None else int(m.group(9))}
+               "target_kbps": None if m.group(9) is None else int(m.group(9)),
+               "freezes": int(m.group(10) or 0)}   # W3C freezeCount so far (play shows it once > 0)
         if started_at is not None:
             row["t"] = round(started_at + elapsed, 2)
         rows.append(row)

@@ -55,7 +55,7 @@ class ChromiumB:
         out = []
         for a, b in zip(self.samples, self.samples[1:]):
             if t0 <= b["t"] < t1 and b["t"] > a["t"]:
-                out.append({"t": b["t"], "width": b.get("frameWidth") or 0,
+                out.append({"t": b["t"], "width": b.get("frameWidth") or 0, "freezes": b.get("freezeCount") or 0,
                             "fps": round(((b.get("framesDecoded") or 0) - (a.get("framesDecoded") or 0)) / (b["t"] - a["t"]), 1)})
         return out
 
@@ -231,10 +231,17 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
     frozen = b_freezes.get("totalFreezesDuration")
     c.check("B's frozen time over the run, its join included (W3C totalFreezesDuration)",
             frozen is not None and frozen <= 1.0, b_freezes, "<= 1 s")
-    # Once on its layer it plays smoothly:
-    c.check("B once on its layer: every 1 s line within 5 fps of the publisher's rate for it",
-            b_layer is not None and all(x["fps"] >= fps_of[b_layer] - 5 for x in b_rows),
-            min((x["fps"] for x in b_rows), default=None), f">= {fps_of.get(b_layer or 'l')} - 5")
+    # Once on its layer it plays smoothly: no W3C freeze from 5 s on until the limit lifts, and
+    # all of the layer's frames (their rate over that window). Not every 1 s line: a probe that
+    # fills B's queue by ~200 ms moves frames from one line to the next (23 then 37 fps, none
+    # lost, no freeze; 1 run in 10 locally, one CI run at 21).
+    before = b_rows_of(t_both, t_both + 5)
+    frozen_on_layer = (b_rows[-1]["freezes"] - (before[-1]["freezes"] if before else 0)) if b_rows else None
+    c.check("B once on its layer: no freeze (W3C freezeCount from 5 s on until the limit lifts)",
+            frozen_on_layer == 0, frozen_on_layer, "0")
+    mean = sum(x["fps"] for x in b_rows) / len(b_rows) if b_rows else 0
+    c.check("B once on its layer: all its frames (mean of the 1 s lines)",
+            b_layer is not None and mean >= fps_of[b_layer] - 1, round(mean, 2), f">= {fps_of.get(b_layer or 'l')} - 1")
     # B gives transport-cc (swiftrtc play, Chromium): its layer follows the relay's send-side
     # estimate of its link, whose probes find the room once the limit lifts. The bound is the
     # mechanism's: the next periodic probe (every 5 s; the exponential ones after it may stall
@@ -250,8 +257,8 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
                     f"for {LIMITED} s, then clean for {LIFTED} s",
         "publisherLayers": sent, "publisherLayerFps": fps_of, "bLayer": b_layer, "bBackSeconds": back, "bFirstUpSeconds": first_up,
         "viewerB": viewer_b, "publisher": publisher, "bFreezes": b_freezes,
-        "bLimitedDown": limited, "b": b_detail, "aPlayer": player_summary(a_run.stats()),
-        "api": api, "events": bed.sampler.events,
+        "bLimitedDown": limited, "bDown": bed.sampler.series(flows["b"], "down"), "b": b_detail,
+        "aPlayer": player_summary(a_run.stats()), "api": api, "events": bed.sampler.events,
         "aStatus": status_series(a_run.text(), a_run.t_start),
     }, f"weak viewer ({viewer_b} as B, {publisher} publishing): A {median(a_rows)} fps at {sorted({x['width'] for x in a_rows})}; B {median(b_rows)} fps on {b_layer} "
        f"({limited['dropped_queue']} drops of {limited['packets_in']} at its bottleneck), freezes {b_freezes['freezeCount']} / "
