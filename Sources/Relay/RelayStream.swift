@@ -625,6 +625,8 @@ final class RelayStream: @unchecked Sendable {
             else { return nil }
             let previous = output.target
             output.target = decision.ssrc
+            // Nothing more of the current layer: the player waits for the new one's keyframe.
+            if decision.stopCurrent, output.layer != decision.ssrc { output.layer = nil }
             let rate = layers.first { $0.ssrc == decision.ssrc }?.bitrate ?? 0
             let ratio = { (padding: Int) in rate > 0 ? min(Self.maxPaddingRatio, Double(padding) / Double(rate)) : 0 }
             output.paddingRatio = ratio(decision.padding)

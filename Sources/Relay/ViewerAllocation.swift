@@ -201,6 +201,9 @@ struct LayerAllocator {
         var padding: Int
         /// More padding (bits per second) until a time, then `padding`: a probe's first second.
         var burst: Burst? = nil
+        /// The link is evidently full: stop sending the current layer now, not only once the new
+        /// one's keyframe comes (until then all of it would queue, or drop, ahead of that keyframe).
+        var stopCurrent = false
     }
 
     struct Burst: Equatable {
@@ -269,7 +272,7 @@ struct LayerAllocator {
             fullAt = Int(Double(estimate) / Self.headroom)
             if probe != nil { probeFailed(now: now) }
             nextProbe = max(nextProbe ?? now, now + Self.firstBackoff)
-            return Decision(ssrc: layers[provisional ? 0 : min(fitting, index)].ssrc, padding: 0)
+            return Decision(ssrc: layers[provisional ? 0 : min(fitting, index)].ssrc, padding: 0, stopCurrent: provisional)
         }
         unfitSince = nil
         if fitting > index {

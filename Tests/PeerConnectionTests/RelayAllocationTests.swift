@@ -165,8 +165,9 @@ import Transport
         // Was 2.4 s (1.5 s of settling, then a 25-packet queue of the high layer to drain).
         #expect(stepDowns.value.count == 1, "B moved \(stepDowns.value.count) times")
         #expect(steppedDown - joinedB <= .milliseconds(500), "B moved down \(steppedDown - joinedB) after joining")
-        // Then the low layer's next keyframe (every ~270 ms here) behind that queue (~0.6 s).
-        #expect(firstLow - joinedB <= .milliseconds(1200), "B on the high layer \(firstLow - joinedB) after joining")
+        // Then the low layer's next keyframe (every ~270 ms here) behind what is queued. The high
+        // layer stops at the step-down (1.12 s while it went on until that keyframe: 0.89 s).
+        #expect(firstLow - joinedB <= .milliseconds(1000), "B on the high layer \(firstLow - joinedB) after joining")
         // Once on the low layer, B stays there and gets all of it.
         let after = frames[1].filter { $0.at > firstLow }
         #expect(after.allSatisfy { $0.layer == 1 }, "B went back up on a 400 kbit/s link")
