@@ -83,13 +83,20 @@ struct ProbeBitrateEstimator: Sendable {
         var leastAfter = Int64.max
         for i in stride(from: delays.count - 2, through: 0, by: -1) {
             leastAfter = min(leastAfter, delays[i + 1])
-            guard delays[i] - leastAfter > heldTolerance,
-                  bySend[i + 1].arrival - bySend[i].arrival <= batchSpacing else { continue }
+            guard delays[i] - leastAfter > heldTolerance, releasedTogether(bySend[i], bySend[i + 1]) else { continue }
             // The rest of its batch is no better (a delay may just hide under the queue's growth).
             var end = i
-            while end + 1 < bySend.count, bySend[end + 1].arrival - bySend[end].arrival <= batchSpacing { end += 1 }
+            while end + 1 < bySend.count, releasedTogether(bySend[end], bySend[end + 1]) { end += 1 }
             return end + 1
         }
         return 0
+    }
+
+    /// The packet sent next arrived with this one, not before it: a packet that overtook an
+    /// earlier one (jitter that reorders) was not held with it.
+    private static func releasedTogether(_ a: (sent: Moment, arrival: Int64, size: Int),
+                                         _ b: (sent: Moment, arrival: Int64, size: Int)) -> Bool {
+        let gap = b.arrival - a.arrival
+        return gap >= 0 && gap <= batchSpacing
     }
 }
