@@ -83,10 +83,10 @@ struct ProbeBitrateEstimator: Sendable {
         var leastAfter = Int64.max
         for i in stride(from: delays.count - 2, through: 0, by: -1) {
             leastAfter = min(leastAfter, delays[i + 1])
-            guard delays[i] - leastAfter > heldTolerance, releasedTogether(bySend[i], bySend[i + 1]) else { continue }
+            guard delays[i] - leastAfter > heldTolerance, releasedTogether(bySend[i].arrival, bySend[i + 1].arrival) else { continue }
             // The rest of its batch is no better (a delay may just hide under the queue's growth).
             var end = i
-            while end + 1 < bySend.count, releasedTogether(bySend[end], bySend[end + 1]) { end += 1 }
+            while end + 1 < bySend.count, releasedTogether(bySend[end].arrival, bySend[end + 1].arrival) { end += 1 }
             return end + 1
         }
         return 0
@@ -94,9 +94,7 @@ struct ProbeBitrateEstimator: Sendable {
 
     /// The packet sent next arrived with this one, not before it: a packet that overtook an
     /// earlier one (jitter that reorders) was not held with it.
-    private static func releasedTogether(_ a: (sent: Moment, arrival: Int64, size: Int),
-                                         _ b: (sent: Moment, arrival: Int64, size: Int)) -> Bool {
-        let gap = b.arrival - a.arrival
-        return gap >= 0 && gap <= batchSpacing
+    private static func releasedTogether(_ arrival: Int64, _ nextArrival: Int64) -> Bool {
+        (0...batchSpacing).contains(nextArrival - arrival)
     }
 }
