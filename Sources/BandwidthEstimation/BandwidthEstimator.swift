@@ -105,6 +105,12 @@ public struct BandwidthEstimator: Sendable {
         loss.setBounds(min: Double(minBitrate), max: Double(maxBitrate))
     }
 
+    /// What the sender would send if the link carried it (bits per second; nil: what the
+    /// estimate gives): while the estimate is below it, periodic probes come more often.
+    public mutating func setWanted(_ bitrate: Int?) {
+        probeController.wanted = bitrate.map(Double.init)
+    }
+
     public mutating func onPacketSent(transportSequence: UInt16, size: Int, at now: Moment,
                                       probeClusterID: Int? = nil) {
         startIfNeeded(at: now)

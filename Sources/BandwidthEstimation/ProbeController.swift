@@ -10,7 +10,10 @@
 ///   doing it always costs a few padding packets every few seconds;
 /// - after a large drop (the estimate under half of its high of the last `recoveryWindow`),
 ///   periodically every `recoveryInterval` instead: a link that narrowed for a while and came
-///   back is found again within about that, not up to `periodicInterval` plus a keyframe later.
+///   back is found again within about that, not up to `periodicInterval` plus a keyframe later;
+///   likewise while the sender wants more than the estimate (`wanted`: a relay's player below
+///   the layer it asked for, libwebrtc's allocation probing): its link may have grown at any
+///   moment, and the next probe is what finds it.
 struct ProbeController: Sendable {
     static let furtherProbeThreshold = 0.7
     static let resultTimeout = Duration.seconds(1)
@@ -25,6 +28,9 @@ struct ProbeController: Sendable {
 
     let enabled: Bool
     let periodicInterval: Duration?
+    /// What the sender would send if the link carried it (bits per second); nil: no more than
+    /// the estimate gives.
+    var wanted: Double?
     private(set) var phase = Phase.notStarted
     private var nextID = 1
     private var lastProbe: Moment?
@@ -71,7 +77,8 @@ struct ProbeController: Sendable {
         guard enabled, allowPeriodic, phase == .idle, let periodic = periodicInterval, state == .normal,
               estimate < 0.95 * maxBitrate
         else { return [] }
-        let interval = recovering ? min(periodic, Self.recoveryInterval) : periodic
+        let deficient = wanted.map { estimate < $0 } ?? false
+        let interval = recovering || deficient ? min(periodic, Self.recoveryInterval) : periodic
         guard lastProbe.map({ now - $0 >= interval }) ?? true else { return [] }
         return initiate([2 * estimate], maxBitrate: maxBitrate, furtherAllowed: true, at: now)
     }

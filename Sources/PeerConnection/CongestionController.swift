@@ -148,6 +148,12 @@ package final class CongestionController {
         publishTarget()
     }
 
+    /// What the sender would send if the link carried it (a relay's player below the layer it
+    /// asked for); nil: what the estimate gives. See `BandwidthEstimator.setWanted`.
+    func setWanted(_ bitrate: Int?) {
+        estimator.setWanted(bitrate)
+    }
+
     // MARK: sending
 
     func send(_ packet: [UInt8], transportCCID: UInt8?, kind: OutgoingRTPKind, now: Moment) {

@@ -383,6 +383,13 @@ public final class RtpSender: @unchecked Sendable {
         }
     }
 
+    /// A relay's player (`followSendSideEstimate`): what it would be sent if its link carried it
+    /// (the layer it asked for), or nil once it has that. Loop thread.
+    package func wantSendSide(_ bitrate: Int?) {
+        loop.preconditionInLoop()
+        transport?.congestion.setWanted(bitrate)
+    }
+
     /// Whether `count` new packets can leave now. Before DTLS has made the keys (or ICE a path)
     /// they are dropped here, before they take sequence numbers, and counted as dropped, not
     /// sent: a sender's first frames can race the handshake's end, and the receiver then sees

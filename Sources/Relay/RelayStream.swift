@@ -618,11 +618,13 @@ final class RelayStream: @unchecked Sendable {
         guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
               let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }
         let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.recentKbps(now: now) * 1000) }
+        var below = false
         let switched: (from: UInt32?, to: UInt32, estimate: String)? = player.output(.video) { output in
             guard let decision = output.allocator.decide(layers: layers, current: output.target, estimate: output.estimate.bitrate,
                                                          limitedByLoss: output.estimate.limitedByLoss,
                                                          provisional: output.estimate.provisional, now: now)
             else { return nil }
+            below = decision.ssrc != layers.last?.ssrc
             let previous = output.target
             output.target = decision.ssrc
             // Nothing more of the current layer: the player waits for the new one's keyframe.
@@ -638,6 +640,9 @@ final class RelayStream: @unchecked Sendable {
             let why = estimate.provisional ? ", early: link full" : estimate.limitedByLoss ? ", from loss" : ""
             return (previous, decision.ssrc, estimate.bitrate.map { "\($0 / 1000) kbps\(why)" } ?? "none yet")
         }
+        // Below the layer it asked for: its estimator probes more often for what that needs.
+        let largest = layers.last.map { Int(Double($0.bitrate) / LayerAllocator.headroom) }
+        player.route(.video)?.0.wantSendSide(below ? largest : nil)
         if let switched, let log {
             let name = { (ssrc: UInt32?) in ssrc.flatMap { self.videoLayers[$0]?.rid } ?? "-" }
             let rates = layers.map { "\(name($0.ssrc)) \($0.bitrate / 1000)" }.joined(separator: ", ")

@@ -139,9 +139,12 @@ struct ViewerEstimate {
 /// after a first second above it: `Decision.burst`): a probe, which lasts while the estimate
 /// keeps rising and fails when it falls back (the link is full) or stalls; a failed probe is
 /// tried again after a backoff (doubling), and none starts within `firstBackoff` of a step
-/// down. With a send-side estimate (transport-cc) the estimator's own probe clusters (2× the
-/// estimate, every 5 s, doubling while they pass) can find the room first: in simulation a
-/// 400 kbit/s viewer is back on a 1.5 Mbit/s layer 3 s after its limit lifts, 25 s on REMB;
+/// down — unless the estimate is `burstAbove` where the link was last full: the link has grown
+/// (the backoff was earned on the link as it was). With a send-side estimate (transport-cc) the
+/// estimator's own probe clusters (2× the estimate, every 2 s while the player is below the
+/// layer it asked for, doubling while they pass) find the room first, and the padding that then
+/// starts lets the estimate grow on: in simulation a 400 kbit/s viewer is back on a 1.5 Mbit/s
+/// layer 4–7 s after its limit lifts, whenever it lifts (3–14 s before both), 24 s on REMB;
 /// through the interop emulator 6–14 s (`swiftrtc play` or Chromium; 28–49 s while a report
 /// loss cap, set at its join, still sat over its send-side estimate). Without
 /// an estimate (none yet) the player gets the largest: most links carry it, and one that does
@@ -306,7 +309,7 @@ struct LayerAllocator {
                 if Double(estimate) >= Double(p.base) * Self.probeGrowth { (p.base, p.baseAt) = (estimate, now) }
                 probe = p
             }
-        } else if nextProbe.map({ now >= $0 }) ?? true {
+        } else if nextProbe.map({ now >= $0 }) ?? true || grown(estimate) {
             probe = Probe(peak: estimate, base: estimate, baseAt: now, burstUntil: nil)
             probes += 1
         }
@@ -314,7 +317,7 @@ struct LayerAllocator {
             let settling = settleUntil.map { now < $0 } ?? false
             return Decision(ssrc: layers[index].ssrc, padding: settling ? max(0, Int(Double(estimate) * Self.settleShare) - rate) : 0)
         }
-        if p.burstUntil == nil, fullAt.map({ Double(estimate) > Double($0) * Self.burstAbove }) ?? true {
+        if p.burstUntil == nil, fullAt == nil || grown(estimate) {
             p.burstUntil = now + Self.burstLength
             probe = p
         }
@@ -324,6 +327,11 @@ struct LayerAllocator {
             decision.burst = Burst(padding: max(0, min(Int(Double(estimate) * Self.burstRatio), wanted) - rate), until: until)
         }
         return decision
+    }
+
+    /// The estimate is `burstAbove` where the link was last seen full: the link has grown.
+    private func grown(_ estimate: Int) -> Bool {
+        fullAt.map { Double(estimate) > Double($0) * Self.burstAbove } ?? false
     }
 
     private mutating func probeFailed(now: ContinuousClock.Instant) {

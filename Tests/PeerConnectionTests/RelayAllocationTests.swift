@@ -16,15 +16,24 @@ import Transport
 /// (padding on B's RTX stream) find the room within the issue's 10 s; with `--player-remb` it
 /// is each player's REMB, which the relay's padding lets grow (25–29 s back).
 @Suite struct RelayAllocationTests {
+    static let liftCases: [(Bool, Duration, UInt64, Int)] = [(false, .zero, 3, 20)]
+        + (20...24).map { (true, .zero, 3, $0) }
+        + [20, 22, 24].flatMap { l in [1, 4, 5].map { (true, .milliseconds(4), $0, l) } }
+
     /// `jitter`: B's lifted link delays each packet 10 ms ± that, in order (what a busy receiver
     /// or emulator does: packets bunch up and leave together), which a probe cluster of 5 small
     /// padding packets, a few of them let out at once, could not be measured through: back in
     /// 8–19 s over seeds 1–5 (4 ms), 13–28 s (10 ms). With copies of B's packets for padding:
     /// 3–9 s; and padding on the cluster's schedule too: 3–6 s (4 ms, seeds 1, 4, 5). (10 ms is
     /// not here: GCC later reads that jitter as overuse and steps B down again.)
-    @Test(arguments: [(false, Duration.zero, UInt64(3)), (true, .zero, 3), (true, .milliseconds(4), 1), (true, .milliseconds(4), 4),
-                      (true, .milliseconds(4), 5)])
-    func aViewerBehindANarrowLinkGetsTheLayerItCarriesAndComesBackUp(transportCC: Bool, jitter: Duration, seed: UInt64) async throws {
+    ///
+    /// `limitedFor`: when the limit lifts, against the estimator's periodic probes (5 s apart; 2 s
+    /// while B wants more than its estimate) — back in 3–14 s over 20–25 s before B's probes
+    /// came every 2 s and the relay padded B as soon as its estimate said the link had grown
+    /// (waiting out a backoff earned on the narrow link: one cluster's result under 4 ms of
+    /// jitter is ~half its rate, and the estimate crept up a few percent a probe); 4–7 s since.
+    @Test(arguments: liftCases)
+    func aViewerBehindANarrowLinkGetsTheLayerItCarriesAndComesBackUp(transportCC: Bool, jitter: Duration, seed: UInt64, limitedFor: Int) async throws {
         let sim = Simulation(seed: seed)
         let relay = try sim.relay(playerTransportCC: transportCC)
         let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "weak", rids: ["l", "h"])
@@ -51,7 +60,7 @@ import Transport
         let link = try #require(bLink.value)
         sim.loop.perform { link.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
         let limited = second
-        run(seconds: 20)
+        run(seconds: limitedFor)
 
         /// Frames (marker packets, each once: padding repeats packets) per second of each layer a
         /// player got, from `from` on.
@@ -77,8 +86,6 @@ import Transport
         // full link delays frames by up to ~0.2 s, 24 in one second and 33 in the next.)
         let bSettled = Array(b.dropFirst(3))
         #expect(bSettled.allSatisfy { $0.high == 0 }, "B: \(b)")
-        // (But one the run's end may leave in its queue: frames count in the second they arrive.)
-        #expect(bSettled.reduce(0) { $0 + $1.low } >= 30 * bSettled.count - 1, "B: \(b)")
         let bFreezes = freezes(views[1], layer: 1, from: limited + 4, to: second)
         #expect(bFreezes.count == 0, "B froze \(bFreezes.count) times, \(bFreezes.total) in all: \(b)")
         let streams = String(decoding: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
@@ -95,8 +102,13 @@ import Transport
         let padding = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
             .split(separator: "\n").first { $0.hasPrefix("swiftrtc_padding_packets_sent_total") } ?? ""
         let back = try #require(up.firstIndex { $0.high >= 29 }, "B never came back to the high layer: \(up)")
-        print("weak viewer (\(transportCC ? "transport-cc" : "REMB"), lifted jitter \(jitter)): B back on the high layer \(back) s after the limit lifted; \(drops) drops at its bottleneck; \(padding); B \(b); up \(up)")
-        #expect(back <= (transportCC ? 10 : 30))
+        // All of the low layer's frames while limited: counted through the lift's first second
+        // (B is still on the low layer then), as frames count in the second they arrive and a
+        // probe just before the lift holds some of the last ones in B's queue past it.
+        let throughLift = Array(b.dropFirst(3)) + [up[0]]
+        #expect(throughLift.reduce(0) { $0 + $1.low } >= 30 * throughLift.count - 1, "B: \(b), then \(up[0])")
+        print("weak viewer (\(transportCC ? "transport-cc" : "REMB"), lifted jitter \(jitter), seed \(seed), limited \(limitedFor) s): B back on the high layer \(back) s after the limit lifted; \(drops) drops at its bottleneck; \(padding); B \(b); up \(up)")
+        #expect(back <= (transportCC ? 8 : 30))
         // Back for good: every frame of the high layer from then on (but one the run's end may
         // leave on the way), none frozen.
         let since = lifted + back + 1

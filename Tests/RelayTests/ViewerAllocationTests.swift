@@ -156,6 +156,21 @@ import SeededRandom
         #expect(a.failedProbes == 3)
     }
 
+    /// The backoff is for the link as it was: an estimate past where it was last full (its
+    /// estimator's own probe clusters found room) says it has grown, and padding starts at once
+    /// — it is what lets that estimate grow on to the next layer (a weak viewer's limit lifted
+    /// in a 10 s backoff: back on the high layer 12–14 s later in simulation, 4–7 s now).
+    @Test func anEstimatePastWhereTheLinkWasFullProbesWithoutWaitingOutTheBackoff() {
+        let a = Allocator()
+        _ = a.decide(layers: layers, current: 1, estimate: 300_000, now: t0)
+        _ = a.decide(layers: layers, current: 1, estimate: 240_000, now: t0 + .seconds(1))   // failed: full at 300k
+        _ = a.decide(layers: layers, current: 1, estimate: 330_000, now: t0 + .seconds(2))
+        #expect(a.probes == 1, "330k is not past 1.1 × 300k")
+        #expect(a.decide(layers: layers, current: 1, estimate: 331_000, now: t0 + .seconds(3))
+                == .init(ssrc: 1, padding: 181_000, burst: .init(padding: 346_500, until: t0 + .seconds(4))))
+        #expect(a.probes == 2)
+    }
+
     @Test func aProbeBurstsOnlyPastWhereTheLinkWasFull() {
         let a = Allocator()
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0)?.burst != nil)
