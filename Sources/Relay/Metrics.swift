@@ -68,6 +68,9 @@ enum RelayMetrics {
                            (layerLabels(s, layer.rid), Double(s.players.values.filter { $0.connected && s.layerRID(of: $0) == layer.rid }.count))
                        }
                    })
+            metric("swiftrtc_layer_keyframe_requests_total", "counter",
+                   "Keyframe requests (PLIs) sent to the publisher per simulcast layer (its current publisher).",
+                   simulcast.flatMap { s in s.layers.map { (layerLabels(s, $0.rid), Double($0.keyframeRequests)) } })
         }
         let recorded = streams.filter { $0.recording != nil }
         if !recorded.isEmpty {

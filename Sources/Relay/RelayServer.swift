@@ -545,7 +545,7 @@ public final class RelayServer: Sendable {
             let layers = s.layers
             if !layers.isEmpty {
                 video["layers"] = layers.map { l -> [String: Any] in
-                    var layer: [String: Any] = ["rid": l.rid, "kbps": l.kbps]
+                    var layer: [String: Any] = ["rid": l.rid, "kbps": l.kbps, "keyframe_requests": l.keyframeRequests]
                     if let w = l.width, let h = l.height { layer["width"] = w; layer["height"] = h }
                     return layer
                 }

@@ -49,11 +49,12 @@ final class RelayStream: @unchecked Sendable {
     /// started again (`layersChecked`).
     private var layersCheckedAt: ContinuousClock.Instant?
     static let layerCheckInterval: Duration = .milliseconds(100)
-    /// PLIs to the publisher's video SSRC, at most one per 200 ms (the keyframe on its way
-    /// answers the players that ask meanwhile).
-    private var keyframeRequests: KeyframeRequestTracker?
-    /// Whether a held-back PLI is scheduled (for when the throttle allows it).
-    private var keyframeRetryScheduled = false
+    /// PLIs to the publisher, per video SSRC (each simulcast layer its own): at most one per
+    /// 300 ms (the keyframe on its way answers the players that ask meanwhile). A player asks
+    /// for its own layer only: a keyframe of another would cost every viewer of that one.
+    private var keyframeRequests: [UInt32: KeyframeRequestTracker] = [:]
+    /// The SSRCs a held-back PLI is scheduled for (when the throttle allows it).
+    private var keyframeRetryScheduled: Set<UInt32> = []
     /// The publisher's NTP ↔ RTP mapping per kind and SSRC (its sender reports; a simulcast
     /// layer has its own), for players' reports.
     private var senderReports: [MediaKind: [UInt32: SenderReportTranslator]] = [:]
@@ -277,7 +278,8 @@ final class RelayStream: @unchecked Sendable {
         var sent = 0
         // A player waiting for its layer's keyframe (none yet, or a switch) is sent nothing of
         // it, so its own decoder never asks: the relay asks (throttled) until one comes.
-        var waiting = false
+        var waitingFor: UInt32?
+        var waitingForMore: Set<UInt32> = []
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
@@ -294,7 +296,9 @@ final class RelayStream: @unchecked Sendable {
                     let output = record.output
                     if simulcast, output.pointee.layer != view.ssrc {
                         guard startsKeyframe, output.pointee.target == view.ssrc else {
-                            if output.pointee.target != output.pointee.layer { waiting = true }
+                            if let target = output.pointee.target, target != output.pointee.layer, target != waitingFor {
+                                if waitingFor == nil { waitingFor = target } else { waitingForMore.insert(target) }
+                            }
                             continue
                         }
                         output.pointee.layer = view.ssrc
@@ -339,7 +343,11 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsOut += sent
         counters.bytesOut += sent * bytes.count
         batch.flush()
-        if waiting, keyframeRequests?.allows(now: now) ?? true { requestKeyframe(now: now) }
+        if let first = waitingFor {
+            for layer in waitingForMore.union([first]) where keyframeRequests[layer]?.allows(now: now) ?? true {
+                requestKeyframe(now: now, layer: layer)
+            }
+        }
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
             if kind == .audio {
@@ -395,7 +403,8 @@ final class RelayStream: @unchecked Sendable {
         case .pli, .fir:
             // The player's sender first: a FIR repeating its command number is not a new request.
             guard let sender = player.route(.video)?.0, sender.keyframeRequests.handle(packet, now: now) else { return }
-            requestKeyframe(now: now)
+            // Simulcast: the layer it is getting, or the one it is to get (waiting for its keyframe).
+            requestKeyframe(now: now, layer: player.output(.video) { $0.target ?? $0.layer })
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
             var reported = false
@@ -519,36 +528,40 @@ final class RelayStream: @unchecked Sendable {
     func publisherPathMoved(now: ContinuousClock.Instant) {
         loop.preconditionInLoop()
         guard let resumedAt, now - resumedAt < .seconds(5), lastKeyframeAt.map({ $0 < resumedAt }) ?? true else { return }
-        keyframeRequests?.lastRequestLost()
+        for ssrc in keyframeRequests.keys { keyframeRequests[ssrc]?.lastRequestLost() }
         requestKeyframe(now: now, untilSent: true)
     }
 
-    /// PLI to the publisher (throttled: the keyframe on its way answers players that ask
-    /// meanwhile), e.g. when a player joins. `untilSent` (a player joining, or a publisher
-    /// taking over): a request the throttle holds back goes out when the throttle allows, since
-    /// the keyframe that was on its way may have passed before this player was there to get it
-    /// (a viewer back on a new session would wait for the next request of someone else).
-    func requestKeyframe(now: ContinuousClock.Instant, untilSent: Bool = false) {
+    /// PLI to the publisher (throttled per SSRC: the keyframe on its way answers players that
+    /// ask meanwhile), e.g. when a player joins. `layer`: the simulcast layer (SSRC) wanted; nil,
+    /// or one the publisher no longer sends: every layer (a player not yet on one, the
+    /// publisher back after a silence). `untilSent` (a player joining, or a publisher taking
+    /// over): a request the throttle holds back goes out when the throttle allows, since the
+    /// keyframe that was on its way may have passed before this player was there to get it (a
+    /// viewer back on a new session would wait for the next request of someone else).
+    func requestKeyframe(now: ContinuousClock.Instant, untilSent: Bool = false, layer: UInt32? = nil) {
         loop.preconditionInLoop()
         guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
               let source = t.receiver.remoteSSRCs.min() else { return }
-        if keyframeRequests?.ssrc != source { keyframeRequests = KeyframeRequestTracker(ssrc: source) }
-        let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: source)
-        // Simulcast: every layer is asked (one throttle for all): players on any of them, or
-        // changing to one, may be waiting.
-        let layers = videoLayers.isSimulcast ? videoLayers.bySSRC.keys.sorted().filter { $0 != source } : []
-        guard keyframeRequests?.handle(pli, now: now) == true else {
-            if untilSent, !keyframeRetryScheduled, let next = keyframeRequests?.nextAllowed {
-                keyframeRetryScheduled = true
+        let all = videoLayers.isSimulcast ? Set(videoLayers.bySSRC.keys).union([source]) : [source]
+        if keyframeRequests.keys.contains(where: { !all.contains($0) }) { keyframeRequests = keyframeRequests.filter { all.contains($0.key) } }
+        var plis: [RTCPPacket] = []
+        for ssrc in layer.flatMap({ all.contains($0) ? [$0] : nil }) ?? all.sorted() {
+            let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: ssrc)
+            var tracker = keyframeRequests[ssrc] ?? KeyframeRequestTracker(ssrc: ssrc)
+            defer { keyframeRequests[ssrc] = tracker }
+            if tracker.handle(pli, now: now) {
+                plis.append(pli)
+            } else if untilSent, !keyframeRetryScheduled.contains(ssrc), let next = tracker.nextAllowed {
+                keyframeRetryScheduled.insert(ssrc)
                 loop.schedule(at: next) { [weak self] in
                     guard let self else { return }
-                    self.keyframeRetryScheduled = false
-                    self.requestKeyframe(now: self.loop.now, untilSent: true)
+                    self.keyframeRetryScheduled.remove(ssrc)
+                    self.requestKeyframe(now: self.loop.now, untilSent: true, layer: ssrc)
                 }
             }
-            return
         }
-        publisher.pc.sendRTCP([pli] + layers.map { RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: $0) })
+        if !plis.isEmpty { publisher.pc.sendRTCP(plis) }
     }
 
     /// A publisher video packet into its layer: the history, and from a keyframe where it
@@ -710,9 +723,12 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// The publisher's simulcast layers as the API shows them (smallest first); empty without.
-    var layers: [(rid: String, width: Int?, height: Int?, kbps: Int)] {
+    /// `keyframeRequests`: PLIs sent to the publisher for the layer (the current publisher's).
+    var layers: [(rid: String, width: Int?, height: Int?, kbps: Int, keyframeRequests: Int)] {
         guard videoLayers.isSimulcast else { return [] }
-        return videoLayers.ranked.map { ($0.rid ?? "", $0.size?.width, $0.size?.height, $0.meter.kbps(now: loop.now)) }
+        return videoLayers.ranked.map {
+            ($0.rid ?? "", $0.size?.width, $0.size?.height, $0.meter.kbps(now: loop.now), keyframeRequests[$0.ssrc]?.keyframesRequested ?? 0)
+        }
     }
 }
 

@@ -69,4 +69,61 @@ import Testing
         await publisher.close()
         await relay.stop()
     }
+
+    /// A player's keyframe request asks for its own layer only: a keyframe of another layer would
+    /// cost every viewer of that one (a viewer on a lossy path, asking every few seconds, made the
+    /// publisher send keyframes on all of its layers). Each layer has its own throttle.
+    @Test func aPlayersKeyframeRequestAsksForItsOwnLayerOnly() async throws {
+        let sim = Simulation()
+        let relay = try sim.relay()
+        let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "pli", rids: ["l", "h"])
+        let plis = publisher.recordPLIs(sim)
+        func frames(_ count: Int, keyframe: String? = nil) { publisher.frames(sim, count, keyframe: keyframe) }
+        frames(3)
+        var players: [(PeerConnection, Locked<[RTPPacket]>)] = []
+        for query in ["&layer=low", ""] {
+            let pc = try sim.peer { $0.mediaPipeline = false }
+            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+            let received = Locked<[RTPPacket]>([])
+            video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
+            _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "pli", query: query)
+            players.append((pc, received))
+        }
+        frames(4, keyframe: "l")
+        frames(4, keyframe: "h")
+        frames(15)   // the joins' requests are behind their throttle
+        #expect(players.allSatisfy { !$0.1.value.isEmpty }, "both players are on their layers")
+
+        func pli(from player: Int) throws {
+            let (pc, received) = players[player]
+            let video = try #require(pc.transceivers.first)
+            pc.sendRTCP([.pli(senderSSRC: video.sender.ssrc, mediaSSRC: try #require(received.value.first?.ssrc))])
+            sim.advance(by: .milliseconds(20))
+        }
+        let before = plis.value.count
+        try pli(from: 0)
+        #expect(plis.value.dropFirst(before) == [publisher.ssrc("l")], "the low player's request: \(plis.value.dropFirst(before))")
+        // The high player's, 20 ms later: its layer's throttle is its own.
+        try pli(from: 1)
+        #expect(plis.value.dropFirst(before) == [publisher.ssrc("l"), publisher.ssrc("h")])
+        // The low player again inside its layer's 300 ms: the keyframe on its way answers it.
+        try pli(from: 0)
+        #expect(plis.value.count == before + 2)
+        sim.advance(by: .milliseconds(300))
+        try pli(from: 0)
+        #expect(plis.value.dropFirst(before + 2) == [publisher.ssrc("l")])
+        // Counted per layer for the operator (API and metrics).
+        let counts = plis.value.reduce(into: [UInt32: Int]()) { $0[$1, default: 0] += 1 }
+        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
+        for rid in ["l", "h"] {
+            let line = "swiftrtc_layer_keyframe_requests_total{app=\"live\",stream=\"pli\",rid=\"\(rid)\"} \(counts[publisher.ssrc(rid)] ?? -1)"
+            #expect(metrics.contains(line), "\(line) in \(metrics)")
+        }
+        let streams = String(decoding: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
+        #expect(streams.contains("\"keyframe_requests\":\(counts[publisher.ssrc("l")] ?? -1)"), "\(streams)")
+
+        for (pc, _) in players { await pc.close() }
+        await publisher.close()
+        await relay.stop()
+    }
 }

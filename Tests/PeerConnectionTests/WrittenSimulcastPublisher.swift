@@ -1,4 +1,5 @@
-import PeerConnection
+import Locks
+@testable import PeerConnection
 import Relay
 import RTP
 import SessionSupport
@@ -77,6 +78,20 @@ final class WrittenSimulcastPublisher {
             }
         }
         sim.advance(by: .microseconds(33_000 - Int64(step) * Int64(33_000 / max(1, total))))
+    }
+
+    /// Records the media SSRC of every PLI the relay sends this publisher (its layers' SSRCs are
+    /// the test's, unknown to its sender: taken off the transport).
+    func recordPLIs(_ sim: Simulation) -> Locked<[UInt32]> {
+        let plis = Locked<[UInt32]>([])
+        sim.loop.perform { [transport] in
+            let next = transport.onRTCP
+            transport.onRTCP = { packets in
+                for case .pli(_, let media) in packets { plis.withLock { $0.append(media) } }
+                next?(packets)
+            }
+        }
+        return plis
     }
 
     func close() async { await pc.close() }
