@@ -278,8 +278,7 @@ final class RelayStream: @unchecked Sendable {
         var sent = 0
         // A player waiting for its layer's keyframe (none yet, or a switch) is sent nothing of
         // it, so its own decoder never asks: the relay asks (throttled) until one comes.
-        var waitingFor: UInt32?
-        var waitingForMore: Set<UInt32> = []
+        var waitingFor: [UInt32] = []   // their layers (no allocation while none waits)
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
@@ -296,8 +295,8 @@ final class RelayStream: @unchecked Sendable {
                     let output = record.output
                     if simulcast, output.pointee.layer != view.ssrc {
                         guard startsKeyframe, output.pointee.target == view.ssrc else {
-                            if let target = output.pointee.target, target != output.pointee.layer, target != waitingFor {
-                                if waitingFor == nil { waitingFor = target } else { waitingForMore.insert(target) }
+                            if let target = output.pointee.target, target != output.pointee.layer, !waitingFor.contains(target) {
+                                waitingFor.append(target)
                             }
                             continue
                         }
@@ -343,10 +342,8 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsOut += sent
         counters.bytesOut += sent * bytes.count
         batch.flush()
-        if let first = waitingFor {
-            for layer in waitingForMore.union([first]) where keyframeRequests[layer]?.allows(now: now) ?? true {
-                requestKeyframe(now: now, layer: layer)
-            }
+        for layer in waitingFor where keyframeRequests[layer]?.allows(now: now) ?? true {
+            requestKeyframe(now: now, layer: layer)
         }
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
@@ -549,8 +546,9 @@ final class RelayStream: @unchecked Sendable {
         for ssrc in layer.flatMap({ all.contains($0) ? [$0] : nil }) ?? all.sorted() {
             let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: ssrc)
             var tracker = keyframeRequests[ssrc] ?? KeyframeRequestTracker(ssrc: ssrc)
-            defer { keyframeRequests[ssrc] = tracker }
-            if tracker.handle(pli, now: now) {
+            let asks = tracker.handle(pli, now: now)
+            keyframeRequests[ssrc] = tracker
+            if asks {
                 plis.append(pli)
             } else if untilSent, !keyframeRetryScheduled.contains(ssrc), let next = tracker.nextAllowed {
                 keyframeRetryScheduled.insert(ssrc)

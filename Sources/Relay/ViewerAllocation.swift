@@ -145,7 +145,7 @@ struct ViewerEstimate {
 /// layer it asked for, doubling while they pass) find the room first, and the padding that then
 /// starts lets the estimate grow on: in simulation a 400 kbit/s viewer is back on a 1.5 Mbit/s
 /// layer 4–7 s after its limit lifts, whenever it lifts (3–14 s before both), 24 s on REMB;
-/// through the interop emulator 6–14 s (`swiftrtc play` or Chromium; 28–49 s while a report
+/// through the interop emulator 3.7–5.0 s (`swiftrtc play` or Chromium; 28–49 s while a report
 /// loss cap, set at its join, still sat over its send-side estimate). Without
 /// an estimate (none yet) the player gets the largest: most links carry it, and one that does
 /// not is stepped down at its first. Sans-I/O.
