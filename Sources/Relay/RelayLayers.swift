@@ -26,6 +26,10 @@ struct VideoLayer {
     /// The first sequence number of its newest keyframe: NACKs for packets before it are not
     /// answered (`NackResponder.supersededBefore`).
     var keyframeStart: UInt16?
+    /// Its newest keyframe's RTP timestamp and when that keyframe started here: the packets of
+    /// it move the layer's keyframe-request window on (`RelayStream.noteVideo`).
+    var keyframeTimestamp: UInt32?
+    var keyframeAt: ContinuousClock.Instant?
     /// From its newest keyframe.
     var size: (width: Int, height: Int)?
     /// When its last packet came, and whether it has been silent `VideoLayers.stoppedAfter`

@@ -41,6 +41,9 @@ final class RelayStream: @unchecked Sendable {
     static let resumeAfter: Duration = .milliseconds(500)
     /// No keyframe this long after that request: it is made once more (`askAgainUnlessKeyframe`).
     static let resumeRetry: Duration = .milliseconds(400)
+    /// A held-back request goes this long after the window seen here ends: the publisher's own
+    /// began when it expected the keyframe's last packet to leave its pacer, an estimate.
+    static let publisherWindowSlack: Duration = .milliseconds(30)
     /// When the publisher's last keyframe started (video).
     private var lastKeyframeAt: ContinuousClock.Instant?
     /// When the publisher last came back from a silence (and was asked for a keyframe).
@@ -552,9 +555,11 @@ final class RelayStream: @unchecked Sendable {
                 plis.append(pli)
             } else if untilSent, !keyframeRetryScheduled.contains(ssrc), let next = tracker.nextAllowed {
                 keyframeRetryScheduled.insert(ssrc)
-                loop.schedule(at: next) { [weak self] in
+                loop.schedule(at: next + Self.publisherWindowSlack) { [weak self] in
                     guard let self else { return }
                     self.keyframeRetryScheduled.remove(ssrc)
+                    // A keyframe that started since reached whoever was waiting.
+                    if let started = self.videoLayers[ssrc]?.keyframeAt, started > now { return }
                     self.requestKeyframe(now: self.loop.now, untilSent: true, layer: ssrc)
                 }
             }
@@ -572,6 +577,17 @@ final class RelayStream: @unchecked Sendable {
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         videoLayers[ssrc]?.lastPacketAt = now
         videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
+        if startsKeyframe {
+            videoLayers[ssrc]?.keyframeTimestamp = packet.timestamp
+            videoLayers[ssrc]?.keyframeAt = now
+        }
+        // A publisher drops requests for 300 ms after a keyframe leaves (ours and libwebrtc's
+        // throttle): one made then is lost, and a player joining just after a keyframe passed
+        // waited for its own request (0.75 s after a 40 s outage). So the window is mirrored
+        // here from the keyframe's packets, and a held-back join request goes after it.
+        if packet.timestamp == videoLayers[ssrc]?.keyframeTimestamp {
+            keyframeRequests[ssrc, default: KeyframeRequestTracker(ssrc: ssrc)].keyframeQueued(leavingBy: now)
+        }
         guard startsKeyframe || videoLayers[ssrc]?.size == nil else { return }
         if startsKeyframe { videoLayers[ssrc]?.keyframeStart = packet.sequenceNumber }
         if let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) {

@@ -70,6 +70,52 @@ import Transport
         await relay.stop()
     }
 
+    /// A publisher drops keyframe requests for 300 ms after a keyframe leaves (ours and
+    /// libwebrtc's throttle). A player that joins just after a keyframe passed the relay (a
+    /// viewer back after a 40 s outage, beside another that rejoined a moment earlier) had its
+    /// request sent into that window and lost: it waited 0.75 s for its own. The relay keeps
+    /// the same window from the keyframe's packets and sends the request after it — unless a
+    /// keyframe starts meanwhile (`anotherKeyframe`), which answers it.
+    @Test(arguments: [false, true])
+    func aPlayerJoiningJustAfterAKeyframeIsAskedForOnceThePublishersWindowEnds(anotherKeyframe: Bool) async throws {
+        let (sim, relay, publisher, sending, plis) = try await published("window")
+        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
+        var timestamp: UInt32 = 0
+        func send(for duration: Duration) { Self.send(sim, sending, payloadType: pt, timestamp: &timestamp, for: duration) }
+        func keyframe() {
+            timestamp &+= 3000
+            sending.sender.send(payloadType: pt, payload: [0x65, 0x88], timestamp: timestamp, marker: true)   // an IDR
+            sim.advance(by: .milliseconds(33))
+        }
+        send(for: .seconds(1))
+        let before = plis.value.count
+        let keyframeAt = sim.loop.now
+        keyframe()
+        let player = try sim.peer { $0.mediaPipeline = false }
+        _ = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+        try await sim.exchange(relay, player, endpoint: "whep", stream: "window")
+        let joined = sim.loop.now
+        try #require(joined - keyframeAt < .milliseconds(250), "joined \(joined - keyframeAt) after the keyframe")
+        if anotherKeyframe {
+            send(for: keyframeAt + .milliseconds(200) - sim.loop.now)
+            keyframe()
+        }
+        send(for: .seconds(1))
+        let asked = plis.value.dropFirst(before)
+        if anotherKeyframe {
+            #expect(asked.isEmpty, "the keyframe after the join answered it: \(asked.map { $0 - keyframeAt })")
+        } else {
+            #expect(asked.count == 1, "one request for the join: \(asked.map { $0 - keyframeAt })")
+            if let at = asked.first {
+                #expect(at - keyframeAt >= .milliseconds(330) && at - keyframeAt < .milliseconds(400),
+                        "asked \(at - keyframeAt) after the keyframe (the publisher's window: 300 ms after it leaves)")
+            }
+        }
+        await player.close()
+        await publisher.close()
+        await relay.stop()
+    }
+
     /// A publisher that sends again after half a second of silence (an outage, a NAT rebinding)
     /// is asked for a keyframe at once: its players lost what went into the silence.
     @Test func aPublisherBackFromSilenceIsAskedForAKeyframe() async throws {
