@@ -40,7 +40,10 @@ final class DecodedFramePool {
 }
 
 /// Encoder settings the codecs accept (a size of 0x0 means "from the first frame").
-func validateEncoderSettings(_ s: VideoEncoderSettings, codec: String, requireEven: Bool) throws(MediaError) {
+func validateEncoderSettings(_ s: VideoEncoderSettings, codec: String, requireEven: Bool, maxTemporalLayers: Int = 1) throws(MediaError) {
+    guard (1...maxTemporalLayers).contains(s.temporalLayers) else {
+        throw MediaError("\(codec) encoder: \(s.temporalLayers) temporal layers (it makes 1\(maxTemporalLayers > 1 ? "…\(maxTemporalLayers)" : ""))")
+    }
     guard s.bitrate > 0 else { throw MediaError("\(codec) encoder: bitrate \(s.bitrate) must be > 0") }
     guard s.framerate > 0, s.framerate <= 240 else { throw MediaError("\(codec) encoder: framerate \(s.framerate) out of range") }
     guard s.keyframeInterval >= 0 else { throw MediaError("\(codec) encoder: negative keyframe interval") }

@@ -34,6 +34,11 @@ public final class VP8Encoder: VideoEncoder {
     private var isOpen = false
     private var encodedWidth = 0, encodedHeight = 0
     private var lastPts: Int64 = -1
+    /// Temporal layers (`settings.temporalLayers` 2 or 3): each frame's references and layer.
+    private var pattern: VP8TemporalPattern?
+    /// With temporal layers, keyframes are ours to place (libvpx's own would land on any layer).
+    private var framesSinceKeyframe = 0
+    private var keyframeDue = true
     private let converter = I420Converter()
 
     /// `settings.width/height` of 0 take the size of the first frame.
@@ -54,6 +59,7 @@ public final class VP8Encoder: VideoEncoder {
         try Self.validate(newSettings)
         let sizeChanged = newSettings.width != settings.width || newSettings.height != settings.height
         let intervalChanged = newSettings.keyframeInterval != settings.keyframeInterval
+            || newSettings.temporalLayers != settings.temporalLayers
         settings = newSettings
         if !isOpen || sizeChanged || intervalChanged {
             close()
@@ -91,7 +97,14 @@ public final class VP8Encoder: VideoEncoder {
         if pts <= lastPts { pts = lastPts + 1 }
         lastPts = pts
         let duration = UInt(max(1, (90_000 / max(settings.framerate, 1)).rounded()))
-        let flags: vpx_enc_frame_flags_t = forceKeyframe ? vpx_enc_frame_flags_t(swiftrtc_vpx_flag_force_kf) : 0
+        let interval = settings.keyframeInterval
+        let keyframe = forceKeyframe || (pattern != nil && (keyframeDue || (interval > 0 && framesSinceKeyframe >= interval)))
+        var flags: vpx_enc_frame_flags_t = keyframe ? vpx_enc_frame_flags_t(swiftrtc_vpx_flag_force_kf) : 0
+        let step = pattern?.next(keyframe: keyframe)
+        if let step {
+            flags |= vpx_enc_frame_flags_t(step.flags)
+            _ = swiftrtc_vpx_control_int(context, Int32(VP8E_SET_TEMPORAL_LAYER_ID.rawValue), Int32(step.info.layer))
+        }
         let rc = withExtendedLifetime(input) {
             vpx_codec_encode(context, &image, vpx_codec_pts_t(pts), duration, flags, swiftrtc_vpx_dl_realtime)
         }
@@ -109,15 +122,24 @@ public final class VP8Encoder: VideoEncoder {
             if f.flags & vpx_codec_frame_flags_t(VPX_FRAME_IS_KEY) != 0 { isKeyframe = true }
         }
         if data.isEmpty { return nil }   // dropped by rate control
+        var temporal = step?.info
+        if pattern != nil {
+            keyframeDue = false
+            framesSinceKeyframe = isKeyframe ? 1 : framesSinceKeyframe + 1
+            if isKeyframe, !keyframe {   // not asked for: it is the base of a new pattern all the same
+                pattern?.restart()
+                temporal = TemporalLayerInfo(layer: 0, sync: false, isReference: true)
+            }
+        }
         return EncodedFrame(codec: .vp8, data: data, isKeyframe: isKeyframe, rtpTimestamp: rtpTimestamp,
                             captureTimeNs: frame.timestampNs, width: frame.width, height: frame.height,
-                            rotation: frame.rotation)
+                            rotation: frame.rotation, temporal: temporal)
     }
 
     // MARK: - libvpx setup
 
     private static func validate(_ s: VideoEncoderSettings) throws(MediaError) {
-        try validateEncoderSettings(s, codec: "VP8", requireEven: false)
+        try validateEncoderSettings(s, codec: "VP8", requireEven: false, maxTemporalLayers: 3)
     }
 
     private func open(width: Int, height: Int) throws(MediaError) {
@@ -142,7 +164,9 @@ public final class VP8Encoder: VideoEncoder {
         cfg.rc_buf_optimal_sz = 600
         cfg.rc_buf_sz = 1000
         cfg.rc_target_bitrate = UInt32(max(1, settings.bitrate / 1000))
-        if settings.keyframeInterval > 0 {
+        let pattern = VP8TemporalPattern(layers: settings.temporalLayers)
+        if let pattern { setLayers(pattern, in: &cfg) }
+        if settings.keyframeInterval > 0, pattern == nil {
             cfg.kf_mode = VPX_KF_AUTO
             cfg.kf_min_dist = 0
             cfg.kf_max_dist = UInt32(settings.keyframeInterval)
@@ -155,6 +179,8 @@ public final class VP8Encoder: VideoEncoder {
         }
         config = cfg
         isOpen = true
+        self.pattern = pattern
+        keyframeDue = true
         encodedWidth = width
         encodedHeight = height
         let speed = max(4, min(options.speed, 16))
@@ -172,6 +198,29 @@ public final class VP8Encoder: VideoEncoder {
         return Int32(max(300, pct))
     }
 
+    /// libvpx's per-layer rate control: each layer's frames (`ts_layer_id`, a period long) and
+    /// the bitrate up to it.
+    private func setLayers(_ pattern: VP8TemporalPattern, in cfg: inout vpx_codec_enc_cfg_t) {
+        cfg.ts_number_layers = UInt32(pattern.layers)
+        cfg.ts_periodicity = UInt32(pattern.period)
+        withUnsafeMutableBytes(of: &cfg.ts_layer_id) { raw in
+            for (i, id) in pattern.layerIDs.enumerated() { raw.storeBytes(of: id, toByteOffset: i * 4, as: UInt32.self) }
+        }
+        withUnsafeMutableBytes(of: &cfg.ts_rate_decimator) { raw in
+            for (i, d) in pattern.rateDecimators.enumerated() { raw.storeBytes(of: d, toByteOffset: i * 4, as: UInt32.self) }
+        }
+        setLayerRates(pattern, in: &cfg)
+    }
+
+    private func setLayerRates(_ pattern: VP8TemporalPattern, in cfg: inout vpx_codec_enc_cfg_t) {
+        let total = Double(cfg.rc_target_bitrate)
+        withUnsafeMutableBytes(of: &cfg.ts_target_bitrate) { raw in
+            for (i, share) in pattern.cumulativeShares.enumerated() {
+                raw.storeBytes(of: UInt32(max(1, (total * share).rounded())), toByteOffset: i * 4, as: UInt32.self)
+            }
+        }
+    }
+
     private func close() {
         guard isOpen else { return }
         vpx_codec_destroy(context)
@@ -182,6 +231,7 @@ public final class VP8Encoder: VideoEncoder {
     private func applyRates() {
         guard isOpen else { return }
         config.rc_target_bitrate = UInt32(max(1, settings.bitrate / 1000))
+        if let pattern { setLayerRates(pattern, in: &config) }
         _ = vpx_codec_enc_config_set(context, &config)
         _ = swiftrtc_vpx_control_int(context, Int32(VP8E_SET_MAX_INTRA_BITRATE_PCT.rawValue), maxIntraBitratePercent)
     }

@@ -22,9 +22,13 @@ public struct EncodedFrame: Sendable {
     public var width: Int
     public var height: Int
     public var rotation: VideoRotation
+    /// Its place in a temporal-scalability pattern (nil: one temporal layer).
+    public var temporal: TemporalLayerInfo?
 
     public init(codec: VideoCodecType, data: [UInt8], isKeyframe: Bool, rtpTimestamp: UInt32,
-                captureTimeNs: Int64 = 0, width: Int = 0, height: Int = 0, rotation: VideoRotation = .r0) {
+                captureTimeNs: Int64 = 0, width: Int = 0, height: Int = 0, rotation: VideoRotation = .r0,
+                temporal: TemporalLayerInfo? = nil) {
+        self.temporal = temporal
         self.codec = codec
         self.data = data
         self.isKeyframe = isKeyframe
@@ -33,6 +37,24 @@ public struct EncodedFrame: Sendable {
         self.width = width
         self.height = height
         self.rotation = rotation
+    }
+}
+
+/// Where a frame of a temporally scalable stream (L1T2, L1T3) sits: dropping every frame above
+/// some layer leaves a stream that still decodes, at a half or a quarter of the frame rate.
+public struct TemporalLayerInfo: Sendable, Equatable {
+    /// 0 is the base layer.
+    public var layer: UInt8
+    /// Layer sync (RFC 7741 Y): it references base-layer frames only, so a receiver can start
+    /// taking this layer here.
+    public var sync: Bool
+    /// Whether a later frame references it (false: it can be dropped alone; RFC 7741 N).
+    public var isReference: Bool
+
+    public init(layer: UInt8, sync: Bool, isReference: Bool) {
+        self.layer = layer
+        self.sync = sync
+        self.isReference = isReference
     }
 }
 
@@ -47,9 +69,12 @@ public struct VideoEncoderSettings: Sendable, Equatable {
     public var minBitrate: Int?
     /// Frames between forced keyframes (0 = only on request).
     public var keyframeInterval: Int
+    /// Temporal layers (1, or 2–3 where the encoder supports them: VP8).
+    public var temporalLayers: Int
 
     public init(width: Int, height: Int, framerate: Double = 30, bitrate: Int = 1_500_000,
-                maxBitrate: Int? = nil, minBitrate: Int? = nil, keyframeInterval: Int = 0) {
+                maxBitrate: Int? = nil, minBitrate: Int? = nil, keyframeInterval: Int = 0, temporalLayers: Int = 1) {
+        self.temporalLayers = temporalLayers
         self.width = width
         self.height = height
         self.framerate = framerate

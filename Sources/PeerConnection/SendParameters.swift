@@ -1,4 +1,5 @@
 import SDP
+import Media
 
 /// W3C `RTCRtpEncodingParameters`: one encoding, or with a `rid` one layer of a simulcast
 /// (`TransceiverInit.sendEncodings`).
@@ -13,15 +14,28 @@ public struct RtpEncodingParameters: Sendable, Equatable {
     public var maxFramerate: Double?
     /// ≥ 1: the sent resolution is the source's divided by this.
     public var scaleResolutionDownBy: Double?
+    /// W3C webrtc-svc: "L1T1", "L1T2" or "L1T3" (one spatial layer, 1–3 temporal ones). Temporal
+    /// layers let a relay halve or quarter a viewer's frame rate without a keyframe. VP8 only:
+    /// with H.264 the stream is sent as L1T1 (as Chromium does with a codec that has no such mode).
+    public var scalabilityMode: String?
 
     public init(rid: String? = nil, active: Bool = true, maxBitrate: Int? = nil, minBitrate: Int? = nil,
-                maxFramerate: Double? = nil, scaleResolutionDownBy: Double? = nil) {
+                maxFramerate: Double? = nil, scaleResolutionDownBy: Double? = nil, scalabilityMode: String? = nil) {
+        self.scalabilityMode = scalabilityMode
         self.rid = rid
         self.active = active
         self.maxBitrate = maxBitrate
         self.minBitrate = minBitrate
         self.maxFramerate = maxFramerate
         self.scaleResolutionDownBy = scaleResolutionDownBy
+    }
+
+    /// The modes `scalabilityMode` takes, by their temporal layer count.
+    public static let scalabilityModes = ["L1T1": 1, "L1T2": 2, "L1T3": 3]
+
+    /// Temporal layers the encoder of `codec` makes for this encoding.
+    func temporalLayers(for codec: VideoCodecType) -> Int {
+        codec == .vp8 ? scalabilityMode.flatMap { Self.scalabilityModes[$0] } ?? 1 : 1
     }
 }
 
@@ -66,6 +80,9 @@ public struct RtpSendParameters: Sendable, Equatable {
     private static func validate(_ e: RtpEncodingParameters, _ context: String) throws(PeerConnectionError) {
         if let s = e.scaleResolutionDownBy, !(s >= 1) {
             throw PeerConnectionError(.invalidArgument, "\(context): scaleResolutionDownBy must be ≥ 1 (got \(s))")
+        }
+        if let mode = e.scalabilityMode, RtpEncodingParameters.scalabilityModes[mode] == nil {
+            throw PeerConnectionError(.invalidArgument, "\(context): scalabilityMode \(mode) is not supported (L1T1, L1T2, L1T3)")
         }
         if let m = e.maxBitrate, m <= 0 { throw PeerConnectionError(.invalidArgument, "\(context): maxBitrate must be > 0 (got \(m))") }
         if let m = e.minBitrate, m < 0 { throw PeerConnectionError(.invalidArgument, "\(context): minBitrate must be ≥ 0 (got \(m))") }

@@ -179,9 +179,12 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 encoder = nil
                 encoderPreference = p.degradationPreference
             }
-            if encoder == nil || encoder?.settings.width != frame.width || encoder?.settings.height != frame.height {
+            let temporalLayers = encoding.temporalLayers(for: codec)
+            if encoder == nil || encoder?.settings.width != frame.width || encoder?.settings.height != frame.height
+                || encoder?.settings.temporalLayers != temporalLayers {
                 let settings = VideoEncoderSettings(width: frame.width, height: frame.height, framerate: fps, bitrate: target,
-                                                    maxBitrate: encoding.maxBitrate, minBitrate: encoding.minBitrate)
+                                                    maxBitrate: encoding.maxBitrate, minBitrate: encoding.minBitrate,
+                                                    temporalLayers: temporalLayers)
                 if let encoder {
                     try encoder.configure(settings)
                 } else {

@@ -132,10 +132,14 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
 }
 
 /// RFC 7741 sender: X=1, I=1 with a 15-bit PictureID that increments per frame, S=1 on the
-/// first packet, PID 0, N=0. Payloads are split evenly.
+/// first packet, PID 0. Payloads are split evenly. A frame of a temporally scalable stream also
+/// carries its layer (T, TID, Y), TL0PICIDX (L; counts base-layer frames, so a receiver of some
+/// layers sees when a base frame is missing) and N on frames nothing references.
 public struct VP8Packetizer: Sendable {
     /// The PictureID the next frame gets.
     public private(set) var pictureID: UInt16
+    /// The TL0PICIDX of the last base-layer frame.
+    public private(set) var tl0PictureIndex: UInt8 = 0
 
     public init(initialPictureID: UInt16 = 0) {
         pictureID = initialPictureID & 0x7FFF
@@ -143,15 +147,22 @@ public struct VP8Packetizer: Sendable {
 
     public mutating func packetize(_ frame: EncodedFrame,
                                    maxPayloadSize: Int = RTPPayloadLimits.defaultMaxPayloadSize) -> [RTPPayload] {
-        packetize(frame: frame.data, maxPayloadSize: maxPayloadSize)
+        packetize(frame: frame.data, temporal: frame.temporal, maxPayloadSize: maxPayloadSize)
     }
 
     /// Empty input gives no payloads and keeps the PictureID. `maxPayloadSize` below 5
     /// (descriptor plus one byte) is raised to 5.
-    public mutating func packetize(frame data: [UInt8],
+    public mutating func packetize(frame data: [UInt8], temporal: TemporalLayerInfo? = nil,
                                    maxPayloadSize: Int = RTPPayloadLimits.defaultMaxPayloadSize) -> [RTPPayload] {
         guard !data.isEmpty else { return [] }
         var descriptor = VP8PayloadDescriptor(startOfPartition: true, pictureID: pictureID, longPictureID: true)
+        if let temporal {
+            if temporal.layer == 0 { tl0PictureIndex &+= 1 }
+            descriptor.nonReference = !temporal.isReference
+            descriptor.tl0PictureIndex = tl0PictureIndex
+            descriptor.temporalLayerIndex = temporal.layer
+            descriptor.layerSync = temporal.sync
+        }
         let capacity = max(maxPayloadSize, descriptor.size + 1) - descriptor.size
         let sizes = evenChunkSizes(total: data.count, capacity: capacity)
         var out: [RTPPayload] = []

@@ -8,7 +8,7 @@ enum PublishCommand {
                                 [--bitrate KBPS] [--min-bitrate KBPS] [--max-fps N] [--degradation PREF]
                                 [--adapt WxH[@FPS]] [--audio tone|file:PATH|mic[:ID]|none]
                                 [--audio-processing all|none|aec,agc,ns,hpf]
-                                [--simulcast [--layers 1,2,4]] [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--record PATH] [--token T] [--api URL]
+                                [--simulcast [--layers 1,2,4]] [--scalability L1T3] [--beauty 0..1] [--disable-after SEC] [--duration SEC] [--stats-json PATH] [--record PATH] [--token T] [--api URL]
                                 [--insecure] [--no-trickle] [--reconnect on|off]
 
     Publishes video (and audio) to URL: webrtc://HOST[:PORT]/APP/STREAM speaks SRS's API,
@@ -27,6 +27,8 @@ enum PublishCommand {
                           largest layer, --min-bitrate the smallest, --max-fps every one
       --layers LIST       with --simulcast: each layer's size as a divisor of the capture size
                           (default 1,2,4: rids h, m, l; 2 to 4 layers)
+      --scalability M     temporal layers, W3C scalabilityMode: L1T1 (default), L1T2 or L1T3 (VP8; a
+                          relay can then send a viewer half or a quarter of the frames without a keyframe)
       --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
                           maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
@@ -73,6 +75,7 @@ enum PublishCommand {
         let processing = try a.option("audio-processing", default: AudioProcessingOptions.all, AudioOptions.parseProcessing)
         let simulcast = a.flag("simulcast")
         let layers = try a.option("layers", default: [1.0, 2, 4], SimulcastOption.parseLayers)
+        let scalability = try a.option("scalability")
         let beauty = try a.number("beauty", default: 0.0, in: 0...1)
         let disableAfter: Double? = try a.number("disable-after", in: 0...maxSeconds)
         let duration: Double? = try a.number("duration", in: 0.001...maxSeconds)
@@ -87,6 +90,14 @@ enum PublishCommand {
         case "h264": codec = .h264
         case "vp8": codec = .vp8
         default: throw UsageError("swiftrtc publish: --codec must be h264 or vp8, not \"\(codecName)\"")
+        }
+        if let scalability {
+            guard RtpEncodingParameters.scalabilityModes[scalability] != nil else {
+                throw UsageError("swiftrtc publish: --scalability must be L1T1, L1T2 or L1T3, not \"\(scalability)\"")
+            }
+            guard codec == .vp8 || scalability == "L1T1" else {
+                throw UsageError("swiftrtc publish: --scalability \(scalability) needs --codec vp8 (H.264 is sent as L1T1)")
+            }
         }
         if let record, let container = RecordingContainer(path: record) {
             let type: VideoCodecType = codec.mimeType.lowercased().hasSuffix("vp8") ? .vp8 : .h264
@@ -126,7 +137,10 @@ enum PublishCommand {
             let largest = video.sender.encodingIndex
             let smallest = p.encodings.indices.max { (p.encodings[$0].scaleResolutionDownBy ?? 1) < (p.encodings[$1].scaleResolutionDownBy ?? 1) } ?? 0
             p.encodings[largest].maxBitrate = bitrate.map { $0 * 1000 }
-            for i in p.encodings.indices { p.encodings[i].maxFramerate = maxFps }
+            for i in p.encodings.indices {
+                p.encodings[i].maxFramerate = maxFps
+                p.encodings[i].scalabilityMode = scalability
+            }
             p.encodings[smallest].minBitrate = minBitrate.map { $0 * 1000 }
             p.degradationPreference = degradation
             try video.sender.setParameters(p)

@@ -62,6 +62,33 @@ import Testing
         #expect(packetizer.pictureID == 2)
     }
 
+    /// A temporally layered frame carries its layer, layer sync and TL0PICIDX (counting base
+    /// frames, the same on every packet of a frame), and N when nothing references it.
+    @Test func temporalLayersGoInTheDescriptor() throws {
+        var packetizer = VP8Packetizer(initialPictureID: 7)
+        let pattern: [(UInt8, Bool, Bool)] = [(0, false, true), (2, true, false), (1, true, true), (2, false, false), (0, false, true)]
+        var seen: [(tid: UInt8?, sync: Bool, n: Bool, tl0: UInt8?)] = []
+        for (layer, sync, reference) in pattern {
+            let frame = EncodedFrame(codec: .vp8, data: [UInt8](repeating: 0x31, count: 2500), isKeyframe: false, rtpTimestamp: 0,
+                                     temporal: TemporalLayerInfo(layer: layer, sync: sync, isReference: reference))
+            let payloads = packetizer.packetize(frame)
+            let descriptors = try payloads.map { try VP8PayloadDescriptor.parse($0.bytes) }
+            #expect(payloads.count == 3 && descriptors.allSatisfy { $0.size == 6 })
+            #expect(Set(descriptors.map { "\($0.0.temporalLayerIndex ?? 9)/\($0.0.tl0PictureIndex ?? 0)/\($0.0.layerSync)/\($0.0.nonReference)" }).count == 1,
+                    "one frame, one set of fields")
+            let d = descriptors[0].0
+            seen.append((d.temporalLayerIndex, d.layerSync, d.nonReference, d.tl0PictureIndex))
+            #expect(try VP8Depacketizer.depacketize(payloads.map(\.bytes)).data == frame.data)
+        }
+        #expect(seen.map(\.tid) == [0, 2, 1, 2, 0])
+        #expect(seen.map(\.sync) == [false, true, true, false, false])
+        #expect(seen.map(\.n) == [false, true, false, true, false])
+        #expect(seen.map(\.tl0) == [1, 1, 1, 1, 2])
+        // Without temporal layers: no T or L fields, as before.
+        let plain = try VP8PayloadDescriptor.parse(packetizer.packetize(frame: [0x31, 0x02]).first?.bytes ?? []).0
+        #expect(plain.temporalLayerIndex == nil && plain.tl0PictureIndex == nil)
+    }
+
     @Test func malformedPayloadsThrow() {
         let cases: [(String, [[UInt8]])] = [
             ("no payloads", []),
