@@ -337,7 +337,8 @@ PC_STATS_JS = r"""
       out.inbound = {framesDecoded: s.framesDecoded || 0, frameWidth: s.frameWidth, frameHeight: s.frameHeight,
                      packetsReceived: s.packetsReceived, packetsLost: s.packetsLost, keyFramesDecoded: s.keyFramesDecoded,
                      framesPerSecond: s.framesPerSecond, pliCount: s.pliCount, nackCount: s.nackCount,
-                     codec: codec(s)};
+                     freezeCount: s.freezeCount, totalFreezesDuration: s.totalFreezesDuration,
+                     framesDropped: s.framesDropped, codec: codec(s)};
     } else if (s.type === 'inbound-rtp' && s.kind === 'audio') {
       out.inboundAudio = {packetsReceived: s.packetsReceived, codec: codec(s)};
     } else if (s.type === 'outbound-rtp' && s.kind === 'video') {

@@ -353,13 +353,17 @@ def test_chromium_publisher_gets_bandwidth_feedback(relay, browser, artifact_dir
 # ---- 3. swiftrtc publish → relay → Chromium WHEP play (player page) ------------------------------
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("audio", ["tone", "none"])
-def test_swift_publish_chromium_whep_play(audio, relay, browser, swift_bin, runs, artifact_dir, logs):
+@pytest.mark.parametrize("audio, codec, scalability", [("tone", "h264", None), ("none", "h264", None), ("tone", "vp8", "L1T3")],
+                         ids=["tone", "none", "vp8-L1T3"])
+def test_swift_publish_chromium_whep_play(audio, codec, scalability, relay, browser, swift_bin, runs, artifact_dir, logs):
     """The relay's /players/ page (audio + video recvonly) plays a stream; one without audio
-    too: its audio m-line is rejected and the video still plays."""
-    app, name = "live", f"to-chromium-{audio}"
-    publisher = runs(SwiftRun(swift_bin, "publish", publish_args(relay.webrtc_url(app, name), duration=40, audio=audio),
-                              artifact_dir, "publish"))
+    too: its audio m-line is rejected and the video still plays; and VP8 with three temporal
+    layers (TID, layer sync, TL0PICIDX in every descriptor: Chromium's frame reference finder
+    reads them) at the full frame rate, without a freeze."""
+    app, name = "live", f"to-chromium-{audio}-{codec}"
+    args = publish_args(relay.webrtc_url(app, name), duration=40, audio=audio, codec=codec)
+    extra = ["--scalability", scalability] if scalability else []
+    publisher = runs(SwiftRun(swift_bin, "publish", args + extra, artifact_dir, "publish"))
     relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=15)
     page = open_player_page(browser, relay, app, name)
     logs.append(("player page #log", lambda: page_log(page)))
@@ -399,6 +403,14 @@ def test_swift_publish_chromium_whep_play(audio, relay, browser, swift_bin, runs
           f"pattern read on {len(valid)}/{len(reads)} canvas grabs, frames {frames[:3]}…{frames[-3:]}, "
           f"median latency {latencies[len(latencies) // 2] if latencies else None} ms")
     assert later["inbound"]["framesDecoded"] > stats["inbound"]["framesDecoded"], "Chromium stopped decoding"
+    assert later["inbound"]["codec"].lower() == f"video/{codec}", later["inbound"]
+    if scalability:
+        # ~2.5 s of pattern reads between the two samples: every frame shown, none frozen.
+        assert later["inbound"]["framesDecoded"] - stats["inbound"]["framesDecoded"] >= 60, (stats["inbound"], later["inbound"])
+        assert later["inbound"]["freezeCount"] == stats["inbound"]["freezeCount"], (stats["inbound"], later["inbound"])
+        assert later["inbound"]["framesDropped"] == 0, later["inbound"]
+        sent = json.loads(publisher.json_path.read_text())["outbound"]
+        assert sent["scalabilityMode"] == scalability, sent
     assert (later["inbound"]["frameWidth"], later["inbound"]["frameHeight"]) == (640, 360), later["inbound"]
     if audio == "tone":
         assert later["inboundAudio"] and later["inboundAudio"]["packetsReceived"] > 0, later

@@ -319,6 +319,7 @@ extension PeerConnection {
         o["targetBitrate"] = .int(c.targetBitrate)
         o["qualityLimitationReason"] = .string(c.bandwidthLimited ? "bandwidth" : "none")
         o["qualityLimitationResolutionChanges"] = .int(c.resolutionChanges)
+        o["scalabilityMode"] = .string("L1T\(c.temporalLayers)")
         o["framesDropped"] = .int(c.framesDroppedBusy + c.framesDroppedRate + c.framesDroppedEncoder + c.framesDroppedCongestion)
     }
 

@@ -234,6 +234,7 @@ final class VideoSendStream: VideoRenderer, @unchecked Sendable {
                 $0.targetBitrate = target
                 $0.bandwidthLimited = adapted.limited
                 $0.resolutionChanges = adaptation.resolutionChanges
+                $0.temporalLayers = encoder.settings.temporalLayers
             }
             sender.sendPayloads(payloads, payloadType: payloadType, timestamp: rtpTimestamp,
                                 lastPacketExtensions: lastPacketExtensions, isKeyframe: encoded.isKeyframe,
@@ -313,5 +314,7 @@ struct VideoSendCounters: Sendable {
     var bandwidthLimited = false, resolutionChanges = 0
     /// Simulcast: times this layer was switched off or on by the split of the estimate.
     var layerSwitches = 0
+    /// What the encoder makes (W3C scalabilityMode L1T1…L1T3).
+    var temporalLayers = 1
     var nackCount = 0, pliCount = 0, firCount = 0, keyframesRequested = 0, retransmittedPackets = 0
 }

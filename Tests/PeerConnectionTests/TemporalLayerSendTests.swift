@@ -51,6 +51,8 @@ import Testing
             let topLayerDiscardable = descriptors.filter { $0.temporalLayerIndex == 2 }.allSatisfy { $0.nonReference }
             #expect(topLayerDiscardable, "TL2 frames carry N")
         }
+        let outbound = try #require(await a.getStats().ofType("outbound-rtp").first)
+        #expect(outbound.string("scalabilityMode") == (codec == "vp8" ? "L1T3" : "L1T1"), "\(outbound.values)")
         await a.close()
         await b.close()
     }
