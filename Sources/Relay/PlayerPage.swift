@@ -14,10 +14,10 @@ input{width:8em}button{margin:0 .5em}#log{white-space:pre;font:12px monospace;co
 <script>
 let pc = null, resource = null, media = null, kind = null;
 const log = m => document.getElementById('log').textContent += m + '\\n';
-// A simulcast layer asked of the page (/players/?layer=low) goes on to the relay.
-const layer = new URLSearchParams(location.search).get('layer');
+// A simulcast layer or temporal layers asked of the page (/players/?layer=low&temporal=0) go on to the relay.
+const asked = new URLSearchParams(location.search);
 const q = () => '?app=' + encodeURIComponent(app.value) + '&stream=' + encodeURIComponent(stream.value)
-  + (layer ? '&layer=' + encodeURIComponent(layer) : '');
+  + ['layer', 'temporal'].filter(k => asked.get(k)).map(k => '&' + k + '=' + encodeURIComponent(asked.get(k))).join('');
 const gathered = () => new Promise(r => { if (pc.iceGatheringState === 'complete') r(); else pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && r(); setTimeout(r, 2000); });
 async function negotiate(k) {
   await pc.setLocalDescription(await pc.createOffer());

@@ -15,6 +15,16 @@ public enum LayerPreference: String, Sendable, CaseIterable {
     }
 }
 
+/// The highest temporal layer a player takes: `?temporal=0|1|2` on its play or WHEP URL (0: the
+/// base layer alone, a quarter of an L1T3 stream's frames); nil when it names none.
+func temporalCap(query: String) -> UInt8? {
+    for pair in query.split(separator: "&") {
+        let parts = pair.split(separator: "=", maxSplits: 1)
+        if parts.count == 2, parts[0] == "temporal", let n = UInt8(parts[1]), n <= 3 { return n }
+    }
+    return nil
+}
+
 /// One RTP stream of the publisher's video as the relay keeps it: with simulcast one per layer,
 /// else the one. Sequence numbers are the stream's own, so each has its history.
 struct VideoLayer {

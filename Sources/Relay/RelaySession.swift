@@ -118,6 +118,8 @@ struct PlayerOutput {
     /// VP8 simulcast: its PictureID/TL0PICIDX, continuous across layer switches.
     var vp8 = VP8Numbering()
     var layerPreference = LayerPreference.high
+    /// VP8 temporal layers: the frames above its layer are not sent, the rest numbered on.
+    var temporal = TemporalLayerFilter()
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
     /// Video only: what the player's link carries, the layer that fits it, and what its NACKs

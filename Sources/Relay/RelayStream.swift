@@ -162,7 +162,10 @@ final class RelayStream: @unchecked Sendable {
     func attachPlayer(_ session: RelaySession) {
         loop.preconditionInLoop()
         players[session.id] = session
-        session.output(.video) { $0.layerPreference = LayerPreference(query: session.param) ?? .high }
+        session.output(.video) { output in
+            output.layerPreference = LayerPreference(query: session.param) ?? .high
+            output.temporal = TemporalLayerFilter(cap: temporalCap(query: session.param))
+        }
         session.mapCodecs(from: self)
         for t in session.pc.transceivers {
             let kind = t.kind
@@ -285,7 +288,9 @@ final class RelayStream: @unchecked Sendable {
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
             // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
-            let vp8 = kind == .video && rewritesVP8Numbers ? VP8Numbers(payload: view.payload) : nil
+            // VP8 temporal layers: each player's frames above its layer are left out.
+            let vp8 = kind == .video && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
+            let editsVP8 = rewritesVP8Numbers || vp8?.layer != nil
             table.withUnsafeBufferPointer { records in
                 for record in records.prefix(2) { record.prefetch() }
                 for (i, record) in records.enumerated() {
@@ -306,12 +311,20 @@ final class RelayStream: @unchecked Sendable {
                         output.pointee.layer = view.ssrc
                         if let vp8 { output.pointee.vp8.switched(to: vp8) }
                     }
-                    guard let (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
+                    guard var (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
                                                                           timestamp: view.timestamp, clockRate: clockRate, now: now) else {
                         counters.packetsDropped += 1
                         continue
                     }
-                    let edit = vp8.map { output.pointee.vp8.edit($0) }
+                    if let vp8, vp8.layer != nil {
+                        guard let sent = output.pointee.temporal.filter(sequenceNumber: seq, layer: vp8.layer, sync: vp8.sync,
+                                                                        startsFrame: vp8.startsFrame) else {
+                            output.pointee.vp8.dropped(vp8)
+                            continue
+                        }
+                        seq = sent
+                    }
+                    let edit = editsVP8 ? vp8.map { output.pointee.vp8.edit($0) } : nil
                     if let target = record.target {
                         switch target.send(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
                                            videoOrientationID: orientation, payloadEdit: edit, into: batch, now: now) {
@@ -379,7 +392,7 @@ final class RelayStream: @unchecked Sendable {
             sender.nack.supersededBefore = keyframeStart
             // The player asks by the sequence numbers it saw, which continue across publishers.
             let resends = sender.nack.respond(to: nack.lostSequenceNumbers, from: history, now: now) { output in
-                player.output(kind) { $0.rewriter.sourceSequence(forOutput: output) }
+                player.output(kind) { $0.rewriter.sourceSequence(forOutput: $0.temporal.input(forOutput: output)) }
             }
             counters.nacksReceived += sender.nack.statistics.requested - before.requested
             counters.retransmissionsSuppressed += sender.nack.statistics.suppressed - before.suppressed
@@ -430,10 +443,17 @@ final class RelayStream: @unchecked Sendable {
     /// Nil when it is from before the player's current source.
     private func again(_ view: RTPHeaderView, to player: RelaySession, kind: MediaKind, clockRate: Int,
                        now: ContinuousClock.Instant) -> (sequenceNumber: UInt16, timestamp: UInt32, edit: RTPHeaderPatch.PayloadEdit?)? {
-        guard let (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
+        guard var (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
                                                 kind: kind, clockRate: clockRate, now: now) else { return nil }
-        let edit = kind == .video && rewritesVP8Numbers
-            ? VP8Numbers(payload: view.payload).map { numbers in player.output(.video) { $0.vp8.resend(numbers) } } : nil
+        let numbers = kind == .video && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
+        if let numbers, numbers.layer != nil {
+            // A layer the player no longer gets is not sent again; the rest where it went out.
+            guard let sent = player.output(.video, { $0.temporal.sends(layer: numbers.layer) ? $0.temporal.output(forInput: seq) : nil })
+            else { return nil }
+            seq = sent
+        }
+        let edit = rewritesVP8Numbers || numbers?.layer != nil
+            ? numbers.map { numbers in player.output(.video) { $0.vp8.resend(numbers) } } : nil
         return (seq, ts, edit)
     }
 

@@ -10,6 +10,10 @@ struct VP8Numbers: Equatable {
     let long: Bool
     let pictureID: UInt16
     let tl0: UInt8?
+    /// Its temporal layer (nil: the stream has none), layer sync bit, and whether it starts a frame.
+    let layer: UInt8?
+    let sync: Bool
+    let startsFrame: Bool
 
     init?(payload: UnsafeRawBufferPointer) {
         guard let (descriptor, _) = try? VP8PayloadDescriptor.parse(payload), let pictureID = descriptor.pictureID else { return nil }
@@ -17,6 +21,9 @@ struct VP8Numbers: Equatable {
         long = descriptor.longPictureID
         self.pictureID = pictureID
         tl0 = descriptor.tl0PictureIndex
+        layer = descriptor.temporalLayerIndex
+        sync = descriptor.layerSync
+        startsFrame = descriptor.startsFrame
     }
 }
 
@@ -28,6 +35,13 @@ struct VP8Numbers: Equatable {
 struct VP8Numbering {
     private var offsets: (pictureID: UInt16, tl0: UInt8) = (0, 0)
     private var last: (pictureID: UInt16, tl0: UInt8?)?
+    /// The PictureID of the last picture not sent (a temporal layer the player does not get).
+    private var lastDropped: UInt16?
+    /// The PictureID offsets of the pictures last sent, newest last: a resend of one carries the
+    /// number it went out with, though pictures dropped since moved the offset on (with another,
+    /// its frame's packets disagree and the receiver throws the frame away).
+    private var recent: [(pictureID: UInt16, offset: UInt16)] = []
+    static let remembered = 64
 
     /// The player now gets another layer, from this keyframe on.
     mutating func switched(to keyframe: VP8Numbers) {
@@ -36,10 +50,27 @@ struct VP8Numbering {
         if let lastTL0 = last.tl0, let tl0 = keyframe.tl0 { offsets.tl0 = lastTL0 &+ 1 &- tl0 }
     }
 
+    /// A packet of this picture is not sent to the player: the pictures after it are numbered
+    /// on without a gap (Chromium's VP8 reference finder waits for a missing PictureID; LiveKit
+    /// and mediasoup close the gap the same way).
+    mutating func dropped(_ numbers: VP8Numbers) {
+        guard lastDropped != numbers.pictureID else { return }
+        lastDropped = numbers.pictureID
+        offsets.pictureID &-= 1
+    }
+
     /// The bytes this player gets for `numbers` (its PictureID, then its TL0PICIDX if any).
     mutating func edit(_ numbers: VP8Numbers) -> RTPHeaderPatch.PayloadEdit {
+        if recent.last?.pictureID != numbers.pictureID {
+            recent.append((numbers.pictureID, offsets.pictureID))
+            if recent.count > Self.remembered { recent.removeFirst(recent.count - Self.remembered) }
+        }
+        return patch(numbers, pictureOffset: offsets.pictureID)
+    }
+
+    private mutating func patch(_ numbers: VP8Numbers, pictureOffset: UInt16) -> RTPHeaderPatch.PayloadEdit {
         let mask: UInt16 = numbers.long ? 0x7FFF : 0x7F
-        let pictureID = (numbers.pictureID &+ offsets.pictureID) & mask
+        let pictureID = (numbers.pictureID &+ pictureOffset) & mask
         let tl0 = numbers.tl0.map { $0 &+ offsets.tl0 }
         last = (pictureID, tl0)
         if numbers.long {
@@ -49,10 +80,12 @@ struct VP8Numbering {
         return .init(offset: numbers.offset, count: tl0 == nil ? 1 : 2, bytes: (UInt8(pictureID), tl0 ?? 0, 0))
     }
 
-    /// The bytes for a packet sent again (a resend or padding): the current offsets, without
-    /// moving what counts as the last numbers.
+    /// The bytes for a packet sent again (a resend or padding): the numbers it went out with
+    /// (the current offsets for a picture too old to remember), without moving what counts as
+    /// the last numbers.
     func resend(_ numbers: VP8Numbers) -> RTPHeaderPatch.PayloadEdit {
         var copy = self
-        return copy.edit(numbers)
+        let offset = recent.last { $0.pictureID == numbers.pictureID }?.offset ?? offsets.pictureID
+        return copy.patch(numbers, pictureOffset: offset)
     }
 }

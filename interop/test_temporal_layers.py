@@ -1,0 +1,131 @@
+"""Temporal layers through the relay (issue 22, item 2): a VP8 L1T3 stream (`swiftrtc publish
+--scalability L1T3`, or Chromium's `sendEncodings: [{scalabilityMode: 'L1T3'}]`) and viewers that
+ask the relay for fewer of its layers (`&temporal=N`): each gets every frame of its layers — all,
+half, a quarter — decoded in order, without a freeze (the W3C freezeCount is relative to the
+viewer's own frame rate). The relay closes the
+sequence-number and PictureID gaps the left-out frames leave; Chromium's VP8 reference finder
+would otherwise wait for them.
+
+Run: CI=true interop/run.sh interop/test_temporal_layers.py   (~40 s)"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interop.conftest import write_json
+from interop.network_helpers import status_series
+from interop.relay_helpers import PC_STATS_JS, SwiftRun, close_page, open_player_page, page_log, poll
+from interop.test_relay import relay, runs  # noqa: F401 (fixtures)
+
+PUBLISH_L1T3_JS = """(async () => {
+  pc = new RTCPeerConnection();
+  const media = await navigator.mediaDevices.getUserMedia({video: {width: 640, height: 360, frameRate: 30}});
+  video.srcObject = media;
+  const t = pc.addTransceiver(media.getVideoTracks()[0], {direction: 'sendonly',
+                                                         sendEncodings: [{scalabilityMode: 'L1T3'}]});
+  const all = RTCRtpReceiver.getCapabilities('video').codecs;
+  const isVP8 = (c) => c.mimeType.toLowerCase() === 'video/vp8';
+  t.setCodecPreferences([...all.filter(isVP8), ...all.filter((c) => !isVP8(c))]);
+  await negotiate('whip');
+  log('publishing L1T3');
+  return true;
+})()"""
+
+SENT_JS = r"""(async () => { const r = await pc.getStats(); let o = null;
+  r.forEach((s) => { if (s.type === 'outbound-rtp' && s.kind === 'video')
+    o = {framesSent: s.framesSent || 0, fps: s.framesPerSecond || 0, scalabilityMode: s.scalabilityMode || null}; });
+  return o; })()"""
+
+
+def inbound(run: SwiftRun) -> dict:
+    return next((v for v in run.stats()["stats"].values() if v.get("type") == "inbound-rtp" and v.get("kind") == "video"), {})
+
+
+def median_fps(run: SwiftRun) -> float:
+    rows = [r["fps"] for r in status_series(run.text()) if r["fps"] > 0][1:]   # the first second is a partial one
+    return sorted(rows)[len(rows) // 2] if rows else 0.0
+
+
+def watch_page(browser, relay, app: str, name: str, temporal: int, logs):
+    page = open_player_page(browser, relay, app, name, query=f"temporal={temporal}")
+    logs.append((f"viewer temporal={temporal} #log", lambda: page_log(page)))
+    page.evaluate("document.getElementById('play').click(); true")
+    return page
+
+
+def page_inbound(page) -> dict:
+    stats = page.evaluate(PC_STATS_JS, timeout=10)
+    return (stats or {}).get("inbound") or {}
+
+
+@pytest.mark.timeout(90)
+def test_swift_l1t3_each_viewer_gets_its_temporal_layers(relay, browser, swift_bin, runs, artifact_dir, logs):  # noqa: F811
+    app, name = "live", "l1t3-swift"
+    publisher = runs(SwiftRun(swift_bin, "publish", [relay.webrtc_url(app, name), "--source", "testsrc", "--codec", "vp8",
+                                                     "--size", "640x360", "--fps", "30", "--scalability", "L1T3",
+                                                     "--duration", "30"], artifact_dir, "publish"))
+    relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=15)
+    plays = {t: runs(SwiftRun(swift_bin, "play", [relay.whep_url(app, name) + (f"&temporal={t}" if t is not None else ""),
+                                                  "--duration", "10"], artifact_dir, f"play-t{t}"))
+             for t in (None, 1, 0)}
+    page = watch_page(browser, relay, app, name, 0, logs)
+    try:
+        first, _ = poll(lambda: page_inbound(page), lambda s: s.get("framesDecoded", 0) > 5, timeout=15)
+        codes = {t: run.wait(timeout=25) for t, run in plays.items()}
+        later = page_inbound(page)
+    finally:
+        (artifact_dir / "page-log.txt").write_text(page_log(page))
+        close_page(browser, page)
+    publisher.close()
+    quality = {t: run.stats() for t, run in plays.items()}
+    summary = {str(t): {"fps": median_fps(run), "patternFramesSpan": quality[t].get("patternFramesSpan"),
+                        "patternFrames": quality[t].get("patternFrames"), "gaps": quality[t].get("frameGapsOver500Ms"),
+                        "keyFramesDecoded": inbound(run).get("keyFramesDecoded"), "pliCount": inbound(run).get("pliCount"),
+                        "freezeCount": inbound(run).get("freezeCount")} for t, run in plays.items()}
+    summary["chromium temporal=0"] = {"first": first, "later": later}
+    write_json(artifact_dir / "summary.json", summary)
+    print(f"L1T3 from swiftrtc: {json.dumps(summary)}")
+    for t, run in plays.items():
+        assert codes[t] == 0, f"play temporal={t} failed:\n{run.text()[-1500:]}"
+    # Every frame of its layers, in order: the share of the pattern's numbers it read.
+    for t, share in ((None, (0.97, 1.0)), (1, (0.47, 0.6)), (0, (0.22, 0.35))):
+        s = summary[str(t)]
+        got = s["patternFrames"] / max(1, s["patternFramesSpan"])
+        assert share[0] <= got <= share[1], f"play temporal={t} read {s['patternFrames']} of {s['patternFramesSpan']} frames"
+        assert not s["gaps"] and not s["freezeCount"], f"play temporal={t} froze: {s}"
+    assert 6 <= summary["0"]["fps"] <= 9 and 13 <= summary["1"]["fps"] <= 17 and summary["None"]["fps"] >= 28, summary
+    # Chromium on the base layer alone: a quarter of the frames, none frozen.
+    decoded = later.get("framesDecoded", 0) - first.get("framesDecoded", 0)
+    assert decoded > 20 and later.get("freezeCount") == first.get("freezeCount"), (first, later)
+    assert later.get("framesPerSecond", 0) <= 10, later
+
+
+@pytest.mark.timeout(90)
+def test_chromium_l1t3_swift_viewers_get_their_temporal_layers(relay, browser, swift_bin, runs, artifact_dir, logs):  # noqa: F811
+    app, name = "live", "l1t3-chromium"
+    page = open_player_page(browser, relay, app, name)
+    logs.append(("publisher page #log", lambda: page_log(page)))
+    try:
+        page.evaluate(PUBLISH_L1T3_JS, timeout=20)
+        relay.wait_event(rf"publisher \S+ connected \({app}/{name}\)", timeout=20)
+        sent, _ = poll(lambda: page.evaluate(SENT_JS, timeout=10), lambda s: bool(s) and s["framesSent"] > 30, timeout=20)
+        plays = {t: runs(SwiftRun(swift_bin, "play", [relay.whep_url(app, name) + (f"&temporal={t}" if t is not None else ""),
+                                                      "--duration", "10"], artifact_dir, f"play-t{t}")) for t in (None, 0)}
+        codes = {t: run.wait(timeout=25) for t, run in plays.items()}
+        sent = page.evaluate(SENT_JS, timeout=10)
+    finally:
+        (artifact_dir / "page-log.txt").write_text(page_log(page))
+        close_page(browser, page)
+    summary = {str(t): {"fps": median_fps(run), **{k: inbound(run).get(k) for k in ("framesDecoded", "keyFramesDecoded", "freezeCount")}}
+               for t, run in plays.items()}
+    summary["chromium sends"] = sent
+    write_json(artifact_dir / "summary.json", summary)
+    print(f"L1T3 from Chromium: {json.dumps(summary)}")
+    assert sent and sent["scalabilityMode"] == "L1T3", f"Chromium does not send L1T3: {sent}"
+    for t, run in plays.items():
+        assert codes[t] == 0, f"play temporal={t} failed:\n{run.text()[-1500:]}"
+    full, base = summary["None"], summary["0"]
+    assert full["fps"] >= sent["fps"] - 3, summary
+    assert 0.2 <= base["fps"] / max(1, full["fps"]) <= 0.35, f"the base layer alone is not a quarter of the frames: {summary}"
+    assert not base["freezeCount"], summary
