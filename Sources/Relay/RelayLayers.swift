@@ -47,6 +47,17 @@ struct VideoLayer {
     var lastPacketAt: ContinuousClock.Instant?
     /// What the publisher sends on it (the allocator's layer rates).
     var meter = BitrateMeter()
+    /// VP8 temporal layers: what it sends on each (TID 0…3), from the payload descriptors.
+    var temporalMeters: [BitrateMeter] = []
+
+    /// With temporal layers: the bits per second of its layers up to TID 0, 1, … — every
+    /// choice short of the whole (empty: none seen in the last seconds).
+    func temporalRates(now: ContinuousClock.Instant) -> [Int] {
+        let rates = temporalMeters.map { $0.recentKbps(now: now) * 1000 }
+        guard let top = rates.lastIndex(where: { $0 > 0 }), top > 0 else { return [] }
+        var sum = 0
+        return rates[..<top].map { sum += $0; return sum }
+    }
     var retired = false {
         didSet { if retired { size = nil } }
     }

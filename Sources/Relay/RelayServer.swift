@@ -330,7 +330,8 @@ public final class RelayServer: Sendable {
     }
 
     enum Admission {
-        /// `transportCC`: a player to answer transport-cc (`playerTransportCC`, and the stream is a simulcast).
+        /// `transportCC`: a player to answer transport-cc (`playerTransportCC`, and the stream has
+        /// layers to choose from: simulcast or temporal).
         case admitted(published: [MediaKind: RtpCodecParameters], replaced: RelaySession?, transportCC: Bool = false)
         /// The stream's publisher has gone quiet: ask again after this (see `publisherSilence`).
         case waitForSilence(Duration)
@@ -374,7 +375,7 @@ public final class RelayServer: Sendable {
                 guard let stream, stream.publisher != nil else { throw RelayError("stream \(key) is not published", code: 404) }
                 var codecs: [MediaKind: RtpCodecParameters] = [:]
                 for kind in [MediaKind.audio, .video] { codecs[kind] = stream.publishedCodec(kind) }
-                return .admitted(published: codecs, replaced: nil, transportCC: playerTransportCC && stream.publishesSimulcast)
+                return .admitted(published: codecs, replaced: nil, transportCC: playerTransportCC && stream.publishesLayers)
             }
         }
     }
@@ -531,6 +532,8 @@ public final class RelayServer: Sendable {
             "players": s.players.values.map { p -> [String: Any] in
                 var player: [String: Any] = ["id": p.id, "connected": p.connected, "remote": p.remoteAddress]
                 if let rid = s.layerRID(of: p) { player["layer"] = rid }
+                // VP8 temporal layers: the highest it is sent (absent: all).
+                if let tid = p.output(.video, { $0.temporal.current }) { player["temporal_layer"] = Int(tid) }
                 if let kbps = p.output(.video, { $0.estimate.bitrate }).map({ $0 / 1000 }) { player["estimate_kbps"] = kbps }
                 if let kbps = p.output(.video, { $0.estimate.lastREMB }).map({ $0 / 1000 }) { player["remb_kbps"] = kbps }
                 if p.output(.video, { $0.allocator.probing }) { player["probing"] = true }

@@ -119,7 +119,9 @@ struct PlayerOutput {
     var vp8 = VP8Numbering()
     var layerPreference = LayerPreference.high
     /// VP8 temporal layers: the frames above its layer are not sent, the rest numbered on.
+    /// Its cap is the player's own (`?temporal=N`) or else its allocator's.
     var temporal = TemporalLayerFilter()
+    var temporalPreference: UInt8?
     /// RTT from the player's reports on our sender reports.
     var roundTrip = SenderReportRoundTrip()
     /// Video only: what the player's link carries, the layer that fits it, and what its NACKs

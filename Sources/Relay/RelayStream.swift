@@ -164,7 +164,8 @@ final class RelayStream: @unchecked Sendable {
         players[session.id] = session
         session.output(.video) { output in
             output.layerPreference = LayerPreference(query: session.param) ?? .high
-            output.temporal = TemporalLayerFilter(cap: temporalCap(query: session.param))
+            output.temporalPreference = temporalCap(query: session.param)
+            output.temporal = TemporalLayerFilter(cap: output.temporalPreference)
         }
         session.mapCodecs(from: self)
         for t in session.pc.transceivers {
@@ -597,6 +598,11 @@ final class RelayStream: @unchecked Sendable {
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         videoLayers[ssrc]?.lastPacketAt = now
         videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
+        if videoCodec == .vp8, let tid = (try? VP8PayloadDescriptor.parse(packet.payload))?.0.temporalLayerIndex {
+            let i = Int(tid), have = videoLayers[ssrc]?.temporalMeters.count ?? 0
+            if have <= i { videoLayers[ssrc]?.temporalMeters += Array(repeating: BitrateMeter(), count: i + 1 - have) }
+            videoLayers[ssrc]?.temporalMeters[i].add(bytes: bytes.count, now: now)
+        }
         if startsKeyframe {
             videoLayers[ssrc]?.keyframeTimestamp = packet.timestamp
             videoLayers[ssrc]?.keyframeAt = now
@@ -645,8 +651,13 @@ final class RelayStream: @unchecked Sendable {
     /// The bound of a player's send-side estimate: any one layer fits under it.
     static let playerMaxBitrate = Int(Double(publisherMaxBitrate) / LayerAllocator.headroom)
 
-    /// Whether the publisher sends simulcast layers (known from its offer's rids).
-    var publishesSimulcast: Bool { videoLayers.isSimulcast }
+    /// Whether a player can be given less than the whole stream: simulcast, or VP8 temporal
+    /// layers (known from its packets so far).
+    var publishesLayers: Bool { videoLayers.isSimulcast || publishesTemporalLayers }
+
+    private var publishesTemporalLayers: Bool {
+        videoCodec == .vp8 && videoLayers.bySSRC.values.contains { !$0.temporalMeters.isEmpty }
+    }
 
     /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.
     /// `settled`: false for an early one that says its link is full.
@@ -656,26 +667,68 @@ final class RelayStream: @unchecked Sendable {
         allocate(player, now: loop.now)
     }
 
-    /// Simulcast: the layer `player` is to get now (`LayerAllocator`: the largest up to the
-    /// one it asked for that its estimate carries), and the padding of a probe for the next.
+    /// One choice of the allocator: a spatial layer (SSRC), whole or up to a temporal layer.
+    private struct Rung {
+        /// The allocator's name for it: the SSRC, or for a temporal choice one made from it.
+        let id: UInt32
+        let ssrc: UInt32
+        let temporal: UInt8?
+        let bitrate: Int
+    }
+
+    /// What `player` may be given, smallest first: the spatial layers up to the one it asked
+    /// for, and below the smallest (or the one stream) its temporal layers — half or a quarter
+    /// of the frames is better than a frozen picture, and needs no keyframe to change.
+    private func rungs(for player: RelaySession, now: ContinuousClock.Instant) -> [Rung]? {
+        let spatial: [VideoLayer]
+        if videoLayers.isSimulcast {
+            let ranked = videoLayers.ranked
+            guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
+                  let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return nil }
+            spatial = Array(ranked[...capIndex])
+        } else {
+            let long = now - .seconds(60)
+            guard let only = videoLayers.bySSRC.values.max(by: { ($0.lastPacketAt ?? long) < ($1.lastPacketAt ?? long) })
+            else { return nil }
+            spatial = [only]
+        }
+        var rungs: [Rung] = []
+        if let lowest = spatial.first, player.output(.video, { $0.temporalPreference }) == nil {
+            for (tid, rate) in lowest.temporalRates(now: now).enumerated() {
+                let id = lowest.ssrc ^ (Self.temporalRungTag | UInt32(tid))
+                guard videoLayers[id] == nil else { break }   // a real SSRC: no name for it
+                rungs.append(Rung(id: id, ssrc: lowest.ssrc, temporal: UInt8(tid), bitrate: rate))
+            }
+        }
+        return rungs + spatial.map { Rung(id: $0.ssrc, ssrc: $0.ssrc, temporal: nil, bitrate: $0.meter.recentKbps(now: now) * 1000) }
+    }
+
+    static let temporalRungTag: UInt32 = 0x7E5A_0100
+
+    /// The layer `player` is to get now (`LayerAllocator`: the largest up to the one it asked
+    /// for that its estimate carries), and the padding of a probe for the next: a simulcast's
+    /// spatial layers and the temporal layers below the smallest, or one stream's temporal layers.
     private func allocate(_ player: RelaySession, now: ContinuousClock.Instant) {
-        guard videoLayers.isSimulcast else { return }
-        if player.output(.video, { $0.target }) == nil, !videoLayers.isComplete(now: now) { return }
-        let ranked = videoLayers.ranked
-        guard let cap = videoLayers.choice(player.output(.video, { $0.layerPreference }), in: ranked),
-              let capIndex = ranked.firstIndex(where: { $0.ssrc == cap }) else { return }
-        let layers = ranked[...capIndex].map { LayerAllocator.Layer(ssrc: $0.ssrc, bitrate: $0.meter.recentKbps(now: now) * 1000) }
+        guard publishesLayers else { return }
+        if player.output(.video, { $0.target }) == nil, videoLayers.isSimulcast, !videoLayers.isComplete(now: now) { return }
+        guard let rungs = rungs(for: player, now: now), rungs.count > 1 || videoLayers.isSimulcast else { return }
+        let layers = rungs.map { LayerAllocator.Layer(ssrc: $0.id, bitrate: $0.bitrate) }
         var below = false
         let switched: (from: UInt32?, to: UInt32, estimate: String)? = player.output(.video) { output in
-            guard let decision = output.allocator.decide(layers: layers, current: output.target, estimate: output.estimate.bitrate,
+            let current = output.target.flatMap { target in
+                rungs.first { $0.ssrc == target && $0.temporal == (output.temporalPreference == nil ? output.temporal.cap : nil) }?.id
+            }
+            guard let decision = output.allocator.decide(layers: layers, current: current, estimate: output.estimate.bitrate,
                                                          limitedByLoss: output.estimate.limitedByLoss,
-                                                         provisional: output.estimate.provisional, now: now)
+                                                         provisional: output.estimate.provisional, now: now),
+                  let rung = rungs.first(where: { $0.id == decision.ssrc })
             else { return nil }
             below = decision.ssrc != layers.last?.ssrc
-            let previous = output.target
-            output.target = decision.ssrc
+            let previous = current
+            output.target = rung.ssrc
+            if output.temporalPreference == nil { output.temporal.cap = rung.temporal }
             // Nothing more of the current layer: the player waits for the new one's keyframe.
-            if decision.stopCurrent, output.layer != decision.ssrc { output.layer = nil }
+            if decision.stopCurrent, output.layer != rung.ssrc { output.layer = nil }
             let rate = layers.first { $0.ssrc == decision.ssrc }?.bitrate ?? 0
             let ratio = { (padding: Int) in rate > 0 ? min(Self.maxPaddingRatio, Double(padding) / Double(rate)) : 0 }
             output.paddingRatio = ratio(decision.padding)
@@ -691,7 +744,11 @@ final class RelayStream: @unchecked Sendable {
         let largest = layers.last.map { Int(Double($0.bitrate) / LayerAllocator.headroom) }
         player.route(.video)?.0.wantSendSide(below ? largest : nil)
         if let switched, let log {
-            let name = { (ssrc: UInt32?) in ssrc.flatMap { self.videoLayers[$0]?.rid } ?? "-" }
+            let name = { (id: UInt32?) -> String in
+                guard let rung = rungs.first(where: { $0.id == id }) else { return "-" }
+                let layer = self.videoLayers[rung.ssrc]?.rid ?? "video"
+                return rung.temporal.map { "\(layer)/T\($0)" } ?? layer
+            }
             let rates = layers.map { "\(name($0.ssrc)) \($0.bitrate / 1000)" }.joined(separator: ", ")
             log("serve: player \(player.id) layer \(name(switched.from)) → \(name(switched.to)) (\(id); estimate "
                 + "\(switched.estimate); layers \(rates) kbps)")
@@ -743,8 +800,11 @@ final class RelayStream: @unchecked Sendable {
 
     /// Bits per second of the layer `player` is sent now (0 before its first packet).
     private func sendingRate(of player: RelaySession, now: ContinuousClock.Instant) -> Int {
-        let source = player.output(.video) { $0.rewriter.currentSource }
-        return source.flatMap { videoLayers[$0]?.meter.recentKbps(now: now) }.map { $0 * 1000 } ?? 0
+        let (source, cap) = player.output(.video) { ($0.rewriter.currentSource, $0.temporal.current) }
+        guard let source, let layer = videoLayers[source] else { return 0 }
+        // Up to a temporal layer: that share of it.
+        if let cap, case let rates = layer.temporalRates(now: now), Int(cap) < rates.count { return rates[Int(cap)] }
+        return layer.meter.recentKbps(now: now) * 1000
     }
 
     /// VP8 simulcast: each player's PictureID/TL0PICIDX are its own (`VP8Numbering`).
