@@ -677,8 +677,13 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// What `player` may be given, smallest first: the spatial layers up to the one it asked
-    /// for, and below the smallest (or the one stream) its temporal layers — half or a quarter
-    /// of the frames is better than a frozen picture, and needs no keyframe to change.
+    /// for or, on one stream (no simulcast), its temporal layers up to TL0 and TL1 — half or a
+    /// quarter of the frames is better than a frozen picture, and needs no keyframe to change.
+    /// Not below a simulcast's smallest layer yet: Chromium's VP8 simulcast carries temporal
+    /// layers, and a clean player whose first estimates were low (a busy receiver's feedback
+    /// at its join: 248 kbit/s early, 165 settled while l was still ramping) went to l/T0 and
+    /// played 5–7 fps for seconds (CI, 2 of 4 runs). Not on an early estimate either ("link
+    /// full" before the estimator settled): it moves a player to the smallest choice at once.
     private func rungs(for player: RelaySession, now: ContinuousClock.Instant) -> [Rung]? {
         let spatial: [VideoLayer]
         if videoLayers.isSimulcast {
@@ -693,7 +698,8 @@ final class RelayStream: @unchecked Sendable {
             spatial = [only]
         }
         var rungs: [Rung] = []
-        if let lowest = spatial.first, player.output(.video, { $0.temporalPreference }) == nil {
+        if !videoLayers.isSimulcast, let lowest = spatial.first,
+           player.output(.video, { $0.temporalPreference == nil && !$0.estimate.provisional }) {
             for (tid, rate) in lowest.temporalRates(now: now).enumerated() {
                 let id = lowest.ssrc ^ (Self.temporalRungTag | UInt32(tid))
                 guard videoLayers[id] == nil else { break }   // a real SSRC: no name for it
