@@ -77,7 +77,7 @@ public struct TemporalLayerFilter: Sendable {
         guard current != cap else { return }
         if let cap, cap < current ?? .max {
             current = cap   // down: this frame on
-        } else if let current, layer > current, layer <= cap ?? .max, sync || layer == 0 {
+        } else if let current, layer > current, layer <= cap ?? .max, sync {
             self.current = layer == (cap ?? .max) ? cap : layer
         }
     }

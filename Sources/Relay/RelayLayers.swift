@@ -7,20 +7,22 @@ public enum LayerPreference: String, Sendable, CaseIterable {
 
     /// From a session's query string (`a=1&layer=low`); nil when it names none or another value.
     init?(query: String) {
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.count == 2, parts[0] == "layer" { self.init(rawValue: String(parts[1])); return }
-        }
-        return nil
+        guard let value = queryValue("layer", in: query) else { return nil }
+        self.init(rawValue: String(value))
     }
 }
 
 /// The highest temporal layer a player takes: `?temporal=0|1|2` on its play or WHEP URL (0: the
 /// base layer alone, a quarter of an L1T3 stream's frames); nil when it names none.
 func temporalCap(query: String) -> UInt8? {
+    queryValue("temporal", in: query).flatMap { UInt8($0) }.flatMap { $0 <= 3 ? $0 : nil }
+}
+
+/// The first value of `name` in a query string (`a=1&layer=low`).
+private func queryValue(_ name: String, in query: String) -> Substring? {
     for pair in query.split(separator: "&") {
         let parts = pair.split(separator: "=", maxSplits: 1)
-        if parts.count == 2, parts[0] == "temporal", let n = UInt8(parts[1]), n <= 3 { return n }
+        if parts.count == 2, parts[0] == name { return parts[1] }
     }
     return nil
 }

@@ -266,11 +266,14 @@ final class RelayStream: @unchecked Sendable {
         counters.bytesIn += bytes.count
         bitrate.add(bytes: bytes.count, now: now)
         var startsKeyframe = false
+        // VP8, read once: simulcast players' PictureID/TL0PICIDX continue across their layer
+        // switches, and with temporal layers each player's frames above its layer are left out.
+        let vp8 = kind == .video && videoCodec == .vp8 ? packet.payload.withUnsafeBytes { VP8Numbers(payload: $0) } : nil
         switch kind {
         case .video:
             startsKeyframe = videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false
             if startsKeyframe { lastKeyframeAt = now }
-            noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, now: now)
+            noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, temporalLayer: vp8?.layer, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
         // Simulcast: each player takes one layer, changing to the one its allocator chose at
@@ -288,9 +291,6 @@ final class RelayStream: @unchecked Sendable {
         var waitingFor: [UInt32] = []   // their layers (no allocation while none waits)
         bytes.withUnsafeBytes { raw in
             guard let view = try? RTPHeaderView(raw) else { return }   // parsed once already: cannot fail
-            // VP8 simulcast: each player's PictureID/TL0PICIDX continue across its layer switches.
-            // VP8 temporal layers: each player's frames above its layer are left out.
-            let vp8 = kind == .video && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
             let editsVP8 = rewritesVP8Numbers || vp8?.layer != nil
             table.withUnsafeBufferPointer { records in
                 for record in records.prefix(2) { record.prefetch() }
@@ -312,7 +312,7 @@ final class RelayStream: @unchecked Sendable {
                         output.pointee.layer = view.ssrc
                         if let vp8 { output.pointee.vp8.switched(to: vp8) }
                     }
-                    guard var (seq, ts) = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
+                    guard case (var seq, let ts)? = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
                                                                           timestamp: view.timestamp, clockRate: clockRate, now: now) else {
                         counters.packetsDropped += 1
                         continue
@@ -444,7 +444,7 @@ final class RelayStream: @unchecked Sendable {
     /// Nil when it is from before the player's current source.
     private func again(_ view: RTPHeaderView, to player: RelaySession, kind: MediaKind, clockRate: Int,
                        now: ContinuousClock.Instant) -> (sequenceNumber: UInt16, timestamp: UInt32, edit: RTPHeaderPatch.PayloadEdit?)? {
-        guard var (seq, ts) = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
+        guard case (var seq, let ts)? = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
                                                 kind: kind, clockRate: clockRate, now: now) else { return nil }
         let numbers = kind == .video && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
         if let numbers, numbers.layer != nil {
@@ -590,7 +590,8 @@ final class RelayStream: @unchecked Sendable {
 
     /// A publisher video packet into its layer: the history, and from a keyframe where it
     /// starts and the picture's size.
-    private func noteVideo(_ packet: RTPPacket, bytes: [UInt8], startsKeyframe: Bool, now: ContinuousClock.Instant) {
+    private func noteVideo(_ packet: RTPPacket, bytes: [UInt8], startsKeyframe: Bool, temporalLayer: UInt8?,
+                           now: ContinuousClock.Instant) {
         let ssrc = packet.ssrc
         let receiver = videoLayers.isSimulcast ? videoReceiver : nil
         guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
@@ -598,7 +599,7 @@ final class RelayStream: @unchecked Sendable {
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         videoLayers[ssrc]?.lastPacketAt = now
         videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
-        if videoCodec == .vp8, let tid = (try? VP8PayloadDescriptor.parse(packet.payload))?.0.temporalLayerIndex {
+        if let tid = temporalLayer {
             let i = Int(tid), have = videoLayers[ssrc]?.temporalMeters.count ?? 0
             if have <= i { videoLayers[ssrc]?.temporalMeters += Array(repeating: BitrateMeter(), count: i + 1 - have) }
             videoLayers[ssrc]?.temporalMeters[i].add(bytes: bytes.count, now: now)
@@ -713,7 +714,7 @@ final class RelayStream: @unchecked Sendable {
 
     /// The layer `player` is to get now (`LayerAllocator`: the largest up to the one it asked
     /// for that its estimate carries), and the padding of a probe for the next: a simulcast's
-    /// spatial layers and the temporal layers below the smallest, or one stream's temporal layers.
+    /// spatial layers, or one stream's temporal layers (`rungs`).
     private func allocate(_ player: RelaySession, now: ContinuousClock.Instant) {
         guard publishesLayers else { return }
         if player.output(.video, { $0.target }) == nil, videoLayers.isSimulcast, !videoLayers.isComplete(now: now) { return }

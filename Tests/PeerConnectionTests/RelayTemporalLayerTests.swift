@@ -38,11 +38,7 @@ import Transport
             receiver.onRTP = { p in packets.withLock { $0.append(p) } }
             players.append(Player(pc: pc, log: log, packets: packets))
         }
-        let capturer = TestPatternCapturer(delegate: source)
-        for i in 0..<120 {
-            capturer.captureFrame(at: Int64(i) * 33_333_333, width: 640, height: 360)
-            sim.advance(by: framePeriod)
-        }
+        deliverFrames(patternFrames(TestPatternCapturer(), count: 120, from: 0, rotation: .r0), into: source, on: sim)
         sim.advance(by: .seconds(1))
 
         for (n, player) in players.enumerated() {

@@ -27,11 +27,7 @@ import Testing
         receiver.onRTP = { p in packets.withLock { $0.append(p) } }
         let log = FrameLog()
         try #require(receiver.videoTrack).addRenderer(log)
-        let capturer = TestPatternCapturer(delegate: source)
-        for i in 0..<24 {
-            capturer.captureFrame(at: Int64(i) * 33_333_333, width: 640, height: 360)
-            sim.advance(by: .milliseconds(33))
-        }
+        deliverFrames(patternFrames(TestPatternCapturer(), count: 24, from: 0, rotation: .r0), into: source, on: sim)
         sim.run(within: .seconds(2)) { log.all.count >= 24 }
         let numbers = log.all.compactMap(\.number)
         #expect(numbers.count == 24 && numbers == numbers.sorted(), "decoded \(numbers)")
