@@ -31,6 +31,7 @@ public struct BandwidthEstimator: Sendable {
     private var delay: DelayBasedEstimator
     private var loss: LossBasedController
     private var acknowledged = AcknowledgedBitrateEstimator()
+    private var delivery = DeliveryMeter()
     private var probeController: ProbeController
     private var probeResults = ProbeBitrateEstimator()
     private var pendingProbes: [ProbeCluster] = []
@@ -76,6 +77,10 @@ public struct BandwidthEstimator: Sendable {
 
     /// What the feedback says arrived lately (bits per second); nil before enough of it.
     public var acknowledgedBitrate: Int? { acknowledged.bitrate.map { Int($0) } }
+
+    /// What the link delivered of what was sent into it since the first feedback (0…~1; see
+    /// `DeliveryMeter`); nil before enough of it. Under a half: the link is evidently full.
+    public var deliveryRatio: Double? { delivery.ratio }
 
     /// Loss fraction (0…1) of the last loss report.
     public var lossRate: Double { loss.lossRate }
@@ -132,6 +137,7 @@ public struct BandwidthEstimator: Sendable {
         var lost = 0
         var newestSend: Moment?
         for r in results {
+            delivery.add(r)
             if r.isReceived {
                 received.append(r)
                 newestSend = max(newestSend ?? r.sendTime, r.sendTime)

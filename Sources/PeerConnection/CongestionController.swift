@@ -55,9 +55,6 @@ package final class CongestionController {
     // prefetches (`forwardingLines`, `forwardingHints`).
     private var nextTransportSequence: UInt16 = 1
     private var firstSent: Moment?
-    /// Wire bytes sent with a transport-wide number since `firstSent` (what the start of the
-    /// connection sent, against what its feedback acknowledged: `linkIsFull`).
-    private var bytesSent = 0
     /// Where the next stamp writes in the estimator's send history (hints, never dereferenced).
     package private(set) var forwardingHints: (header: UnsafeRawPointer?, tail: UnsafeRawPointer?) = (nil, nil)
     private var estimator: BandwidthEstimator
@@ -205,7 +202,6 @@ package final class CongestionController {
         if firstSent == nil { firstSent = now }
         if let id = transportCCID, let seq = stamp(&bytes, id: id) {
             // SRTP adds its tag; the estimator wants what the wire carries (IP/UDP aside).
-            bytesSent &+= bytes.count + 10
             estimator.onPacketSent(transportSequence: seq, size: bytes.count + 10, at: now, probeClusterID: probeClusterID)
         }
         _ = transport?.transmitRTP(bytes)
@@ -220,7 +216,6 @@ package final class CongestionController {
         p[offset] = UInt8(truncatingIfNeeded: seq >> 8)
         p[offset + 1] = UInt8(truncatingIfNeeded: seq)
         if firstSent == nil { firstSent = now }
-        bytesSent &+= wireSize
         estimator.onPacketSent(transportSequence: seq, size: wireSize, at: now, probeClusterID: nil)
         forwardingHints = estimator.historyPrefetchAddresses
     }
@@ -321,28 +316,24 @@ package final class CongestionController {
         // Before it settles, only an estimate that says the link is full: a relay then steps a
         // player that joined on too large a layer down at once, not after `settleTime` of
         // frames lost in its queue.
-        if let announce = onSendSideEstimate, settled || linkIsFull(now: now), estimator.hasTransportFeedback,
+        if let announce = onSendSideEstimate, settled || linkIsFull(), estimator.hasTransportFeedback,
            abs(Double(target - announced)) >= Self.announceStep * Double(announced) {
             announced = target
             announce(target, settled)
         }
     }
 
-    /// What the feedback says before the estimate settles: the peer acknowledged under half of
-    /// what was sent since the start. A 400 kbit/s link sent 1.5 Mbit/s shows it within ~0.3 s
-    /// (simulation); a clean link does not (its probes are acknowledged at their rate). Not the
-    /// delay detector: it saw the same link only at ~0.85 s, and on a clean link it can fire on
-    /// a busy receiver's late arrival times (suspected when a CI run found the Chromium mid
-    /// player of the H.264 simulcast test on the smallest layer, on loopback).
-    private func linkIsFull(now: Moment) -> Bool {
-        guard let first = firstSent, now - first >= Self.fullAfter, let acknowledged = estimator.acknowledgedBitrate else {
-            return false
-        }
-        let sent = Double(bytesSent) * 8 / (now - first).inSeconds
-        return Double(acknowledged) < sent * Self.fullRatio
+    /// What the feedback says before the estimate settles: the link delivered under half of
+    /// what was sent into it, over the same packets (`BandwidthEstimator.deliveryRatio`). A
+    /// 400 kbit/s link sent 1.5 Mbit/s shows it within ~0.3 s (simulation); a clean link does
+    /// not, bursts and probes included. Not the delay detector: it saw the same link only at
+    /// ~0.85 s, and on a clean link it can fire on a busy receiver's late arrival times. Not
+    /// everything sent against a windowed throughput either: bytes in flight and the window's
+    /// lag read a clean player's join as full (a keyframe after a quiet start) and moved it down.
+    private func linkIsFull() -> Bool {
+        estimator.deliveryRatio.map { $0 < Self.fullRatio } ?? false
     }
 
-    static let fullAfter = Duration.milliseconds(200)
     static let fullRatio = 0.5
 
     // MARK: receiving
