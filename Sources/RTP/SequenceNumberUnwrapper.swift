@@ -44,3 +44,9 @@ public struct TimestampUnwrapper: Sendable, Equatable {
         return value
     }
 }
+
+extension UInt16 {
+    /// RFC 3550 serial arithmetic on sequence numbers: whether this one comes after `other`
+    /// (within half the sequence space).
+    @inlinable public func isNewer(than other: UInt16) -> Bool { self != other && (self &- other) < 0x8000 }
+}

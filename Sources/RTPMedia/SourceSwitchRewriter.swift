@@ -46,11 +46,11 @@ public struct SourceSwitchRewriter: Sendable {
                 switchedAt = sequenceNumber
             }
             source = ssrc
-        } else if let first = switchedAt, Self.isNewer(first, than: sequenceNumber) {
+        } else if let first = switchedAt, first.isNewer(than: sequenceNumber) {
             return nil
         }
         let out = (sequenceNumber &+ sequenceDelta, timestamp &+ timestampDelta)
-        if lastSequence.map({ Self.isNewer(out.0, than: $0) }) ?? true {
+        if lastSequence.map({ out.0.isNewer(than: $0) }) ?? true {
             lastSequence = out.0
             lastTimestamp = out.1
             lastSentAt = now - Self.origin
@@ -68,10 +68,5 @@ public struct SourceSwitchRewriter: Sendable {
     /// nil unless it is the current source.
     public func timestampOffset(forSource ssrc: UInt32) -> UInt32? {
         source == ssrc ? timestampDelta : nil
-    }
-
-    /// RFC 3550 serial arithmetic: `a` is after `b` within half the sequence space.
-    static func isNewer(_ a: UInt16, than b: UInt16) -> Bool {
-        a != b && (a &- b) < 0x8000
     }
 }

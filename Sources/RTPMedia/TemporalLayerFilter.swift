@@ -31,7 +31,7 @@ public struct TemporalLayerFilter: Sendable {
     /// (nil for a stream without layers), or nil: not sent.
     public mutating func filter(sequenceNumber: UInt16, layer: UInt8?, sync: Bool, startsFrame: Bool) -> UInt16? {
         if startsFrame, let layer { follow(frameOf: layer, sync: sync) }
-        let isNewest = newest.map { Self.isNewer(sequenceNumber, than: $0) } ?? true
+        let isNewest = newest.map { sequenceNumber.isNewer(than: $0) } ?? true
         if isNewest { newest = sequenceNumber }
         if let layer, let current, layer > current {
             packetsDropped += 1
@@ -81,6 +81,4 @@ public struct TemporalLayerFilter: Sendable {
             self.current = layer == (cap ?? .max) ? cap : layer
         }
     }
-
-    static func isNewer(_ a: UInt16, than b: UInt16) -> Bool { a != b && (a &- b) < 0x8000 }
 }

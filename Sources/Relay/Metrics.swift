@@ -11,6 +11,8 @@ struct RelayCounters: Sendable {
     var retransmissionsOverBudget = 0
     /// Packets sent to players as padding (probing for a larger simulcast layer).
     var paddingSent = 0
+    /// Publisher packets that were here already (a probe's RTX padding, a duplicate on the way).
+    var duplicatesDropped = 0
 
     static func + (a: Self, b: Self) -> Self {
         Self(packetsIn: a.packetsIn + b.packetsIn, bytesIn: a.bytesIn + b.bytesIn, packetsOut: a.packetsOut + b.packetsOut,
@@ -18,7 +20,7 @@ struct RelayCounters: Sendable {
              retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped,
              retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed,
              retransmissionsOverBudget: a.retransmissionsOverBudget + b.retransmissionsOverBudget,
-             paddingSent: a.paddingSent + b.paddingSent)
+             paddingSent: a.paddingSent + b.paddingSent, duplicatesDropped: a.duplicatesDropped + b.duplicatesDropped)
     }
 }
 
@@ -53,6 +55,9 @@ enum RelayMetrics {
                [("", Double(total.retransmissionsOverBudget))])
         metric("swiftrtc_padding_packets_sent_total", "counter", "Packets sent to players as padding (probing for a larger simulcast layer).",
                [("", Double(total.paddingSent))])
+        metric("swiftrtc_duplicate_packets_dropped_total", "counter",
+               "Publisher packets already received (a probe's RTX padding, a duplicate on the way), not forwarded again.",
+               [("", Double(total.duplicatesDropped))])
         metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",

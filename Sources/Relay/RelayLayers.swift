@@ -42,6 +42,8 @@ struct VideoLayer {
     /// it move the layer's keyframe-request window on (`RelayStream.noteVideo`).
     var keyframeTimestamp: UInt32?
     var keyframeAt: ContinuousClock.Instant?
+    /// Its highest sequence number so far (a packet behind it is a repair: it starts nothing).
+    var newestSequence: UInt16?
     /// From its newest keyframe.
     var size: (width: Int, height: Int)?
     /// When its last packet came, and whether it has been silent `VideoLayers.stoppedAfter`

@@ -265,13 +265,25 @@ final class RelayStream: @unchecked Sendable {
         counters.packetsIn += 1
         counters.bytesIn += bytes.count
         bitrate.add(bytes: bytes.count, now: now)
+        // A packet already here: a publisher's probe re-sends recent packets on RTX (libwebrtc's
+        // payload padding), and a path may duplicate one. Forwarded, every player on its layer was
+        // sent it twice (its SRTP drops the copy as a replay: bytes for nothing), and a player
+        // waiting for a keyframe started on one long gone (Chromium re-sent
+        // its low layer's keyframe 1.24 s on: a joining player's first frame, then a gap of 26
+        // packets it counted as lost). A repair of a packet lost on the way is forwarded (players
+        // fill their gap with it) but starts no keyframe: the rest of that one went by already.
+        if alreadyHere(packet, kind: kind) {
+            counters.duplicatesDropped += 1
+            return
+        }
         var startsKeyframe = false
         // VP8, read once: simulcast players' PictureID/TL0PICIDX continue across their layer
         // switches, and with temporal layers each player's frames above its layer are left out.
         let vp8 = kind == .video && videoCodec == .vp8 ? packet.payload.withUnsafeBytes { VP8Numbers(payload: $0) } : nil
         switch kind {
         case .video:
-            startsKeyframe = videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false
+            let inOrder = videoLayers[packet.ssrc]?.newestSequence.map { packet.sequenceNumber.isNewer(than: $0) } ?? true
+            startsKeyframe = inOrder && (videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false)
             if startsKeyframe { lastKeyframeAt = now }
             noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, temporalLayer: vp8?.layer, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
@@ -597,6 +609,9 @@ final class RelayStream: @unchecked Sendable {
         guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
         if videoLayers.firstPacketAt == nil { videoLayers.firstPacketAt = now }
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        if videoLayers[ssrc]?.newestSequence.map({ packet.sequenceNumber.isNewer(than: $0) }) ?? true {
+            videoLayers[ssrc]?.newestSequence = packet.sequenceNumber
+        }
         videoLayers[ssrc]?.lastPacketAt = now
         videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
         if let tid = temporalLayer {
@@ -621,6 +636,14 @@ final class RelayStream: @unchecked Sendable {
             videoLayers[ssrc]?.size = size
             videoSize = videoLayers.largestSize
         }
+    }
+
+    /// Whether this packet (SSRC and sequence number) is in the history already.
+    private func alreadyHere(_ packet: RTPPacket, kind: MediaKind) -> Bool {
+        let stored = kind == .video ? videoLayers[packet.ssrc]?.history.packet(sequenceNumber: packet.sequenceNumber)
+            : audioHistory.packet(sequenceNumber: packet.sequenceNumber)
+        guard let stored, stored.count >= 12 else { return false }
+        return stored[8..<12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == packet.ssrc
     }
 
     /// Simulcast, on the publisher's packets (at most every `layerCheckInterval`): a layer that

@@ -70,6 +70,63 @@ import Testing
         await relay.stop()
     }
 
+    /// H.264 players over WHEP, one per query, each with the RTP it receives.
+    static func players(_ sim: Simulation, _ relay: RelayServer, stream: String,
+                        queries: [String]) async throws -> [(PeerConnection, Locked<[RTPPacket]>)] {
+        var players: [(PeerConnection, Locked<[RTPPacket]>)] = []
+        for query in queries {
+            let pc = try sim.peer { $0.mediaPipeline = false }
+            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+            let received = Locked<[RTPPacket]>([])
+            video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
+            _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: stream, query: query)
+            players.append((pc, received))
+        }
+        return players
+    }
+
+    /// A publisher's probe re-sends recent packets on RTX (libwebrtc's payload padding); they
+    /// reach the relay as packets it has. None goes to a player a second time, and a player
+    /// waiting for a keyframe does not start on an old one sent again (Chromium re-sent its low
+    /// layer's keyframe 1.24 s on: a joining player's first frame, then a 26-packet gap).
+    @Test func packetsAPublisherSendsAgainAreNotForwardedAgain() async throws {
+        let sim = Simulation()
+        let relay = try sim.relay()
+        let publisher = try await WrittenSimulcastPublisher(sim, relay: relay, stream: "again", rids: ["l", "h"])
+        func frames(_ count: Int, keyframe: String? = nil) { publisher.frames(sim, count, keyframe: keyframe) }
+        frames(4, keyframe: "l")
+        frames(4, keyframe: "h")
+        let oldKeyframe = try #require(publisher.keyframeSequence["l"])
+        let players = try await Self.players(sim, relay, stream: "again", queries: ["&layer=low", ""])
+        sim.advance(by: .milliseconds(200))
+        try publisher.sendAgain("l", sequenceNumber: oldKeyframe)   // this publisher answers no PLI: the players wait
+        frames(3)
+        #expect(players.allSatisfy { $0.1.value.isEmpty }, "a player started on the old keyframe sent again")
+        frames(4, keyframe: "l")
+        frames(4, keyframe: "h")
+        // Its three newest packets on each layer, again.
+        for rid in ["l", "h"] {
+            let next = publisher.nextSequence(rid)
+            for back in 1...3 { try publisher.sendAgain(rid, sequenceNumber: next &- UInt16(back)) }
+        }
+        frames(2)
+        sim.advance(by: .milliseconds(100))
+
+        let (low, high) = (players[0].1.value, players[1].1.value)
+        #expect(low.first?.payload[0] == 0x65 && low.first?.payload[1] == 1, "low starts on its layer's new keyframe")
+        #expect(low.count == 10, "low: 4 + 4 + 2 frames of l, each once: \(low.map { Array($0.payload.prefix(3)) })")
+        #expect(high.count == 6, "high: 4 + 2 frames of h, each once: \(high.map { Array($0.payload.prefix(3)) })")
+        for got in [low, high] {
+            #expect(zip(got, got.dropFirst()).allSatisfy { $1.sequenceNumber == $0.sequenceNumber &+ 1 }, "continuous, no repeats")
+        }
+        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("swiftrtc_duplicate_packets_dropped_total 7"), "\(metrics)")
+
+        for (pc, _) in players { await pc.close() }
+        await publisher.close()
+        await relay.stop()
+    }
+
     /// A player's keyframe request asks for its own layer only: a keyframe of another layer would
     /// cost every viewer of that one (a viewer on a lossy path, asking every few seconds, made the
     /// publisher send keyframes on all of its layers). Each layer has its own throttle.
@@ -80,15 +137,7 @@ import Testing
         let plis = publisher.recordPLIs(sim)
         func frames(_ count: Int, keyframe: String? = nil) { publisher.frames(sim, count, keyframe: keyframe) }
         frames(3)
-        var players: [(PeerConnection, Locked<[RTPPacket]>)] = []
-        for query in ["&layer=low", ""] {
-            let pc = try sim.peer { $0.mediaPipeline = false }
-            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-            let received = Locked<[RTPPacket]>([])
-            video.receiver.onRTP = { p in received.withLock { $0.append(p) } }
-            _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "pli", query: query)
-            players.append((pc, received))
-        }
+        let players = try await Self.players(sim, relay, stream: "pli", queries: ["&layer=low", ""])
         frames(4, keyframe: "l")
         frames(4, keyframe: "h")
         frames(15)   // the joins' requests are behind their throttle

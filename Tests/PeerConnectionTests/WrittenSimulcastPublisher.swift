@@ -19,21 +19,30 @@ final class WrittenSimulcastPublisher {
     private var sequence: [UInt16]
     private var number: UInt8 = 0
     private var frame: UInt32 = 0
+    /// What went out, per layer, by sequence number (for `sendAgain`).
+    private var sent: [String: [UInt16: RTPPacket]] = [:]
+    private var rtxPayloadType: UInt8?
+    private var rtxSequence: UInt16 = 7
+    /// Each layer's newest keyframe's sequence number.
+    private(set) var keyframeSequence: [String: UInt16] = [:]
 
     static let ridExtensionID: UInt8 = 10
+    static let repairedRIDExtensionID: UInt8 = 11
 
     init(_ sim: Simulation, relay: RelayServer, stream: String, rids: [String]) async throws {
         precondition(rids.count > 1, "simulcast takes two layers or more")
         self.rids = rids
         pc = try sim.peer { $0.mediaPipeline = false }
         let sending = try await pc.addTransceiver(.video, TransceiverInit(direction: .sendonly), codecs: [.h264])
-        let lines = ["a=extmap:\(Self.ridExtensionID) urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"]
+        let lines = ["a=extmap:\(Self.ridExtensionID) urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
+                     "a=extmap:\(Self.repairedRIDExtensionID) urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"]
             + rids.map { "a=rid:\($0) send" } + ["a=simulcast:send " + rids.joined(separator: ";")]
         answer = try await sim.exchange(relay, pc, endpoint: "whip", stream: stream, edit: { $0 + lines.map { $0 + "\r\n" }.joined() })
         guard let pt = sending.negotiatedCodecs.first?.payloadType, let transport = sending.sender.transport else {
             throw SimulationError("the publisher has no codec or transport after the exchange")
         }
         payloadType = pt
+        rtxPayloadType = sending.negotiatedCodecs.first { $0.mimeType.lowercased() == "video/rtx" && $0.sdpFmtpLine == "apt=\(pt)" }?.payloadType
         self.transport = transport
         sequence = rids.indices.map { UInt16(truncatingIfNeeded: 100 + $0 * 20_000) }
     }
@@ -48,10 +57,29 @@ final class WrittenSimulcastPublisher {
         if size > payload.count { payload += [UInt8](repeating: 0xAB, count: size - payload.count) }
         var packet = RTPPacket(marker: marker, payloadType: payloadType, sequenceNumber: sequence[layer], timestamp: timestamp,
                                ssrc: ssrc(rid), payload: payload)
+        if keyframe { keyframeSequence[rid] = sequence[layer] }
         sequence[layer] &+= 1
         packet.setExtension(id: Self.ridExtensionID, data: Array(rid.utf8))
+        sent[rid, default: [:]][packet.sequenceNumber] = packet
         transport.sendRaw(packet.serialize())
     }
+
+    /// A packet of layer `rid` sent before, again on the layer's RTX stream (RFC 4588, named by
+    /// repaired-rtp-stream-id), as a probe's payload padding sends it.
+    func sendAgain(_ rid: String, sequenceNumber: UInt16) throws {
+        guard let original = sent[rid]?[sequenceNumber], let rtxPayloadType else {
+            throw SimulationError("no packet \(sequenceNumber) of \(rid), or no rtx negotiated")
+        }
+        let osn = [UInt8(sequenceNumber >> 8), UInt8(truncatingIfNeeded: sequenceNumber)]
+        var packet = RTPPacket(marker: original.marker, payloadType: rtxPayloadType, sequenceNumber: rtxSequence,
+                               timestamp: original.timestamp, ssrc: ssrc(rid) &+ 1, payload: osn + original.payload)
+        rtxSequence &+= 1
+        packet.setExtension(id: Self.repairedRIDExtensionID, data: Array(rid.utf8))
+        transport.sendRaw(packet.serialize())
+    }
+
+    /// The sequence number layer `rid`'s next packet takes.
+    func nextSequence(_ rid: String) -> UInt16 { sequence[rids.firstIndex(of: rid) ?? 0] }
 
     /// `count` frames 33 ms apart, every layer one packet each (the keyframe on layer
     /// `keyframe`'s first frame); moves the simulation on by each frame's interval.
