@@ -285,7 +285,7 @@ final class RelayStream: @unchecked Sendable {
             let inOrder = videoLayers[packet.ssrc]?.newestSequence.map { packet.sequenceNumber.isNewer(than: $0) } ?? true
             startsKeyframe = inOrder && (videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false)
             if startsKeyframe { lastKeyframeAt = now }
-            noteVideo(packet, bytes: bytes, startsKeyframe: startsKeyframe, temporalLayer: vp8?.layer, now: now)
+            noteVideo(packet, bytes: bytes, inOrder: inOrder, startsKeyframe: startsKeyframe, temporalLayer: vp8?.layer, now: now)
         case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
         }
         // Simulcast: each player takes one layer, changing to the one its allocator chose at
@@ -601,17 +601,15 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// A publisher video packet into its layer: the history, and from a keyframe where it
-    /// starts and the picture's size.
-    private func noteVideo(_ packet: RTPPacket, bytes: [UInt8], startsKeyframe: Bool, temporalLayer: UInt8?,
+    /// starts and the picture's size. `inOrder`: ahead of its newest (which it becomes).
+    private func noteVideo(_ packet: RTPPacket, bytes: [UInt8], inOrder: Bool, startsKeyframe: Bool, temporalLayer: UInt8?,
                            now: ContinuousClock.Instant) {
         let ssrc = packet.ssrc
         let receiver = videoLayers.isSimulcast ? videoReceiver : nil
         guard videoLayers.touch(ssrc, rid: receiver?.rid(ofSSRC: ssrc)) else { return }
         if videoLayers.firstPacketAt == nil { videoLayers.firstPacketAt = now }
         videoLayers[ssrc]?.history.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
-        if videoLayers[ssrc]?.newestSequence.map({ packet.sequenceNumber.isNewer(than: $0) }) ?? true {
-            videoLayers[ssrc]?.newestSequence = packet.sequenceNumber
-        }
+        if inOrder { videoLayers[ssrc]?.newestSequence = packet.sequenceNumber }
         videoLayers[ssrc]?.lastPacketAt = now
         videoLayers[ssrc]?.meter.add(bytes: bytes.count, now: now)
         if let tid = temporalLayer {
