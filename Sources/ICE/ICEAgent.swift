@@ -82,6 +82,9 @@ public final class ICEAgent {
     /// When anything authenticated last arrived from the selected remote (checks, responses,
     /// and what the driver reports: media, DTLS).
     var lastReceivedAt: ContinuousClock.Instant?
+    /// Lite: authenticated media in a row from one checked address other than the selected
+    /// remote's, with nothing from the selected since it began (a rebinding's new port).
+    var mediaElsewhere: (remote: SocketAddress, since: ContinuousClock.Instant, packets: Int)?
     var lastConsentSentAt: ContinuousClock.Instant?
     /// State to return to when consent recovers from `disconnected`.
     var stateBeforeDisconnect: ICEConnectionState = .connected
@@ -297,10 +300,11 @@ public final class ICEAgent {
     /// Authenticated traffic from `remote` the driver saw (media that passed SRTP, DTLS): it
     /// keeps the selected pair `connected` as STUN does. One comparison per packet.
     ///
-    /// Lite: media from another address that has passed a check, once the selected one has been
-    /// quiet `rebindOnMediaAfter`, moves the path there (a NAT rebinding whose first check came
-    /// while the old port was still heard: the peer took our answer as consent and checks again
-    /// only seconds later, while its media already comes from the new port).
+    /// Lite: media from another address that has passed a check moves the path there once the
+    /// selected one has been quiet `rebindOnMediaAfter`, or after `rebindOnMediaPackets` such
+    /// packets in a row with nothing from the selected one (a NAT rebinding whose first check
+    /// came while the old port was still heard: the peer took our answer as consent and checks
+    /// again only seconds later, while its media already comes from the new port).
     public func noteReceived(from remote: SocketAddress, now: ContinuousClock.Instant) {
         guard let key = selected else { return }
         guard key.remote == remote else {
@@ -312,11 +316,19 @@ public final class ICEAgent {
 
     private func rebindOnMedia(from remote: SocketAddress, now: ContinuousClock.Instant) {
         guard let pair = pairs.first(where: { $0.key.remote == remote && $0.state == .succeeded }) else { return }
-        rebindIfQuiet(to: pair.key, after: configuration.rebindOnMediaAfter, now: now)
+        // A packet from the selected remote since the run began (it is still alive) starts it over.
+        var run = (remote: remote, since: now, packets: 1)
+        if let last = mediaElsewhere, last.remote == remote, lastReceivedAt.map({ $0 <= last.since }) ?? true {
+            run = (remote, last.since, last.packets + 1)
+        }
+        mediaElsewhere = run
+        let quiet = run.packets >= configuration.rebindOnMediaPackets ? .zero : configuration.rebindOnMediaAfter
+        rebindIfQuiet(to: pair.key, after: quiet, now: now)
     }
 
     /// Lite: the peer's path moved (a NAT rebound its port) — to `key`, once the selected
-    /// remote has been quiet `quiet` (after a check `rebindAfter`, after media `rebindOnMediaAfter`).
+    /// remote has been quiet `quiet` (after a check `rebindAfter`, after media `rebindOnMediaAfter`
+    /// or none).
     func rebindIfQuiet(to key: PairKey, after quiet: Duration, now: ContinuousClock.Instant) {
         guard lastReceivedAt.map({ now >= $0 + quiet }) ?? true else { return }
         statsCounters.rebinds += 1

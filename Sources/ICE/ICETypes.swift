@@ -67,6 +67,11 @@ public struct ICEConfiguration: Sendable {
     /// proxy did this) kept the path on a dead port a whole `rebindAfter` (video back 1.24 s
     /// after a rebinding instead of ~0.1).
     public var rebindOnMediaAfter: Duration = .milliseconds(100)
+    /// Lite: or once this many such packets came in a row with nothing from the selected remote
+    /// since the first (a lone straggler on the old port no longer holds the path there for
+    /// `rebindOnMediaAfter`; a selected remote still sending breaks the run, so two live paths
+    /// do not flap packet by packet).
+    public var rebindOnMediaPackets: Int = 3
     /// No pair selected this long after checking began: `failed`.
     public var checkingTimeout: Duration = .seconds(30)
     /// Pacing: at most one new STUN request per Ta (RFC 8445 §14.2).

@@ -69,6 +69,32 @@ import STUN
         #expect(agent.state == .connected || agent.state == .completed)
     }
 
+    /// The first packet after the gap left on the old mapping (a straggler): the new port's next
+    /// few packets move the path without waiting out the old port's 0.1 s, and a packet from the
+    /// old port meanwhile (both still alive) starts their count over.
+    @Test("three packets in a row from a checked new port move the path; one from the old port starts the run over")
+    func liteFollowsARunOfMedia() {
+        let (agent, base) = lite()
+        let t0 = ContinuousClock.now
+        let old = addr("192.0.2.7", 50000), new = addr("192.0.2.7", 50123)
+        let ms = { (n: Int) in t0 + .milliseconds(n) }
+        #expect(agent.handleSTUN(Self.check(1), from: old, local: base, now: t0))
+        agent.noteReceived(from: old, now: ms(2000))
+        #expect(agent.handleSTUN(Self.check(2), from: new, local: base, now: ms(2001)))
+        agent.noteReceived(from: new, now: ms(2002))
+        agent.noteReceived(from: new, now: ms(2003))
+        agent.noteReceived(from: old, now: ms(2004))
+        agent.noteReceived(from: new, now: ms(2005))
+        agent.noteReceived(from: new, now: ms(2006))
+        #expect(agent.selectedPair?.remote == old, "two in a row since the old port was last heard")
+        agent.noteReceived(from: new, now: ms(2007))
+        #expect(agent.selectedPair?.remote == new)
+        #expect(agent.stats.rebinds == 1)
+        // The old port's straggling packets no longer count as the path's.
+        agent.noteReceived(from: old, now: ms(2008))
+        #expect(agent.selectedPair?.remote == new)
+    }
+
     @Test("a full agent probes a silent path every 0.1 s and is connected again within one probe of its return")
     func outageIsFoundWithinAProbe() throws {
         let network = SimulatedNetwork()
