@@ -104,6 +104,7 @@ bench: deps venv
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/p2p_bench.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-p2p.json'
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/audio_latency.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-audio-latency.json'
 	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/publish_cpu.py --swiftrtc .build/release/swiftrtc --json artifacts/bench-publish-cpu.json'
+	unshare --net bash -c 'ip link set lo up && exec $(PY) bench/reconnect_bench.py --swiftrtc .build/release/swiftrtc --runs 10 --json artifacts/bench-reconnect.json'
 
 clean:
 	rm -rf .build artifacts

@@ -8,13 +8,22 @@
   address_change   the publisher on 127.0.0.3 (or .4; its 127.0.0.1 flows do not reach the relay), the
                    address deleted and the other added (`ip addr` on lo), nothing from or to the old one
                    passing the proxy any more
+  anchor           the short events of interop/test_outages.py, each run once per round on the Swift
+                   publisher and on Chromium publishing its fake camera over WHIP (the anchor; both
+                   at the same moment, each watched by its own `swiftrtc play`): an outage of 3 s and
+                   a NAT rebinding after a gap (2 s plus 0-0.6 s from round to round, so no round
+                   lines up with the 2 s after which a silent path is probed; the first packet after
+                   the gap leaves from the old port). A single run of either swings by tens of ms,
+                   so "ours at least as fast as Chromium" is judged here on p50 over the rounds.
 A run's value is the time from the path's return (the change) to the end of the viewer's freeze
 (interop.network_helpers.recovery); a run in which the video is not back within WATCH seconds counts
 as "never" (and a publisher that exited is started again for the next run). Prints one JSON object
-(the last stdout line): per scenario the runs, p50, p95 and how many never came back.
+(the last stdout line; --json: also to that file): per scenario the runs, p50, p95 and how many
+never came back; for the anchor per event ours and Chromium's, and whether ours' p50 is at most its.
 
 There is no consent-timeout setting in the product, so the 40 s outage is real: ~45-56 s a run,
-~8-9 min for 10 runs; the address changes ~8-17 s a run (a run that never comes back waits WATCH). Needs a loopback-only network namespace for `ip addr`:
+~8-9 min for 10 runs; the address changes ~8-17 s a run (a run that never comes back waits WATCH);
+the anchor rounds ~15 s each. Needs a loopback-only network namespace for `ip addr`:
 it re-executes itself under `unshare --net` unless already in one (root needed, as for make bench).
   .venv/bin/python bench/reconnect_bench.py --swiftrtc .build/release/swiftrtc --runs 10
 """
@@ -33,14 +42,17 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from interop.cdp import Browser  # noqa: E402
 from interop.network_helpers import percentile, recovery, status_series  # noqa: E402
-from interop.test_network import Bed  # noqa: E402
-from interop.test_outages import loopback_address, stats_or_empty, stop  # noqa: E402
+from interop.test_network import FAKE_CAMERA_FLAGS, Bed  # noqa: E402
+from interop.test_outages import chromium_publisher, loopback_address, stats_or_empty, stop  # noqa: E402
+from interop.relay_helpers import close_page  # noqa: E402
 from interop.test_turn import only_loopback_here  # noqa: E402
 
 OUTAGE = 40.0
 WATCH = 10.0      # seconds after the path returns before a run counts as "never"
 WARM = 2.0        # seconds of video before each event
+ANCHOR_WATCH = 5.0  # seconds after each anchor event's return (a freeze that ends later is not ~0.1 s)
 ADDRESSES = ("127.0.0.3", "127.0.0.4")
 
 
@@ -81,9 +93,10 @@ class Scenario:
             time.sleep(0.1)
         self.pub = run
 
-    def viewer(self, i: int):
+    def viewer(self, i: int | str, stream: str | None = None):
         self.bed.roles.expect("play")
-        run = self.bed.swift("play", [self.bed.relay.webrtc_url("live", self.stream), "--duration", "3600"], f"play-{i}")
+        run = self.bed.swift("play", [self.bed.relay.webrtc_url("live", stream or self.stream), "--duration", "3600"],
+                             f"play-{i}")
         deadline = time.monotonic() + 20
         while not video_back(run, 0):
             if time.monotonic() > deadline or run.process.proc.poll() is not None:
@@ -177,6 +190,50 @@ def address_runs(swift_bin: Path, directory: Path, runs: int) -> list[dict]:
     return out
 
 
+def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
+    """Per event ("outage 3 s", "NAT rebinding"): the rows of ours and of Chromium's anchor."""
+    sc = Scenario(swift_bin, directory, "swift")
+    bed, browser, page = sc.bed, None, None
+    try:
+        sc.ensure_publisher("pub")
+        browser = Browser.launch(extra_flags=FAKE_CAMERA_FLAGS)
+        page, connected = chromium_publisher(browser, bed, "chrome", "chpub", sc.logs)
+        if not connected:
+            raise RuntimeError("Chromium did not publish through the proxy")
+        publishers = [bed.roles.wait_flow("pub"), bed.roles.wait_flow("chpub")]
+        viewers = {who: sc.viewer(stream, stream) for who, stream in (("ours", "swift"), ("chromium", "chrome"))}
+        time.sleep(WARM)
+        events = []
+        for i in range(runs):
+            gap = 2.0 + 0.1 * (i % 7)
+            for name, start in (("outage 3 s", lambda: [bed.net.outage(publishers, 3)]),
+                                ("NAT rebinding", lambda: [bed.net.rebind(f, gap=gap, straggler=True) for f in publishers])):
+                rec = start()[0]
+                lost, back = bed.net.t0 + rec["start"], bed.net.t0 + rec["end"]
+                events.append({"event": name, "round": i, "lostAt": lost, "backAt": back,
+                               **({"gap": gap} if name == "NAT rebinding" else {})})
+                time.sleep(max(0.0, back + ANCHOR_WATCH - time.monotonic()))
+            log(f"anchor round {i + 1}/{runs} done")
+        for run in viewers.values():
+            stop(run)
+        seen = {who: stats_or_empty(run) for who, run in viewers.items()}
+        out: dict = {}
+        for e in events:
+            for who in viewers:
+                r = recovery(seen[who], e["lostAt"], e["backAt"])
+                r.update(round=e["round"], **({"gap": e["gap"]} if "gap" in e else {}))
+                out.setdefault(e["event"], {}).setdefault(who, []).append(r)
+        for name, rows in out.items():
+            log(f"{name}: ours p50 {summary(rows['ours'])['p50']}, Chromium p50 {summary(rows['chromium'])['p50']}")
+        return out
+    finally:
+        if page is not None:
+            close_page(browser, page)
+        if browser is not None:
+            browser.close()
+        sc.close()
+
+
 def summary(rows: list[dict]) -> dict:
     values = [r["seconds"] for r in rows if r["seconds"] is not None]
     return {"runs": len(rows), "never": len(rows) - len(values), "seconds": [r["seconds"] for r in rows],
@@ -187,7 +244,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--swiftrtc", required=True)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--only", default="outage_40s,address_change")
+    ap.add_argument("--only", default="outage_40s,address_change,anchor")
+    ap.add_argument("--json", default=None, help="also write the result there")
     ap.add_argument("--artifacts", default=None, help="per-run logs (default: a temporary directory, removed)")
     args = ap.parse_args()
     if not only_loopback_here():
@@ -213,11 +271,24 @@ def main() -> int:
             t = time.monotonic()
             doc[name] = summary(fn(swift_bin, d, args.runs))
             doc[name]["wallSeconds"] = round(time.monotonic() - t, 1)
+        if "anchor" in args.only.split(","):
+            d = base / "anchor"
+            d.mkdir(parents=True, exist_ok=True)
+            t = time.monotonic()
+            rows = anchor_runs(swift_bin, d, args.runs)
+            doc["anchor"] = {name: {who: summary(r) for who, r in by.items()} for name, by in rows.items()}
+            for name, by in doc["anchor"].items():
+                ours, theirs = by["ours"]["p50"], by["chromium"]["p50"]
+                by["oursAtLeastAsFast"] = ours is not None and (theirs is None or ours <= theirs)
+            doc["anchor"]["wallSeconds"] = round(time.monotonic() - t, 1)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
     doc["wallSeconds"] = round(time.monotonic() - started, 1)
-    print(json.dumps(doc, default=str))
+    text = json.dumps(doc, default=str)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    print(text)
     return 0
 
 
