@@ -15,6 +15,14 @@
                    lines up with the 2 s after which a silent path is probed; the first packet after
                    the gap leaves from the old port). A single run of either swings by tens of ms,
                    so "ours at least as fast as Chromium" is judged here on p50 over the rounds.
+  anchor_long      the 40 s outages of test_outages.py, each round both: the publishers' paths (ours and
+                   Chromium over WHIP, each stream watched by a `swiftrtc play`), then the viewers'
+                   (`swiftrtc play` and Chromium over WHEP, the anchor, of the Swift stream) cut off
+                   at the same moment; all come back on new sessions, and the viewer that joins
+                   second may wait out the publisher's 300 ms keyframe window.
+  anchor_sessions  a publisher back on a new session: both publishers' paths go for good, 0.3 s later a
+                   new `swiftrtc publish` starts and Chromium's page publishes again (the anchor); from
+                   the new session's start to video at its stream's `swiftrtc play`.
 A run's value is the time from the path's return (the change) to the end of the viewer's freeze
 (interop.network_helpers.recovery); a run in which the video is not back within WATCH seconds counts
 as "never" (and a publisher that exited is started again for the next run). Prints one JSON object
@@ -23,7 +31,7 @@ never came back; for the anchor per event ours and Chromium's, and whether ours'
 
 There is no consent-timeout setting in the product, so the 40 s outage is real: ~45-56 s a run,
 ~8-9 min for 10 runs; the address changes ~8-17 s a run (a run that never comes back waits WATCH);
-the anchor rounds ~15 s each. Needs a loopback-only network namespace for `ip addr`:
+the anchor rounds ~15 s each, the long ones ~100 s, the new sessions' ~6 s. Needs a loopback-only network namespace for `ip addr`:
 it re-executes itself under `unshare --net` unless already in one (root needed, as for make bench).
   .venv/bin/python bench/reconnect_bench.py --swiftrtc .build/release/swiftrtc --runs 10
 """
@@ -43,15 +51,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from interop.cdp import Browser  # noqa: E402
-from interop.network_helpers import percentile, recovery, status_series  # noqa: E402
+from interop.network_helpers import page_gaps, percentile, recovery, status_series  # noqa: E402
 from interop.test_network import FAKE_CAMERA_FLAGS, Bed  # noqa: E402
-from interop.test_outages import chromium_publisher, loopback_address, stats_or_empty, stop  # noqa: E402
+from interop.test_outages import chromium_publisher, chromium_viewer, loopback_address, stats_or_empty, stop  # noqa: E402
 from interop.relay_helpers import close_page  # noqa: E402
 from interop.test_turn import only_loopback_here  # noqa: E402
 
 OUTAGE = 40.0
 WATCH = 10.0      # seconds after the path returns before a run counts as "never"
 WARM = 2.0        # seconds of video before each event
+LONG_WATCH = 8.0   # after a 40 s anchor outage (all come back on new sessions)
 ANCHOR_WATCH = 5.0  # seconds after each anchor event's return (a freeze that ends later is not ~0.1 s)
 ADDRESSES = ("127.0.0.3", "127.0.0.4")
 
@@ -74,6 +83,9 @@ class Scenario:
         self.bed = Bed(swift_bin, directory, self.logs, {}, seed=31)
         self.pub = None
         self.restarts = 0
+        self.browser = None
+        self.pages: list = []
+        self.extra: tuple[str, ...] = ()   # more `swiftrtc publish` options
 
     def ensure_publisher(self, role: str) -> None:
         if self.pub is not None and self.pub.process.proc.poll() is None:
@@ -81,10 +93,7 @@ class Scenario:
         if self.pub is not None:
             self.restarts += 1
             log(f"{self.stream}: the publisher exited ({self.pub.process.proc.returncode}); starting another")
-        self.bed.roles.expect(role)
-        run = self.bed.swift("publish", [self.bed.relay.webrtc_url("live", self.stream), "--source", "testsrc", "--codec",
-                                         "h264", "--size", "1280x720", "--fps", "30", "--duration", "3600", "--audio", "tone"],
-                             f"publish-{self.restarts}")
+        run = self.start_publisher(role, f"publish-{self.restarts}")
         deadline = time.monotonic() + 20
         while not any(f"connected (live/{self.stream})" in line and "publisher" in line
                       for line in self.bed.relay.text().splitlines()[-20:]):
@@ -93,8 +102,15 @@ class Scenario:
             time.sleep(0.1)
         self.pub = run
 
-    def viewer(self, i: int | str, stream: str | None = None):
-        self.bed.roles.expect("play")
+    def start_publisher(self, role: str, name: str):
+        """`swiftrtc publish` 1280x720@30 of this stream (and `self.extra`) as `role`, not waited for."""
+        self.bed.roles.expect(role)
+        return self.bed.swift("publish", [self.bed.relay.webrtc_url("live", self.stream), "--source", "testsrc", "--codec",
+                                          "h264", "--size", "1280x720", "--fps", "30", "--duration", "3600", "--audio",
+                                          "tone", *self.extra], name)
+
+    def viewer(self, i: int | str, stream: str | None = None, role: str = "play"):
+        self.bed.roles.expect(role)
         run = self.bed.swift("play", [self.bed.relay.webrtc_url("live", stream or self.stream), "--duration", "3600"],
                              f"play-{i}")
         deadline = time.monotonic() + 20
@@ -111,7 +127,27 @@ class Scenario:
             time.sleep(0.2)
         time.sleep(1.0)   # the freeze's end lands in the gap list; a second of video after it
 
+    def page(self, opened):
+        """A Chromium page made by `opened(browser)` (-> (page, ...)), in the one browser (its fake
+        camera at 30 fps), closed with the scenario."""
+        if self.browser is None:
+            self.browser = Browser.launch(extra_flags=FAKE_CAMERA_FLAGS)
+        result = opened(self.browser)
+        self.pages.append(result[0])
+        return result
+
+    def both_publishers(self, role: str, chromium_role: str) -> None:
+        """Ours (as ensure_publisher) and Chromium's fake camera over WHIP as stream "chrome"."""
+        self.ensure_publisher(role)
+        _, connected = self.page(lambda b: chromium_publisher(b, self.bed, "chrome", chromium_role, self.logs))
+        if not connected:
+            raise RuntimeError("Chromium did not publish through the proxy")
+
     def close(self) -> None:
+        for page in reversed(self.pages):
+            close_page(self.browser, page)
+        if self.browser is not None:
+            self.browser.close()
         self.bed.close()
 
 
@@ -190,16 +226,17 @@ def address_runs(swift_bin: Path, directory: Path, runs: int) -> list[dict]:
     return out
 
 
+def log_p50s(by_event: dict) -> None:
+    for name, by in by_event.items():
+        log(f"{name}: ours p50 {summary(by['ours'])['p50']}, Chromium p50 {summary(by['chromium'])['p50']}")
+
+
 def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
     """Per event ("outage 3 s", "NAT rebinding"): the rows of ours and of Chromium's anchor."""
     sc = Scenario(swift_bin, directory, "swift")
-    bed, browser, page = sc.bed, None, None
+    bed = sc.bed
     try:
-        sc.ensure_publisher("pub")
-        browser = Browser.launch(extra_flags=FAKE_CAMERA_FLAGS)
-        page, connected = chromium_publisher(browser, bed, "chrome", "chpub", sc.logs)
-        if not connected:
-            raise RuntimeError("Chromium did not publish through the proxy")
+        sc.both_publishers("pub", "chpub")
         publishers = [bed.roles.wait_flow("pub"), bed.roles.wait_flow("chpub")]
         viewers = {who: sc.viewer(stream, stream) for who, stream in (("ours", "swift"), ("chromium", "chrome"))}
         time.sleep(WARM)
@@ -223,14 +260,82 @@ def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
                 r = recovery(seen[who], e["lostAt"], e["backAt"])
                 r.update(round=e["round"], **({"gap": e["gap"]} if "gap" in e else {}))
                 out.setdefault(e["event"], {}).setdefault(who, []).append(r)
-        for name, rows in out.items():
-            log(f"{name}: ours p50 {summary(rows['ours'])['p50']}, Chromium p50 {summary(rows['chromium'])['p50']}")
+        log_p50s(out)
         return out
     finally:
-        if page is not None:
-            close_page(browser, page)
-        if browser is not None:
-            browser.close()
+        sc.close()
+
+
+def anchor_long_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
+    """Each round: the publishers' paths cut off for 40 s (`swiftrtc publish` and Chromium over WHIP, both
+    watched by a `swiftrtc play`), then the viewers' (`swiftrtc play` and Chromium over WHEP, the anchor,
+    of the Swift stream), each pair at the same moment; all come back on new sessions."""
+    sc = Scenario(swift_bin, directory, "swift")
+    bed = sc.bed
+    try:
+        sc.both_publishers("pub", "pub")
+        ours, theirs = sc.viewer("swift", "swift", role="viewers"), sc.viewer("chrome", "chrome", role="play")
+        view_page, offset = sc.page(lambda b: chromium_viewer(b, bed, "swift", "viewers", sc.logs))
+        time.sleep(WARM)
+        events = []
+        for i in range(runs):
+            for name, role in (("outage 40 s", "pub"), ("viewer outage 40 s", "viewers")):
+                rec = bed.net.outage(bed.roles.flows_of(role), OUTAGE, newcomers=True)
+                bed.roles.expect(role)   # their new sessions' flows, cut next round
+                events.append((name, bed.net.t0 + rec["start"], bed.net.t0 + rec["end"]))
+                time.sleep(max(0.0, events[-1][2] + LONG_WATCH - time.monotonic()))
+            log(f"40 s outages, round {i + 1}/{runs} done")
+        page_seen = page_gaps(view_page, offset)
+        for run in (ours, theirs):
+            stop(run)
+        seen = {"ours": stats_or_empty(ours), "chromium": {"outage 40 s": stats_or_empty(theirs),
+                                                           "viewer outage 40 s": page_seen}}
+        out: dict = {}
+        for n, (name, lost, back) in enumerate(events):
+            for who in ("ours", "chromium"):
+                view = seen[who] if who == "ours" else seen[who][name]
+                out.setdefault(name, {}).setdefault(who, []).append(recovery(view, lost, back) | {"round": n // 2})
+        log_p50s(out)
+        return out
+    finally:
+        sc.close()
+
+
+def anchor_session_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
+    """A publisher back on a new session: each round both publishers' paths go for good and 0.3 s later
+    a new `swiftrtc publish` (ours) starts and Chromium's page publishes again (the anchor); each stream
+    watched by a `swiftrtc play` that stays on its session. From the new session's start to video."""
+    sc = Scenario(swift_bin, directory, "swift")
+    bed, old = sc.bed, None
+    try:
+        # Publishers that stand for clients gone for good: they do not reconnect by themselves.
+        sc.extra = ("--reconnect", "off")
+        sc.both_publishers("round0", "round0")
+        old, page = sc.pub, sc.pages[0]
+        viewers = {who: sc.viewer(stream, stream) for who, stream in (("ours", "swift"), ("chromium", "chrome"))}
+        time.sleep(WARM)
+        events = []
+        for i in range(runs):
+            rec = bed.net.outage(bed.roles.flows_of(f"round{i}"), float("inf"))
+            time.sleep(0.3)
+            new = sc.start_publisher(f"round{i + 1}", f"publish-{i + 1}")
+            t_new = time.monotonic()
+            page.evaluate("document.getElementById('publish').onclick(); true")   # a new RTCPeerConnection, WHIP POST
+            events.append((bed.net.t0 + rec["start"], t_new))
+            time.sleep(ANCHOR_WATCH)
+            stop(old, timeout=5)
+            old = new
+            log(f"publisher back on a new session, round {i + 1}/{runs} done")
+        for run in viewers.values():
+            stop(run)
+        seen = {who: stats_or_empty(run) for who, run in viewers.items()}
+        out = {who: [recovery(seen[who], lost, t_new) | {"round": i} for i, (lost, t_new) in enumerate(events)]
+               for who in viewers}
+        log_p50s({"publisher back on a new session": out})
+        return {"publisher back on a new session": out}
+    finally:
+        if old is not None:
+            stop(old, timeout=5)
         sc.close()
 
 
@@ -244,7 +349,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--swiftrtc", required=True)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--only", default="outage_40s,address_change,anchor")
+    ap.add_argument("--only", default="outage_40s,address_change,anchor,anchor_long,anchor_sessions")
     ap.add_argument("--json", default=None, help="also write the result there")
     ap.add_argument("--artifacts", default=None, help="per-run logs (default: a temporary directory, removed)")
     args = ap.parse_args()
@@ -271,16 +376,17 @@ def main() -> int:
             t = time.monotonic()
             doc[name] = summary(fn(swift_bin, d, args.runs))
             doc[name]["wallSeconds"] = round(time.monotonic() - t, 1)
-        if "anchor" in args.only.split(","):
-            d = base / "anchor"
+        for name, fn in (("anchor", anchor_runs), ("anchor_long", anchor_long_runs), ("anchor_sessions", anchor_session_runs)):
+            if name not in args.only.split(","):
+                continue
+            d = base / name
             d.mkdir(parents=True, exist_ok=True)
             t = time.monotonic()
-            rows = anchor_runs(swift_bin, d, args.runs)
-            doc["anchor"] = {name: {who: summary(r) for who, r in by.items()} for name, by in rows.items()}
-            for name, by in doc["anchor"].items():
+            doc[name] = {event: {who: summary(r) for who, r in by.items()} for event, by in fn(swift_bin, d, args.runs).items()}
+            for by in doc[name].values():
                 ours, theirs = by["ours"]["p50"], by["chromium"]["p50"]
                 by["oursAtLeastAsFast"] = ours is not None and (theirs is None or ours <= theirs)
-            doc["anchor"]["wallSeconds"] = round(time.monotonic() - t, 1)
+            doc[name]["wallSeconds"] = round(time.monotonic() - t, 1)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
