@@ -7,9 +7,14 @@
 /// Sans-I/O; one per output stream (player × kind).
 public struct SourceSwitchRewriter: Sendable {
     private var source: UInt32?
-    /// The current source's first packet after a switch: anything older would reuse sequence
-    /// numbers the previous source already sent (an SRTP replay at the player), so it is dropped.
-    private var switchedAt: UInt16?
+    /// The current source's first packet (the player's first, or the first after a switch) while
+    /// it is recent: anything older is dropped, as it would reuse sequence numbers the previous
+    /// source already sent (an SRTP replay at the player) or come from before anything the player
+    /// was sent. Forgotten `firstPacketGuard` packets on: serial arithmetic calls every packet
+    /// more than half the sequence space past it older (kept, it dropped a player's video
+    /// 32,768 packets after a switch, for the next 32,768).
+    private var firstSequence: UInt16?
+    static let firstPacketGuard: UInt16 = 0x4000
     private var sequenceDelta: UInt16 = 0
     private var timestampDelta: UInt32 = 0
     /// The highest output sequence number and its timestamp, and when it went out.
@@ -30,7 +35,7 @@ public struct SourceSwitchRewriter: Sendable {
     public var lastOutputSequence: UInt16? { lastSequence }
 
     /// The output sequence number and timestamp for a source packet; nil: drop it (a reordered
-    /// packet of a new source from before its first).
+    /// packet from before the current source's first).
     public mutating func rewrite(ssrc: UInt32, sequenceNumber: UInt16, timestamp: UInt32, clockRate: Int,
                                  now: ContinuousClock.Instant) -> (sequenceNumber: UInt16, timestamp: UInt32)? {
         if ssrc != source {
@@ -43,11 +48,12 @@ public struct SourceSwitchRewriter: Sendable {
                 sequenceDelta = last &+ 1 &- sequenceNumber
                 timestampDelta = lastTimestamp &+ UInt32(truncatingIfNeeded: ticks) &- timestamp
                 switches += 1
-                switchedAt = sequenceNumber
             }
+            firstSequence = sequenceNumber
             source = ssrc
-        } else if let first = switchedAt, first.isNewer(than: sequenceNumber) {
-            return nil
+        } else if let first = firstSequence {
+            if first.isNewer(than: sequenceNumber) { return nil }
+            if sequenceNumber &- first >= Self.firstPacketGuard { firstSequence = nil }
         }
         let out = (sequenceNumber &+ sequenceDelta, timestamp &+ timestampDelta)
         if lastSequence.map({ out.0.isNewer(than: $0) }) ?? true {
@@ -59,9 +65,12 @@ public struct SourceSwitchRewriter: Sendable {
     }
 
     /// The source sequence number that went out as `output` (to answer a NACK from history);
-    /// nil before anything was sent.
+    /// nil before anything was sent, and for what came before the current source's first packet.
     public func sourceSequence(forOutput output: UInt16) -> UInt16? {
-        source == nil ? nil : output &- sequenceDelta
+        guard source != nil else { return nil }
+        let sequence = output &- sequenceDelta
+        if let first = firstSequence, first.isNewer(than: sequence) { return nil }
+        return sequence
     }
 
     /// What is added to `ssrc`'s timestamps on the way out (to translate its sender reports);
