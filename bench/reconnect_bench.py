@@ -8,12 +8,12 @@
   address_change   the publisher on 127.0.0.3 (or .4; its 127.0.0.1 flows do not reach the relay), the
                    address deleted and the other added (`ip addr` on lo), nothing from or to the old one
                    passing the proxy any more
-  anchor           the short events of interop/test_outages.py, each run once per round on the Swift
+  anchor           the shorter events of interop/test_outages.py, each run once per round on the Swift
                    publisher and on Chromium publishing its fake camera over WHIP (the anchor; both
-                   at the same moment, each watched by its own `swiftrtc play`): an outage of 3 s and
-                   a NAT rebinding after a gap (2 s plus 0-0.6 s from round to round, so no round
+                   at the same moment, each watched by its own `swiftrtc play`): an outage of 3 s, a
+                   NAT rebinding after a gap (2 s plus 0-0.6 s from round to round, so no round
                    lines up with the 2 s after which a silent path is probed; the first packet after
-                   the gap leaves from the old port). A single run of either swings by tens of ms,
+                   the gap leaves from the old port), and an outage of 15 s. A single run of either swings by tens of ms,
                    so "ours at least as fast as Chromium" is judged here on p50 over the rounds.
   anchor_long      the 40 s outages of test_outages.py, each round both: the publishers' paths (ours and
                    Chromium over WHIP, each stream watched by a `swiftrtc play`), then the viewers'
@@ -31,7 +31,7 @@ never came back; for the anchor per event ours and Chromium's, and whether ours'
 
 There is no consent-timeout setting in the product, so the 40 s outage is real: ~45-56 s a run,
 ~8-9 min for 10 runs; the address changes ~8-17 s a run (a run that never comes back waits WATCH);
-the anchor rounds ~15 s each, the long ones ~100 s, the new sessions' ~6 s. Needs a loopback-only network namespace for `ip addr`:
+the anchor rounds ~35 s each, the long ones ~100 s, the new sessions' ~6 s. Needs a loopback-only network namespace for `ip addr`:
 it re-executes itself under `unshare --net` unless already in one (root needed, as for make bench).
   .venv/bin/python bench/reconnect_bench.py --swiftrtc .build/release/swiftrtc --runs 10
 """
@@ -232,7 +232,7 @@ def log_p50s(by_event: dict) -> None:
 
 
 def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
-    """Per event ("outage 3 s", "NAT rebinding"): the rows of ours and of Chromium's anchor."""
+    """Per event ("outage 3 s", "NAT rebinding", "outage 15 s"): the rows of ours and of Chromium's anchor."""
     sc = Scenario(swift_bin, directory, "swift")
     bed = sc.bed
     try:
@@ -244,7 +244,8 @@ def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
         for i in range(runs):
             gap = 2.0 + 0.1 * (i % 7)
             for name, start in (("outage 3 s", lambda: [bed.net.outage(publishers, 3)]),
-                                ("NAT rebinding", lambda: [bed.net.rebind(f, gap=gap, straggler=True) for f in publishers])):
+                                ("NAT rebinding", lambda: [bed.net.rebind(f, gap=gap, straggler=True) for f in publishers]),
+                                ("outage 15 s", lambda: [bed.net.outage(publishers, 15)])):
                 rec = start()[0]
                 lost, back = bed.net.t0 + rec["start"], bed.net.t0 + rec["end"]
                 events.append({"event": name, "round": i, "lostAt": lost, "backAt": back,
