@@ -226,11 +226,6 @@ def address_runs(swift_bin: Path, directory: Path, runs: int) -> list[dict]:
     return out
 
 
-def log_p50s(by_event: dict) -> None:
-    for name, by in by_event.items():
-        log(f"{name}: ours p50 {summary(by['ours'])['p50']}, Chromium p50 {summary(by['chromium'])['p50']}")
-
-
 def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
     """Per event ("outage 3 s", "NAT rebinding", "outage 15 s"): the rows of ours and of Chromium's anchor."""
     sc = Scenario(swift_bin, directory, "swift")
@@ -261,7 +256,6 @@ def anchor_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
                 r = recovery(seen[who], e["lostAt"], e["backAt"])
                 r.update(round=e["round"], **({"gap": e["gap"]} if "gap" in e else {}))
                 out.setdefault(e["event"], {}).setdefault(who, []).append(r)
-        log_p50s(out)
         return out
     finally:
         sc.close()
@@ -289,14 +283,14 @@ def anchor_long_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
         page_seen = page_gaps(view_page, offset)
         for run in (ours, theirs):
             stop(run)
-        seen = {"ours": stats_or_empty(ours), "chromium": {"outage 40 s": stats_or_empty(theirs),
-                                                           "viewer outage 40 s": page_seen}}
+        # What each side's viewer saw of each event: ours one `swiftrtc play` throughout.
+        mine = stats_or_empty(ours)
+        seen = {"ours": {"outage 40 s": mine, "viewer outage 40 s": mine},
+                "chromium": {"outage 40 s": stats_or_empty(theirs), "viewer outage 40 s": page_seen}}
         out: dict = {}
         for n, (name, lost, back) in enumerate(events):
-            for who in ("ours", "chromium"):
-                view = seen[who] if who == "ours" else seen[who][name]
-                out.setdefault(name, {}).setdefault(who, []).append(recovery(view, lost, back) | {"round": n // 2})
-        log_p50s(out)
+            for who in seen:
+                out.setdefault(name, {}).setdefault(who, []).append(recovery(seen[who][name], lost, back) | {"round": n // 2})
         return out
     finally:
         sc.close()
@@ -332,7 +326,6 @@ def anchor_session_runs(swift_bin: Path, directory: Path, runs: int) -> dict:
         seen = {who: stats_or_empty(run) for who, run in viewers.items()}
         out = {who: [recovery(seen[who], lost, t_new) | {"round": i} for i, (lost, t_new) in enumerate(events)]
                for who in viewers}
-        log_p50s({"publisher back on a new session": out})
         return {"publisher back on a new session": out}
     finally:
         if old is not None:
@@ -384,9 +377,10 @@ def main() -> int:
             d.mkdir(parents=True, exist_ok=True)
             t = time.monotonic()
             doc[name] = {event: {who: summary(r) for who, r in by.items()} for event, by in fn(swift_bin, d, args.runs).items()}
-            for by in doc[name].values():
+            for event, by in doc[name].items():
                 ours, theirs = by["ours"]["p50"], by["chromium"]["p50"]
                 by["oursAtLeastAsFast"] = ours is not None and (theirs is None or ours <= theirs)
+                log(f"{event}: ours p50 {ours}, Chromium p50 {theirs}")
             doc[name]["wallSeconds"] = round(time.monotonic() - t, 1)
     finally:
         if not keep:
