@@ -79,9 +79,10 @@ package final class CongestionController {
     /// stream), each with its transport-cc placeholder id; nil: probes go out with media only.
     var makePadding: ((Int) -> [(bytes: [UInt8], transportCCID: UInt8)])?
     /// A relay's per-player layer choice: the estimate from the peer's transport-cc feedback
-    /// (bits per second) whenever it moved by `announceStep` or more, and whether it has
-    /// settled — before that, only when the link is evidently full (`linkIsFull`).
-    var onSendSideEstimate: ((_ bitrate: Int, _ settled: Bool) -> Void)?
+    /// (bits per second) whenever it moved by `announceStep` or more, whether it has
+    /// settled — before that, only when the link is evidently full (`linkIsFull`) — and what
+    /// the link delivered lately (`BandwidthEstimator.acknowledgedBitrate`).
+    var onSendSideEstimate: ((_ bitrate: Int, _ settled: Bool, _ delivered: Int?) -> Void)?
     private var announced = 0
     static let announceStep = 0.03
     private var closed = false
@@ -319,7 +320,7 @@ package final class CongestionController {
         if let announce = onSendSideEstimate, settled || linkIsFull(), estimator.hasTransportFeedback,
            abs(Double(target - announced)) >= Self.announceStep * Double(announced) {
             announced = target
-            announce(target, settled)
+            announce(target, settled, estimator.acknowledgedBitrate)
         }
     }
 

@@ -83,9 +83,9 @@ final class RelaySession: @unchecked Sendable {
         sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] bytes in
             guard let self, let stream else { return [] }
             return stream.probePadding(for: self, bytes: bytes)
-        } onChange: { [weak self, weak stream] bitrate, settled in
+        } onChange: { [weak self, weak stream] bitrate, settled, delivered in
             guard let self, let stream else { return }
-            stream.sendSideEstimate(bitrate, settled: settled, of: self)
+            stream.sendSideEstimate(bitrate, settled: settled, delivered: delivered, of: self)
         }
     }
 }

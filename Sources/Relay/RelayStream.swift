@@ -682,10 +682,11 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.
-    /// `settled`: false for an early one that says its link is full.
-    func sendSideEstimate(_ bitrate: Int, settled: Bool, of player: RelaySession) {
+    /// `settled`: false for an early one that says its link is full; `delivered`: what its link
+    /// delivered lately (bits per second).
+    func sendSideEstimate(_ bitrate: Int, settled: Bool, delivered: Int?, of player: RelaySession) {
         guard players[player.id] === player else { return }
-        player.output(.video) { $0.estimate.sendSide(bitrate, settled: settled) }
+        player.output(.video) { $0.estimate.sendSide(bitrate, settled: settled, delivered: delivered) }
         allocate(player, now: loop.now)
     }
 
@@ -741,17 +742,16 @@ final class RelayStream: @unchecked Sendable {
         if player.output(.video, { $0.target }) == nil, videoLayers.isSimulcast, !videoLayers.isComplete(now: now) { return }
         guard let rungs = rungs(for: player, now: now), rungs.count > 1 || videoLayers.isSimulcast else { return }
         let layers = rungs.map { LayerAllocator.Layer(ssrc: $0.id, bitrate: $0.bitrate) }
-        var below = false
         let switched: (from: UInt32?, to: UInt32, estimate: String)? = player.output(.video) { output in
             let current = output.target.flatMap { target in
                 rungs.first { $0.ssrc == target && $0.temporal == (output.temporalPreference == nil ? output.temporal.cap : nil) }?.id
             }
             guard let decision = output.allocator.decide(layers: layers, current: current, estimate: output.estimate.bitrate,
                                                          limitedByLoss: output.estimate.limitedByLoss,
-                                                         provisional: output.estimate.provisional, now: now),
+                                                         provisional: output.estimate.provisional,
+                                                         delivered: output.estimate.delivered, now: now),
                   let rung = rungs.first(where: { $0.id == decision.ssrc })
             else { return nil }
-            below = decision.ssrc != layers.last?.ssrc
             let previous = current
             output.target = rung.ssrc
             if output.temporalPreference == nil { output.temporal.cap = rung.temporal }
@@ -768,9 +768,10 @@ final class RelayStream: @unchecked Sendable {
             let why = estimate.provisional ? ", early: link full" : estimate.limitedByLoss ? ", from loss" : ""
             return (previous, decision.ssrc, estimate.bitrate.map { "\($0 / 1000) kbps\(why)" } ?? "none yet")
         }
-        // Below the layer it asked for: its estimator probes more often for what that needs.
+        // What the layer it asked for needs: while its estimate is below that (below the layer,
+        // or on it and holding) its estimator probes more often.
         let largest = layers.last.map { Int(Double($0.bitrate) / LayerAllocator.headroom) }
-        player.route(.video)?.0.wantSendSide(below ? largest : nil)
+        player.route(.video)?.0.wantSendSide(largest)
         if let switched, let log {
             let name = { (id: UInt32?) -> String in
                 guard let rung = rungs.first(where: { $0.id == id }) else { return "-" }

@@ -61,12 +61,18 @@ struct ViewerEstimate {
     }
 
     /// The send-side estimate of what this player's link carries (bits per second);
-    /// `settled` false: an early one, given because the link is evidently full.
-    mutating func sendSide(_ bitrate: Int, settled: Bool = true) {
+    /// `settled` false: an early one, given because the link is evidently full; `delivered`:
+    /// what the link delivered lately, as the feedback showed.
+    mutating func sendSide(_ bitrate: Int, settled: Bool = true, delivered: Int? = nil) {
         sendSide = bitrate
         provisional = !settled
+        self.delivered = delivered
         lossCap = nil
     }
+
+    /// What the player's link delivered lately (bits per second), from its transport-cc
+    /// feedback with the last send-side estimate; nil with REMB.
+    private(set) var delivered: Int?
 
     /// The send-side estimate is an early one: the player's link was full before its estimator
     /// settled (a join on a layer the link does not carry).
@@ -132,7 +138,12 @@ struct ViewerEstimate {
 /// under `farBelow` of the layer — or after `downHold` of not fitting: a REMB cannot run ahead
 /// of what its player receives, so a player's first one (seen at 0.64–0.76 of the layer on a
 /// clean join) or one from before its layer grew (a publisher ramping up) is below the layer
-/// without the link being full, and the next one, up to 1.5 × what it now receives, fits. Up one layer
+/// without the link being full, and the next one, up to 1.5 × what it now receives, fits. A
+/// send-side estimate comes with what the link delivered (`delivered`): while that covers the
+/// layer, a fall or loss moves the player down, or `carriedHold` — an estimator whose start
+/// probes a busy receiver spoiled starts under the layer (0.8–2.3 Mbit/s under 2.1–2.8 Mbit/s)
+/// and grows ~8% a second until a probe passes, and a clean player was stepped down at the
+/// 2 s hold's end or at once (CI, and 1 in 4 runs here with two cores busy). Up one layer
 /// at a time, once the estimate has carried the next one for `upHold`. A receiver's estimate
 /// cannot rise far above what it receives (REMB: 1.5 × its incoming rate), so to find room
 /// for the next layer the player is padded towards it (`Decision.padding`, up to the estimate,
@@ -158,6 +169,12 @@ struct LayerAllocator {
     static let fallRatio = 0.97
     /// An estimate under this share of the layer is more than a join or a ramp explains.
     static let farBelow = 0.5
+    /// The link delivered at least this share of the layer (what it was sent over the last half
+    /// second against the layer's rate over a second, keyframes and all: 0.82 at a clean join):
+    /// it carries the layer, and the hold is `carriedHold`. A link that does not carry it queues
+    /// and loses, and the estimate falls before that.
+    static let carriedShare = 0.8
+    static let carriedHold: Duration = .seconds(10)
     /// A probe fails when the estimate falls below this share of its peak during the probe (a
     /// receiver's AIMD falls only on overuse — the link is full — to 0.85 × what it receives,
     /// which after a burst can be only a few percent down), or when it has not risen
@@ -245,7 +262,7 @@ struct LayerAllocator {
     /// still be ramping (a Chromium publisher's are for seconds), and a player that joined on
     /// one too large went h → m at 358 kbit/s and m → l a second later as m grew (two freezes).
     mutating func decide(layers: [Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
-                         provisional: Bool = false, now: ContinuousClock.Instant) -> Decision? {
+                         provisional: Bool = false, delivered: Int? = nil, now: ContinuousClock.Instant) -> Decision? {
         guard let largest = layers.last else { return nil }
         guard let estimate else {
             fitsSince.removeAll()
@@ -267,8 +284,12 @@ struct LayerAllocator {
             fitsSince.removeAll()
             let since = unfitSince ?? now
             unfitSince = since
+            // The link delivers the layer: an estimate that is low but did not fall is behind
+            // it, not a full link; its probes (`wanted`) get `carriedHold` to pass it.
+            let carried = delivered.map { Double($0) >= Double(layers[index].bitrate) * Self.carriedShare } ?? false
             let farBelow = Double(estimate) < Double(layers[index].bitrate) * Self.farBelow
-            guard fell || limitedByLoss || farBelow || provisional || now - since >= Self.downHold else {
+            let held = now - since >= (carried ? Self.carriedHold : Self.downHold)
+            guard fell || limitedByLoss || provisional || held || (farBelow && !carried) else {
                 return Decision(ssrc: layers[index].ssrc, padding: 0)
             }
             unfitSince = nil

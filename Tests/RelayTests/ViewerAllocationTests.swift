@@ -51,6 +51,34 @@ import SeededRandom
         #expect(d.decide(layers: layers, current: 3, estimate: 999_000, now: t0 + .milliseconds(100))?.ssrc == 2)
     }
 
+    /// A send-side estimate that starts low (a busy receiver spoiled its start probes) while
+    /// the link delivers the layer (`carriedShare` of it): no distance below the layer ends
+    /// the hold, and it is `carriedHold` long; a fall (the delay detector saw a queue), loss, or
+    /// a link that delivers less ends it as before.
+    @Test func anEstimateBelowALayerTheLinkDeliversHoldsUntilItFalls() {
+        let a = Allocator()
+        #expect(a.decide(layers: layers, current: 3, estimate: 900_000, delivered: 2_300_000, now: t0)?.ssrc == 3, "far below")
+        for tenth in 1...50 {
+            let estimate = 900_000 + tenth * 20_000
+            #expect(a.decide(layers: layers, current: 3, estimate: estimate, delivered: 2_300_000, now: t0 + .milliseconds(100 * tenth))?.ssrc == 3)
+        }
+        #expect(a.decide(layers: layers, current: 3, estimate: 1_800_000, delivered: 2_300_000, now: t0 + .seconds(6))?.ssrc == 2, "fell")
+        // Its probes had `carriedHold` to pass the layer.
+        let e = Allocator()
+        #expect(e.decide(layers: layers, current: 3, estimate: 1_500_000, delivered: 1_700_000, now: t0)?.ssrc == 3, "0.85 of the layer delivered")
+        #expect(e.decide(layers: layers, current: 3, estimate: 1_500_000, delivered: 1_700_000, now: t0 + .milliseconds(9999))?.ssrc == 3)
+        #expect(e.decide(layers: layers, current: 3, estimate: 1_500_000, delivered: 1_700_000, now: t0 + .seconds(10))?.ssrc == 2)
+        let b = Allocator()
+        #expect(b.decide(layers: layers, current: 3, estimate: 1_500_000, delivered: 2_300_000, now: t0)?.ssrc == 3)
+        #expect(b.decide(layers: layers, current: 3, estimate: 1_500_000, limitedByLoss: true, delivered: 2_300_000, now: t0 + .seconds(1))?.ssrc == 2)
+        let c = Allocator()
+        #expect(c.decide(layers: layers, current: 3, estimate: 1_500_000, delivered: 1_500_000, now: t0)?.ssrc == 3)
+        #expect(c.decide(layers: layers, current: 3, estimate: 1_500_000, delivered: 1_500_000, now: t0 + .seconds(2))?.ssrc == 2,
+                "the link delivers less than the layer: the hold ends")
+        let d = Allocator()
+        #expect(d.decide(layers: layers, current: 3, estimate: 900_000, delivered: 1_500_000, now: t0)?.ssrc == 2, "far below, not delivered")
+    }
+
     /// A transport-cc player that joined on the largest layer behind a narrow link: its
     /// estimator says so before it settles (`CongestionController.linkIsFull`), while a
     /// Chromium publisher's layers are still ramping (the interop run's rates at that moment:
@@ -363,9 +391,9 @@ import SeededRandom
 private final class Allocator {
     var allocator = LayerAllocator()
     func decide(layers: [LayerAllocator.Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
-                provisional: Bool = false, now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
+                provisional: Bool = false, delivered: Int? = nil, now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
         allocator.decide(layers: layers, current: current, estimate: estimate, limitedByLoss: limitedByLoss,
-                         provisional: provisional, now: now)
+                         provisional: provisional, delivered: delivered, now: now)
     }
     var probing: Bool { allocator.probing }
     var probes: Int { allocator.probes }
