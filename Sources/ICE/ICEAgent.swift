@@ -356,9 +356,12 @@ public final class ICEAgent {
                          responsesReceived: pair.responsesReceived, requestsReceived: pair.requestsReceived,
                          responsesSent: pair.responsesSent)
         }
-        if let selected, let pair = pairs.first(where: { $0.key == selected }) { s.selectedPairRTT = pair.rtt }
+        s.selectedPairRTT = selectedPairRTT
         return s
     }
+
+    /// The selected pair's round-trip time from its checks (nil before one was answered).
+    public var selectedPairRTT: Duration? { selected.flatMap { key in pairs.first { $0.key == key }?.rtt } }
 
     // MARK: - internals shared by the other files
 

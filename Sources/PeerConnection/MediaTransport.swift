@@ -323,6 +323,13 @@ package final class MediaTransport: @unchecked Sendable {
     package func noteForwarded(_ packets: Int) { counters.rtpSent += packets }
     package func noteForwardingSRTPError() { counters.srtpErrors += 1 }
 
+    /// The RTT that paces NACK retries where no receiver report gives one (a receive-only
+    /// stream, a relay's pass-through): the ICE checks', else how long first requests took to be
+    /// answered (`turnaround`; an ICE-lite relay sends no checks). On the 100 ms default a second
+    /// request went ~60 ms late on a 40–50 ms path: a packet lost twice took 180–200 ms, and
+    /// held its frame into a W3C freeze (interop, 5% loss on both legs of a relayed stream).
+    func nackRTT(turnaround: Duration?) -> Duration? { ice.selectedPairRTT ?? turnaround }
+
     /// Protects and sends a compound RTCP packet; any thread.
     func sendRTCP(_ packet: [UInt8]) {
         guard loop.inLoop else {

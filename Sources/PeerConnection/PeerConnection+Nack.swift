@@ -27,10 +27,8 @@ extension PeerConnection {
 
     private func sendDueNacks(now: ContinuousClock.Instant) {
         guard let transport, var requester = passThroughNacks.requester else { return }
-        // The ICE checks' RTT: a relay sends no sender reports to learn one from; as ICE-lite it
-        // sends no checks either, and the answers to its own requests are the measure (retries
-        // were paced by the 100 ms default on a 50 ms path: a second round came 70 ms late).
-        if let rtt = transport.ice.stats.selectedPairRTT ?? requester.turnaround { requester.rtt = rtt }
+        // A relay sends no sender reports to learn an RTT from.
+        if let rtt = transport.nackRTT(turnaround: requester.turnaround) { requester.rtt = rtt }
         let nacks = requester.poll(now: now)
         passThroughNacks.requester = requester
         if !nacks.isEmpty { transport.sendRTCP(RTCPPacket.serializeCompound(nacks.map { .nack($0) })) }

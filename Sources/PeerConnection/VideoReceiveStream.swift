@@ -80,7 +80,16 @@ final class VideoReceiveStream: @unchecked Sendable {
         buffer.receptionReport(now: now)
     }
 
-    func setRTT(_ rtt: Duration) { buffer.rtt = rtt }
+    /// From the receiver reports on a stream we send (nil: we send none).
+    private var reportedRTT: Duration?
+
+    func setRTT(_ rtt: Duration) {
+        reportedRTT = rtt
+        buffer.rtt = rtt
+    }
+
+    /// The RTT its NACK retries are paced by (loop thread).
+    var nackPacingRTT: Duration { buffer.rtt }
 
     /// A renegotiation may move or drop the video-orientation extension.
     func setVideoOrientationID(_ id: UInt8?) { buffer.videoOrientationExtensionID = id }
@@ -107,6 +116,7 @@ final class VideoReceiveStream: @unchecked Sendable {
             }
             queue.async { [self] in decode(frame, showAt: renderAt) }
         }
+        if reportedRTT == nil, let rtt = transport?.nackRTT(turnaround: buffer.nackTurnaround) { buffer.rtt = rtt }
         if let lost = buffer.pollNack(now: now), let ssrc = buffer.ssrc {
             transport?.sendRTCP(RTCPPacket.serializeCompound([.nack(GenericNACK(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lostSequenceNumbers: lost))]))
             counters.withLock { $0.nackCount += 1 }

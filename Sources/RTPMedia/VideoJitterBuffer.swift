@@ -97,6 +97,9 @@ public struct VideoJitterBuffer: Sendable {
         get { nack.rtt }
         set { nack.rtt = newValue }
     }
+
+    /// How long first NACKs took to be answered (`NackGenerator.turnaround`).
+    public var nackTurnaround: Duration? { nack.turnaround }
     /// The negotiated id of urn:3gpp:video-orientation (nil: not negotiated, frames keep `.r0`).
     /// Senders put it on a frame's last packet; a frame without it keeps the rotation of the
     /// frame before (3GPP TS 26.114 sends it only on keyframes and changes).
