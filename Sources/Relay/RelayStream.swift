@@ -430,9 +430,7 @@ final class RelayStream: @unchecked Sendable {
             // The player's sender first: a FIR repeating its command number is not a new request.
             guard let sender = player.route(.video)?.0, sender.keyframeRequests.handle(packet, now: now) else { return }
             // Simulcast: the layer it is getting, or the one it is to get (waiting for its keyframe).
-            // Inside the publisher's window (a keyframe just left for another player) it goes
-            // when the window ends, not at the player's next request 300 ms on.
-            requestKeyframe(now: now, untilSent: true, layer: player.output(.video) { $0.target ?? $0.layer })
+            requestKeyframe(now: now, layer: player.output(.video) { $0.target ?? $0.layer })
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
             var reported = false

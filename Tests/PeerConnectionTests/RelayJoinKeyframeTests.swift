@@ -116,52 +116,6 @@ import Transport
         await relay.stop()
     }
 
-    /// A connected player's keyframe request inside the publisher's window (two viewers back
-    /// from an outage, the other one's keyframe just passed): it goes once the window ends,
-    /// not at the player's own next request 300 ms on (the second viewer back after a 40 s
-    /// outage waited ~0.45 s) — unless a keyframe starts meanwhile.
-    @Test(arguments: [false, true])
-    func aPlayersRequestInsideThePublishersWindowGoesWhenItEnds(anotherKeyframe: Bool) async throws {
-        let (sim, relay, publisher, sending, plis) = try await published("pli")
-        let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
-        var timestamp: UInt32 = 0
-        func send(for duration: Duration) { Self.send(sim, sending, payloadType: pt, timestamp: &timestamp, for: duration) }
-        func keyframe() {
-            timestamp &+= 3000
-            sending.sender.send(payloadType: pt, payload: [0x65, 0x88], timestamp: timestamp, marker: true)   // an IDR
-            sim.advance(by: .milliseconds(33))
-        }
-        send(for: .seconds(1))
-        let player = try sim.peer { $0.mediaPipeline = false }
-        let receiving = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
-        try await sim.exchange(relay, player, endpoint: "whep", stream: "pli")
-        send(for: .seconds(1))   // past the join's request and its window
-        let before = plis.value.count
-        let keyframeAt = sim.loop.now
-        keyframe()
-        send(for: .milliseconds(100))
-        let ssrc = try #require(receiving.receiver.remoteSSRCs.first, "the player got nothing")
-        player.sendRTCP([.pli(senderSSRC: receiving.sender.ssrc, mediaSSRC: ssrc)])
-        if anotherKeyframe {
-            send(for: keyframeAt + .milliseconds(200) - sim.loop.now)
-            keyframe()
-        }
-        send(for: .seconds(1))
-        let asked = plis.value.dropFirst(before)
-        if anotherKeyframe {
-            #expect(asked.isEmpty, "the keyframe after the request answered it: \(asked.map { $0 - keyframeAt })")
-        } else {
-            #expect(asked.count == 1, "one request for the player's: \(asked.map { $0 - keyframeAt })")
-            if let at = asked.first {
-                #expect(at - keyframeAt >= .milliseconds(330) && at - keyframeAt < .milliseconds(400),
-                        "asked \(at - keyframeAt) after the keyframe (the publisher's window: 300 ms after it leaves)")
-            }
-        }
-        await player.close()
-        await publisher.close()
-        await relay.stop()
-    }
-
     /// A publisher that sends again after half a second of silence (an outage, a NAT rebinding)
     /// is asked for a keyframe at once: its players lost what went into the silence.
     @Test func aPublisherBackFromSilenceIsAskedForAKeyframe() async throws {
