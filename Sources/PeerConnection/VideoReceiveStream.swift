@@ -116,7 +116,10 @@ final class VideoReceiveStream: @unchecked Sendable {
             }
             queue.async { [self] in decode(frame, showAt: renderAt) }
         }
-        if reportedRTT == nil, let rtt = transport?.nackRTT(turnaround: buffer.nackTurnaround) { buffer.rtt = rtt }
+        // Only while something is missing: the RTT paces retries, and this runs per packet.
+        if reportedRTT == nil, buffer.awaitsRetransmissions, let rtt = transport?.nackRTT(turnaround: buffer.nackTurnaround) {
+            buffer.rtt = rtt
+        }
         if let lost = buffer.pollNack(now: now), let ssrc = buffer.ssrc {
             transport?.sendRTCP(RTCPPacket.serializeCompound([.nack(GenericNACK(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lostSequenceNumbers: lost))]))
             counters.withLock { $0.nackCount += 1 }

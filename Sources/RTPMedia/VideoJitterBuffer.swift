@@ -100,6 +100,8 @@ public struct VideoJitterBuffer: Sendable {
 
     /// How long first NACKs took to be answered (`NackGenerator.turnaround`).
     public var nackTurnaround: Duration? { nack.turnaround }
+    /// Packets missing and tracked for NACKs (the RTT paces their retries).
+    public var awaitsRetransmissions: Bool { nack.missingCount > 0 }
     /// The negotiated id of urn:3gpp:video-orientation (nil: not negotiated, frames keep `.r0`).
     /// Senders put it on a frame's last packet; a frame without it keeps the rotation of the
     /// frame before (3GPP TS 26.114 sends it only on keyframes and changes).
