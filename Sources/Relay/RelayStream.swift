@@ -617,7 +617,11 @@ final class RelayStream: @unchecked Sendable {
             if have <= i { videoLayers[ssrc]?.temporalMeters += Array(repeating: BitrateMeter(), count: i + 1 - have) }
             videoLayers[ssrc]?.temporalMeters[i].add(bytes: bytes.count, now: now)
         }
-        if startsKeyframe {
+        // H.264 marks more than one packet of a keyframe so (a STAP-A with SPS and PPS, then the
+        // IDR's first FU-A): the keyframe starts at the first. From the second, a NACK for the
+        // first was "superseded" and never answered.
+        let newKeyframe = startsKeyframe && videoLayers[ssrc]?.keyframeTimestamp != packet.timestamp
+        if newKeyframe {
             videoLayers[ssrc]?.keyframeTimestamp = packet.timestamp
             videoLayers[ssrc]?.keyframeAt = now
         }
@@ -629,7 +633,7 @@ final class RelayStream: @unchecked Sendable {
             keyframeRequests[ssrc, default: KeyframeRequestTracker(ssrc: ssrc)].keyframeQueued(leavingBy: now)
         }
         guard startsKeyframe || videoLayers[ssrc]?.size == nil else { return }
-        if startsKeyframe { videoLayers[ssrc]?.keyframeStart = packet.sequenceNumber }
+        if newKeyframe { videoLayers[ssrc]?.keyframeStart = packet.sequenceNumber }
         if let codec = publishedCodec(.video), let size = keyframeSize(codec: codec.mimeType, payload: packet.payload) {
             videoLayers[ssrc]?.size = size
             videoSize = videoLayers.largestSize

@@ -87,25 +87,28 @@ import Testing
 
     /// A player back from an outage asks for everything it missed: what came before the
     /// publisher's newest keyframe is not resent (the player decodes from the keyframe on, and
-    /// those resends would go ahead of it into the path it just got back).
+    /// those resends would go ahead of it into the path it just got back). The keyframe starts
+    /// at its SPS and PPS (a STAP-A before the IDR's first FU-A, which could start one too):
+    /// they are resent (before, the keyframe counted from the FU-A and they were not).
     @Test func packetsBeforeTheNewestKeyframeAreNotResentToAPlayer() async throws {
         let bed = try await Bed(stream: "superseded")
         let (sim, sending, pt, player, video, received) = (bed.sim, bed.sending, bed.pt, bed.player, bed.video, bed.received)
 
-        // Ten delta frames, an IDR (NAL type 5) in two FU-A packets, four delta frames.
+        // Ten delta frames, SPS and PPS in a STAP-A and an IDR (NAL type 5) in two FU-A packets, four delta frames.
         for i in 0..<10 { sending.sender.send(payloadType: pt, payload: [0x41, UInt8(i)], timestamp: UInt32(i) * 3000, marker: true) }
+        sending.sender.send(payloadType: pt, payload: [0x78, 0, 2, 0x67, 0x42, 0, 2, 0x68, 0xce], timestamp: 30_000, marker: false)
         sending.sender.send(payloadType: pt, payload: [0x7C, 0x85, 10], timestamp: 30_000, marker: false)
         sending.sender.send(payloadType: pt, payload: [0x7C, 0x45, 11], timestamp: 30_000, marker: true)
         for i in 12..<16 { sending.sender.send(payloadType: pt, payload: [0x41, UInt8(i)], timestamp: UInt32(i - 1) * 3000, marker: true) }
-        #expect(sim.run { received.value.count >= 16 }, "player got \(received.value.count) of 16")
+        #expect(sim.run { received.value.count >= 17 }, "player got \(received.value.count) of 17")
         let originals = received.value
         let ssrc = try #require(originals.first?.ssrc)
 
         let asked = originals.map(\.sequenceNumber)
         player.sendRTCP([.nack(GenericNACK(senderSSRC: video.sender.ssrc, mediaSSRC: ssrc, lostSequenceNumbers: asked))])
-        #expect(sim.run { received.value.count >= 22 })
+        #expect(sim.run { received.value.count >= 24 })
         sim.advance(by: .milliseconds(50))
-        let resent = Array(received.value.dropFirst(16))
+        let resent = Array(received.value.dropFirst(17))
         #expect(resent.map(\.sequenceNumber) == Array(asked[10...]), "resent \(resent.map(\.sequenceNumber)) of \(asked)")
         await bed.close()
     }
