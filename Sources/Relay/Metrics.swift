@@ -13,6 +13,8 @@ struct RelayCounters: Sendable {
     var paddingSent = 0
     /// Publisher packets that were here already (a probe's RTX padding, a duplicate on the way).
     var duplicatesDropped = 0
+    /// Joining players sent the keyframe that had just gone by from the history.
+    var keyframesReplayed = 0
 
     static func + (a: Self, b: Self) -> Self {
         Self(packetsIn: a.packetsIn + b.packetsIn, bytesIn: a.bytesIn + b.bytesIn, packetsOut: a.packetsOut + b.packetsOut,
@@ -20,7 +22,8 @@ struct RelayCounters: Sendable {
              retransmissionsSent: a.retransmissionsSent + b.retransmissionsSent, packetsDropped: a.packetsDropped + b.packetsDropped,
              retransmissionsSuppressed: a.retransmissionsSuppressed + b.retransmissionsSuppressed,
              retransmissionsOverBudget: a.retransmissionsOverBudget + b.retransmissionsOverBudget,
-             paddingSent: a.paddingSent + b.paddingSent, duplicatesDropped: a.duplicatesDropped + b.duplicatesDropped)
+             paddingSent: a.paddingSent + b.paddingSent, duplicatesDropped: a.duplicatesDropped + b.duplicatesDropped,
+             keyframesReplayed: a.keyframesReplayed + b.keyframesReplayed)
     }
 }
 
@@ -58,6 +61,9 @@ enum RelayMetrics {
         metric("swiftrtc_duplicate_packets_dropped_total", "counter",
                "Publisher packets already received (a probe's RTX padding, a duplicate on the way), not forwarded again.",
                [("", Double(total.duplicatesDropped))])
+        metric("swiftrtc_keyframes_replayed_total", "counter",
+               "Players that joined just after a keyframe went by and were sent it and the packets since from the history.",
+               [("", Double(total.keyframesReplayed))])
         metric("swiftrtc_packets_dropped_total", "counter", "Packets not forwarded (a player's stream could not continue them).",
                [("", Double(total.packetsDropped))])
         metric("swiftrtc_stream_receive_kbps", "gauge", "Publisher bitrate per stream over ~2 s.",

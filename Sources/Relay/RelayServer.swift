@@ -450,8 +450,12 @@ public final class RelayServer: Sendable {
         case .connected:
             session.connected = true
             if let stream = relay.streams[session.stream] {
-                if session.role == .player { session.mapCodecs(from: stream) }
-                stream.requestKeyframe(now: loop.now, untilSent: true)   // a new player sees a picture at once
+                if session.role == .player {
+                    session.mapCodecs(from: stream)
+                    stream.playerConnected(session, now: loop.now)   // a new player sees a picture at once
+                } else {
+                    stream.requestKeyframe(now: loop.now, untilSent: true)
+                }
             }
             log("serve: \(session.role.rawValue) \(session.id) connected (\(session.stream))")
         case .failed, .closed:

@@ -131,6 +131,36 @@ struct PlayerOutput {
     var resendBudget = RateBudget()
 }
 
+extension PlayerOutput {
+    /// What a publisher's packet is in this player's stream, the first time it goes out.
+    enum Outgoing {
+        case send(sequenceNumber: UInt16, timestamp: UInt32, edit: RTPHeaderPatch.PayloadEdit?)
+        /// From a source its stream cannot continue.
+        case unplaceable
+        /// A VP8 frame above its temporal layer.
+        case aboveLayer
+    }
+
+    /// A publisher's packet in this player's stream (the fan-out and a replayed keyframe alike):
+    /// its continuous sequence number and timestamp, with VP8 temporal layers the frames above
+    /// its layer left out and the rest numbered on, and the PictureID/TL0PICIDX edit when
+    /// `editsVP8` (simulcast or temporal layers).
+    @inline(__always)
+    mutating func outgoing(_ view: RTPHeaderView, vp8: VP8Numbers?, editsVP8: Bool, clockRate: Int,
+                           now: ContinuousClock.Instant) -> Outgoing {
+        guard case (var seq, let ts)? = rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
+                                                         timestamp: view.timestamp, clockRate: clockRate, now: now) else { return .unplaceable }
+        if let vp8, vp8.layer != nil {
+            guard let sent = temporal.filter(sequenceNumber: seq, layer: vp8.layer, sync: vp8.sync, startsFrame: vp8.startsFrame) else {
+                self.vp8.dropped(vp8)
+                return .aboveLayer
+            }
+            seq = sent
+        }
+        return .send(sequenceNumber: seq, timestamp: ts, edit: editsVP8 ? vp8.map { self.vp8.edit($0) } : nil)
+    }
+}
+
 /// Width and height from a keyframe's first packet (H.264 SPS, VP8 keyframe header).
 func keyframeSize(codec: String, payload: [UInt8]) -> (width: Int, height: Int)? {
     guard let first = payload.first else { return nil }

@@ -58,6 +58,8 @@ final class RelayStream: @unchecked Sendable {
     private var keyframeRequests: [UInt32: KeyframeRequestTracker] = [:]
     /// The SSRCs a held-back PLI is scheduled for (when the throttle allows it).
     private var keyframeRetryScheduled: Set<UInt32> = []
+    /// When a PLI last went to the publisher, per SSRC (a keyframe is on its way after it).
+    private var keyframeAskedAt: [UInt32: ContinuousClock.Instant] = [:]
     /// The publisher's NTP ↔ RTP mapping per kind and SSRC (its sender reports; a simulcast
     /// layer has its own), for players' reports.
     private var senderReports: [MediaKind: [UInt32: SenderReportTranslator]] = [:]
@@ -324,20 +326,14 @@ final class RelayStream: @unchecked Sendable {
                         output.pointee.layer = view.ssrc
                         if let vp8 { output.pointee.vp8.switched(to: vp8) }
                     }
-                    guard case (var seq, let ts)? = output.pointee.rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
-                                                                          timestamp: view.timestamp, clockRate: clockRate, now: now) else {
+                    let seq: UInt16, ts: UInt32, edit: RTPHeaderPatch.PayloadEdit?
+                    switch output.pointee.outgoing(view, vp8: vp8, editsVP8: editsVP8, clockRate: clockRate, now: now) {
+                    case .send(let s, let t, let e): (seq, ts, edit) = (s, t, e)
+                    case .unplaceable:
                         counters.packetsDropped += 1
                         continue
+                    case .aboveLayer: continue
                     }
-                    if let vp8, vp8.layer != nil {
-                        guard let sent = output.pointee.temporal.filter(sequenceNumber: seq, layer: vp8.layer, sync: vp8.sync,
-                                                                        startsFrame: vp8.startsFrame) else {
-                            output.pointee.vp8.dropped(vp8)
-                            continue
-                        }
-                        seq = sent
-                    }
-                    let edit = editsVP8 ? vp8.map { output.pointee.vp8.edit($0) } : nil
                     if let target = record.target {
                         switch target.send(view, sequenceNumber: seq, timestamp: ts, payloadType: record.payloadType,
                                            videoOrientationID: orientation, payloadEdit: edit, into: batch, now: now) {
@@ -577,7 +573,10 @@ final class RelayStream: @unchecked Sendable {
         guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
               let source = t.receiver.remoteSSRCs.min() else { return }
         let all = videoLayers.isSimulcast ? Set(videoLayers.bySSRC.keys).union([source]) : [source]
-        if keyframeRequests.keys.contains(where: { !all.contains($0) }) { keyframeRequests = keyframeRequests.filter { all.contains($0.key) } }
+        if keyframeRequests.keys.contains(where: { !all.contains($0) }) {
+            keyframeRequests = keyframeRequests.filter { all.contains($0.key) }
+            keyframeAskedAt = keyframeAskedAt.filter { all.contains($0.key) }
+        }
         var plis: [RTCPPacket] = []
         for ssrc in layer.flatMap({ all.contains($0) ? [$0] : nil }) ?? all.sorted() {
             let pli = RTCPPacket.pli(senderSSRC: t.sender.ssrc, mediaSSRC: ssrc)
@@ -586,6 +585,7 @@ final class RelayStream: @unchecked Sendable {
             keyframeRequests[ssrc] = tracker
             if asks {
                 plis.append(pli)
+                keyframeAskedAt[ssrc] = now
             } else if untilSent, !keyframeRetryScheduled.contains(ssrc), let next = tracker.nextAllowed {
                 keyframeRetryScheduled.insert(ssrc)
                 loop.schedule(at: next + Self.publisherWindowSlack) { [weak self] in
@@ -598,6 +598,76 @@ final class RelayStream: @unchecked Sendable {
             }
         }
         if !plis.isEmpty { publisher.pc.sendRTCP(plis) }
+    }
+
+    /// A player connected: it is sent its layer's keyframe that just went by (`replayKeyframe`),
+    /// or else one is asked for (held back until the publisher's window allows it).
+    func playerConnected(_ player: RelaySession, now: ContinuousClock.Instant) {
+        loop.preconditionInLoop()
+        if replayKeyframe(to: player, now: now) { return }
+        requestKeyframe(now: now, untilSent: true)
+    }
+
+    /// How long after a keyframe started a joining player is sent it from the history: the
+    /// publisher's window (a request inside it is dropped there), seen from here.
+    static let replayReach: Duration = KeyframeRequestTracker.defaultInterval + publisherWindowSlack
+    /// At most this many packets are replayed (a keyframe and the window's frames at ~8 Mbit/s).
+    static let replayLimit = 400
+
+    /// A player that connects just after its layer's keyframe went by would wait out the
+    /// publisher's window (it drops requests for 300 ms after a keyframe): the second of two
+    /// viewers back from an outage saw video 0.43 s after the path returned, the first 0.1 s.
+    /// So it is sent that keyframe and the packets since from the history at once: frames at most
+    /// the window old, which a receiver shows as they complete, then it plays on live. Not when a
+    /// request was made since that keyframe (the one on its way serves this player too), nor
+    /// after the window (a request goes out at once then). True when it was sent.
+    private func replayKeyframe(to player: RelaySession, now: ContinuousClock.Instant) -> Bool {
+        guard players[player.id] === player, let (sender, pt) = player.route(.video), let videoCodec,
+              player.output(.video, { $0.rewriter.currentSource }) == nil else { return false }
+        let simulcast = videoLayers.isSimulcast
+        if simulcast { allocate(player, now: now) }
+        let chosen = simulcast ? player.output(.video) { $0.target } : videoLayers.bySSRC.count == 1 ? videoLayers.bySSRC.first?.key : nil
+        guard let ssrc = chosen, let layer = videoLayers[ssrc], let start = layer.keyframeStart, let at = layer.keyframeAt,
+              let newest = layer.newestSequence, now - at <= Self.replayReach,
+              !(keyframeRequests[ssrc]?.allows(now: now) ?? true), keyframeAskedAt[ssrc].map({ $0 <= at }) ?? true,
+              case let count = Int(newest &- start) + 1, count <= Self.replayLimit,
+              let first = layer.history.packet(sequenceNumber: start) else { return false }
+        let clockRate = clockRate(.video)
+        if simulcast {
+            player.output(.video) { output in
+                output.layer = ssrc
+                if videoCodec == .vp8, let numbers = first.withUnsafeBytes({ raw in (try? RTPHeaderView(raw)).flatMap { VP8Numbers(payload: $0.payload) } }) {
+                    output.vp8.switched(to: numbers)
+                }
+            }
+        }
+        var sent = 0
+        for i in 0..<count {
+            // One lost on the way (its repair not here yet) is left out: the player NACKs it.
+            guard let bytes = layer.history.packet(sequenceNumber: start &+ UInt16(i)) else { continue }
+            bytes.withUnsafeBytes { raw in
+                guard let view = try? RTPHeaderView(raw) else { return }
+                let vp8 = videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
+                let editsVP8 = rewritesVP8Numbers || vp8?.layer != nil
+                guard case .send(let seq, let ts, let edit) = player.output(.video, {
+                          $0.outgoing(view, vp8: vp8, editsVP8: editsVP8, clockRate: clockRate, now: now)
+                      }),
+                      sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientationID,
+                                     payloadEdit: edit, into: batch, now: now) else { return }
+                player.output(.video) { output in
+                    output.packetsSent &+= 1
+                    output.octetsSent &+= UInt32(truncatingIfNeeded: view.payload.count)
+                }
+                sent += 1
+                counters.bytesOut += bytes.count
+            }
+        }
+        batch.flush()
+        counters.packetsOut += sent
+        guard sent > 0 else { return false }
+        counters.keyframesReplayed += 1
+        log?("replay: player \(player.id) of \(id) sent the keyframe of \(Int((now - at) / .milliseconds(1))) ms ago and \(sent - 1) packets since")
+        return true
     }
 
     /// A publisher video packet into its layer: the history, and from a keyframe where it
@@ -618,8 +688,9 @@ final class RelayStream: @unchecked Sendable {
             videoLayers[ssrc]?.temporalMeters[i].add(bytes: bytes.count, now: now)
         }
         // H.264 marks more than one packet of a keyframe so (a STAP-A with SPS and PPS, then the
-        // IDR's first FU-A): the keyframe starts at the first. From the second, a NACK for the
-        // first was "superseded" and never answered.
+        // IDR's first FU-A): the keyframe starts at the first. From the second, a replay to a
+        // joining player began without SPS and PPS (undecodable: it waited 0.35 s for a keyframe
+        // of its own), and a NACK for the first was "superseded" and never answered.
         let newKeyframe = startsKeyframe && videoLayers[ssrc]?.keyframeTimestamp != packet.timestamp
         if newKeyframe {
             videoLayers[ssrc]?.keyframeTimestamp = packet.timestamp

@@ -96,6 +96,7 @@ import Testing
         func frames(_ count: Int, keyframe: String? = nil) { publisher.frames(sim, count, keyframe: keyframe) }
         frames(4, keyframe: "l")
         frames(4, keyframe: "h")
+        frames(11)   // past the publisher's keyframe window: no player is sent these keyframes from the history
         let oldKeyframe = try #require(publisher.keyframeSequence["l"])
         let players = try await Self.players(sim, relay, stream: "again", queries: ["&layer=low", ""])
         sim.advance(by: .milliseconds(200))
