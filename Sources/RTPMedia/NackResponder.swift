@@ -26,7 +26,7 @@ public struct NackResponder: Sendable {
         public var resent = 0
         /// No longer (or never) in the history.
         public var missed = 0
-        /// Resent less than an RTT ago.
+        /// Resent (or, with `inFlight`, sent) less than an RTT ago.
         public var suppressed = 0
         /// Sent longer ago than `maxAge` (too late to be of use).
         public var tooOld = 0
@@ -37,6 +37,13 @@ public struct NackResponder: Sendable {
     /// The first sequence number (the history's) of the newest keyframe sent: packets before
     /// it are not resent. Nil: no keyframe known (audio, or none sent yet).
     public var supersededBefore: UInt16?
+
+    /// Packets sent less than this long ago are not resent: that copy is still on its way, and
+    /// the NACK left the receiver before it could have arrived (a loss shows one round trip after
+    /// the send at the earliest). Nil (the round trip unknown): no such limit. A relay forwards
+    /// a publisher's late repair to players that had already asked for it; a player's next NACK
+    /// crossed it and was answered with a second copy.
+    public var inFlight: Duration?
 
     /// How old a packet may be and still be resent: max(1 s, 3 RTT).
     public static func maxAge(rtt: Duration) -> Duration { max(.seconds(1), rtt * 3) }
@@ -73,6 +80,10 @@ public struct NackResponder: Sendable {
             }
             guard now - sentAt <= Self.maxAge(rtt: rtt) else {
                 statistics.tooOld += 1
+                continue
+            }
+            if let inFlight, now - sentAt < inFlight {
+                statistics.suppressed += 1
                 continue
             }
             guard suppressor.shouldResend(requested, now: now) else {

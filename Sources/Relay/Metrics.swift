@@ -5,7 +5,7 @@ import Foundation
 struct RelayCounters: Sendable {
     var packetsIn = 0, bytesIn = 0, packetsOut = 0, bytesOut = 0
     var nacksReceived = 0, retransmissionsSent = 0, packetsDropped = 0
-    /// NACKed packets not resent: the same player had them resent less than its RTT ago.
+    /// NACKed packets not resent: the same player was sent them (or had them resent) less than its RTT ago.
     var retransmissionsSuppressed = 0
     /// NACKed packets not resent: the player's estimate left no room for them.
     var retransmissionsOverBudget = 0
@@ -51,7 +51,7 @@ enum RelayMetrics {
         metric("swiftrtc_nacks_received_total", "counter", "Sequence numbers players NACKed.", [("", Double(total.nacksReceived))])
         metric("swiftrtc_retransmissions_sent_total", "counter", "Packets resent from the history.",
                [("", Double(total.retransmissionsSent))])
-        metric("swiftrtc_retransmissions_suppressed_total", "counter", "NACKed packets not resent: resent to that player less than its RTT ago.",
+        metric("swiftrtc_retransmissions_suppressed_total", "counter", "NACKed packets not resent: sent or resent to that player less than its RTT ago.",
                [("", Double(total.retransmissionsSuppressed))])
         metric("swiftrtc_retransmissions_over_budget_total", "counter",
                "NACKed packets not resent: the player's bandwidth estimate left no room for them.",

@@ -393,7 +393,9 @@ final class RelayStream: @unchecked Sendable {
         switch packet {
         case .nack(let nack):
             guard let (sender, pt) = player.route(kind) else { return }
-            sender.nack.rtt = player.output(kind) { $0.roundTrip.rtt } ?? .milliseconds(100)
+            let rtt = player.output(kind) { $0.roundTrip.rtt }
+            sender.nack.rtt = rtt ?? .milliseconds(100)
+            sender.nack.inFlight = rtt   // a repair forwarded since the player asked is on its way
             let clockRate = clockRate(kind)
             let orientation = kind == .video ? orientationID : nil
             guard let (history, keyframeStart) = history(kind, for: player) else { return }

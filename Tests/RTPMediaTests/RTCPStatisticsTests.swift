@@ -195,6 +195,23 @@ import Testing
         #expect(responder.statistics.superseded == 10 && responder.statistics.resent == 10)
     }
 
+    /// A relay forwards a publisher's late repair to a player that had asked for it already;
+    /// the player's next NACK, sent before the repair could arrive, reaches the relay less than
+    /// the player's RTT after the forward. With `inFlight` (the RTT, when known) it is not
+    /// answered with a second copy; once that long has passed it is (the copy was lost).
+    @Test func aNACKThatCrossedTheCopyOnItsWayIsNotAnswered() {
+        var history = RTPHistory<[UInt8]>(capacity: 64)
+        history.store([1], sequenceNumber: 10, sentAt: start)   // a repair, forwarded at `start`
+        var responder = NackResponder(rtt: .milliseconds(40))
+        responder.inFlight = .milliseconds(40)
+        #expect(responder.respond(to: [10], from: history, now: start + .milliseconds(25)).isEmpty)
+        #expect(responder.statistics.suppressed == 1 && responder.statistics.resent == 0)
+        #expect(responder.respond(to: [10], from: history, now: start + .milliseconds(45)).map(\.requested) == [10])
+        // Without a known RTT nothing is held back this way.
+        var unknown = NackResponder(rtt: .milliseconds(40))
+        #expect(unknown.respond(to: [10], from: history, now: start + .milliseconds(5)).map(\.requested) == [10])
+    }
+
     @Test func rtcpSchedulerIsRandomizedButDeterministic() {
         var a = RTCPScheduler(media: .video, start: start)
         var b = RTCPScheduler(media: .video, start: start)
