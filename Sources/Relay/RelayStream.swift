@@ -58,8 +58,9 @@ final class RelayStream: @unchecked Sendable {
     private var keyframeRequests: [UInt32: KeyframeRequestTracker] = [:]
     /// The SSRCs a held-back PLI is scheduled for (when the throttle allows it).
     private var keyframeRetryScheduled: Set<UInt32> = []
-    /// When a PLI last went to the publisher, per SSRC (a keyframe is on its way after it).
-    private var keyframeAskedAt: [UInt32: ContinuousClock.Instant] = [:]
+    /// When a PLI last went to the publisher, per SSRC (a keyframe is on its way after it), and
+    /// whether a player asked for it (its join or its own request).
+    private var keyframeAskedAt: [UInt32: (at: ContinuousClock.Instant, forPlayer: Bool)] = [:]
     /// The publisher's NTP ↔ RTP mapping per kind and SSRC (its sender reports; a simulcast
     /// layer has its own), for players' reports.
     private var senderReports: [MediaKind: [UInt32: SenderReportTranslator]] = [:]
@@ -368,7 +369,7 @@ final class RelayStream: @unchecked Sendable {
         counters.bytesOut += sent * bytes.count
         batch.flush()
         for layer in waitingFor where keyframeRequests[layer]?.allows(now: now) ?? true {
-            requestKeyframe(now: now, layer: layer)
+            requestKeyframe(now: now, layer: layer, forPlayer: true)
         }
         // After the players: the recorder only enqueues it for its own queue.
         if let recording {
@@ -428,7 +429,7 @@ final class RelayStream: @unchecked Sendable {
             // The player's sender first: a FIR repeating its command number is not a new request.
             guard let sender = player.route(.video)?.0, sender.keyframeRequests.handle(packet, now: now) else { return }
             // Simulcast: the layer it is getting, or the one it is to get (waiting for its keyframe).
-            requestKeyframe(now: now, layer: player.output(.video) { $0.target ?? $0.layer })
+            requestKeyframe(now: now, layer: player.output(.video) { $0.target ?? $0.layer }, forPlayer: true)
         case .receiverReport(let rr):
             guard let ssrc = player.route(kind)?.0.ssrc else { return }
             var reported = false
@@ -570,7 +571,9 @@ final class RelayStream: @unchecked Sendable {
     /// over): a request the throttle holds back goes out when the throttle allows, since the
     /// keyframe that was on its way may have passed before this player was there to get it (a
     /// viewer back on a new session would wait for the next request of someone else).
-    func requestKeyframe(now: ContinuousClock.Instant, untilSent: Bool = false, layer: UInt32? = nil) {
+    /// `forPlayer`: a player's join or request (a keyframe it brings may be replayed to the next
+    /// player that joins, `replayKeyframe`).
+    func requestKeyframe(now: ContinuousClock.Instant, untilSent: Bool = false, layer: UInt32? = nil, forPlayer: Bool = false) {
         loop.preconditionInLoop()
         guard let publisher, let t = publisher.pc.transceivers.first(where: { $0.kind == .video }),
               let source = t.receiver.remoteSSRCs.min() else { return }
@@ -587,7 +590,7 @@ final class RelayStream: @unchecked Sendable {
             keyframeRequests[ssrc] = tracker
             if asks {
                 plis.append(pli)
-                keyframeAskedAt[ssrc] = now
+                keyframeAskedAt[ssrc] = (now, forPlayer)
             } else if untilSent, !keyframeRetryScheduled.contains(ssrc), let next = tracker.nextAllowed {
                 keyframeRetryScheduled.insert(ssrc)
                 loop.schedule(at: next + Self.publisherWindowSlack) { [weak self] in
@@ -595,7 +598,7 @@ final class RelayStream: @unchecked Sendable {
                     self.keyframeRetryScheduled.remove(ssrc)
                     // A keyframe that started since reached whoever was waiting.
                     if let started = self.videoLayers[ssrc]?.keyframeAt, started > now { return }
-                    self.requestKeyframe(now: self.loop.now, untilSent: true, layer: ssrc)
+                    self.requestKeyframe(now: self.loop.now, untilSent: true, layer: ssrc, forPlayer: forPlayer)
                 }
             }
         }
@@ -607,7 +610,7 @@ final class RelayStream: @unchecked Sendable {
     func playerConnected(_ player: RelaySession, now: ContinuousClock.Instant) {
         loop.preconditionInLoop()
         if replayKeyframe(to: player, now: now) { return }
-        requestKeyframe(now: now, untilSent: true)
+        requestKeyframe(now: now, untilSent: true, forPlayer: true)
     }
 
     /// How long after a keyframe started a joining player is sent it from the history: the
@@ -615,14 +618,19 @@ final class RelayStream: @unchecked Sendable {
     static let replayReach: Duration = KeyframeRequestTracker.defaultInterval + publisherWindowSlack
     /// At most this many packets are replayed (a keyframe and the window's frames at ~8 Mbit/s).
     static let replayLimit = 400
+    /// The keyframe replayed answered a player's request made at most this long before it.
+    static let replayAnswerWithin: Duration = .seconds(1)
 
     /// A player that connects just after its layer's keyframe went by would wait out the
     /// publisher's window (it drops requests for 300 ms after a keyframe): the second of two
     /// viewers back from an outage saw video 0.43 s after the path returned, the first 0.1 s.
     /// So it is sent that keyframe and the packets since from the history at once: frames at most
-    /// the window old, which a receiver shows as they complete, then it plays on live. Not when a
-    /// request was made since that keyframe (the one on its way serves this player too), nor
-    /// after the window (a request goes out at once then). True when it was sent.
+    /// the window old, which a receiver shows as they complete, then it plays on live. Only for a
+    /// keyframe another player's join or request brought (viewers arriving together): the video
+    /// of one starts up to the window before its audio, and Chromium drops the stale frames it
+    /// skips (a lone viewer of a publisher that had just started got both). Not when a request
+    /// was made since that keyframe (the one on its way serves this player too), nor after the
+    /// window (a request goes out at once then). True when it was sent.
     private func replayKeyframe(to player: RelaySession, now: ContinuousClock.Instant) -> Bool {
         guard players[player.id] === player, let (sender, pt) = player.route(.video), let videoCodec,
               player.output(.video, { $0.rewriter.currentSource }) == nil else { return false }
@@ -631,7 +639,8 @@ final class RelayStream: @unchecked Sendable {
         let chosen = simulcast ? player.output(.video) { $0.target } : videoLayers.bySSRC.count == 1 ? videoLayers.bySSRC.first?.key : nil
         guard let ssrc = chosen, let layer = videoLayers[ssrc], let start = layer.keyframeStart, let at = layer.keyframeAt,
               let newest = layer.newestSequence, now - at <= Self.replayReach,
-              !(keyframeRequests[ssrc]?.allows(now: now) ?? true), keyframeAskedAt[ssrc].map({ $0 <= at }) ?? true,
+              !(keyframeRequests[ssrc]?.allows(now: now) ?? true),
+              let asked = keyframeAskedAt[ssrc], asked.forPlayer, asked.at <= at, at - asked.at < Self.replayAnswerWithin,
               case let count = Int(newest &- start) + 1, count <= Self.replayLimit,
               let first = layer.history.packet(sequenceNumber: start) else { return false }
         let clockRate = clockRate(.video)

@@ -71,19 +71,33 @@ import Transport
     }
 
     /// A publisher drops keyframe requests for 300 ms after a keyframe leaves (ours and
-    /// libwebrtc's throttle). A player that joins just after a keyframe passed the relay (a
-    /// viewer back after a 40 s outage, beside another that rejoined a moment earlier) waited
-    /// out that window for a keyframe of its own (0.43 s where the first took 0.1 s). It is sent
-    /// the keyframe that went by and the packets since from the relay's history at once, and no
-    /// request is made. One that joins after the window (`joinAfter` 400 ms) is not: a request
-    /// goes out at once, and the keyframe it brings is fresh.
-    @Test(arguments: [100, 400])
-    func aPlayerJoiningJustAfterAKeyframeIsSentItFromTheHistory(joinAfter: Int) async throws {
+    /// libwebrtc's throttle). Two viewers back from a 40 s outage rejoin a few tens of ms apart:
+    /// the first one's join brings a keyframe, and the second, connected just after it passed,
+    /// waited out that window (0.43 s where the first took 0.1 s). It is sent that keyframe and
+    /// the packets since from the relay's history at once, and no request is made. Not when it
+    /// joins after the window (`joinAfter` 400 ms: a request goes out at once and brings a fresh
+    /// one), nor when no player asked for that keyframe (`asked` false: a lone viewer of a
+    /// publisher that just started; its request goes when the window ends).
+    @Test(arguments: [(100, true), (400, true), (100, false)])
+    func aPlayerJoiningJustAfterAnotherPlayersKeyframeIsSentItFromTheHistory(joinAfter: Int, asked: Bool) async throws {
         let (sim, relay, publisher, sending, plis) = try await published("window")
         let pt = try #require(sending.negotiatedCodecs.first?.payloadType)
         var timestamp: UInt32 = 0
         func send(for duration: Duration) { Self.send(sim, sending, payloadType: pt, timestamp: &timestamp, for: duration) }
+        func join(_ received: Locked<[RTPPacket]>? = nil) async throws -> PeerConnection {
+            let player = try sim.peer { $0.mediaPipeline = false }
+            let receiving = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
+            if let received { receiving.receiver.onRTP = { p in received.withLock { $0.append(p) } } }
+            try await sim.exchange(relay, player, endpoint: "whep", stream: "window")
+            return player
+        }
         send(for: .seconds(1))
+        var first: PeerConnection?
+        if asked {
+            let before = plis.value.count
+            first = try await join()
+            #expect(sim.run { plis.value.count > before }, "the first player's join asked for a keyframe")
+        }
         let before = plis.value.count
         let keyframeAt = sim.loop.now
         timestamp &+= 3000
@@ -93,33 +107,39 @@ import Transport
         sending.sender.send(payloadType: pt, payload: [0x65, 0x88], timestamp: timestamp, marker: true)
         sim.advance(by: .milliseconds(33))
         send(for: keyframeAt + .milliseconds(joinAfter) - sim.loop.now)
-        let player = try sim.peer { $0.mediaPipeline = false }
-        let receiving = try await player.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.h264])
         let received = Locked<[RTPPacket]>([])
-        receiving.receiver.onRTP = { p in received.withLock { $0.append(p) } }
-        try await sim.exchange(relay, player, endpoint: "whep", stream: "window")
+        let player = try await join(received)
         let joined = sim.loop.now
         // Nothing more sent yet: what comes now is from the history.
         let replayed = sim.run(within: .milliseconds(100)) { received.value.count >= 3 }
         send(for: .seconds(1))
-        let asked = plis.value.dropFirst(before)
+        let requests = plis.value.dropFirst(before)
         let got = received.value
-        if joinAfter < 300 {
+        let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
+        if asked && joinAfter < 300 {
             try #require(joined - keyframeAt < .milliseconds(250), "joined \(joined - keyframeAt) after the keyframe")
-            #expect(asked.isEmpty, "no request: the keyframe came from the history (asked \(asked.map { $0 - keyframeAt }))")
+            #expect(requests.isEmpty, "no request: the keyframe came from the history (asked \(requests.map { $0 - keyframeAt }))")
             #expect(got.prefix(2).map(\.payload) == [parameterSets, [0x65, 0x88]],
                     "starts on the keyframe, SPS and PPS first: \(got.prefix(3).map(\.payload))")
             #expect(replayed, "the keyframe and the two frames since, at the join: \(received.value.count)")
             #expect(zip(got, got.dropFirst()).allSatisfy { $1.sequenceNumber == $0.sequenceNumber &+ 1 }, "continuous numbers")
             #expect(zip(got.dropFirst(), got.dropFirst(2)).allSatisfy { $1.timestamp &- $0.timestamp == 3000 }, "the publisher's timing kept")
-            let metrics = String(decoding: await sim.request(relay, "GET", "/metrics").body, as: UTF8.self)
             #expect(metrics.contains("swiftrtc_keyframes_replayed_total 1"), "\(metrics)")
         } else {
-            #expect(asked.count == 1, "one request for the join: \(asked.map { $0 - keyframeAt })")
-            if let at = asked.first { #expect(at - joined < .milliseconds(50), "asked \(at - joined) after the join") }
+            #expect(requests.count == 1, "one request for the join: \(requests.map { $0 - keyframeAt })")
+            if let at = requests.first {
+                if asked {
+                    #expect(at - joined < .milliseconds(50), "asked \(at - joined) after the join")
+                } else {
+                    #expect(at - keyframeAt >= .milliseconds(330) && at - keyframeAt < .milliseconds(400),
+                            "asked \(at - keyframeAt) after the keyframe (the publisher's window: 300 ms after it leaves)")
+                }
+            }
             #expect(!got.contains { $0.payload == [0x65, 0x88] || $0.payload == parameterSets }, "not sent the old keyframe")
+            #expect(metrics.contains("swiftrtc_keyframes_replayed_total 0"), "\(metrics)")
         }
         await player.close()
+        if let first { await first.close() }
         await publisher.close()
         await relay.stop()
     }
