@@ -642,16 +642,9 @@ final class RelayStream: @unchecked Sendable {
               !(keyframeRequests[ssrc]?.allows(now: now) ?? true),
               let asked = keyframeAskedAt[ssrc], asked.forPlayer, asked.at <= at, at - asked.at < Self.replayAnswerWithin,
               case let count = Int(newest &- start) + 1, count <= Self.replayLimit,
-              let first = layer.history.packet(sequenceNumber: start) else { return false }
+              layer.history.packet(sequenceNumber: start) != nil else { return false }
         let clockRate = clockRate(.video)
-        if simulcast {
-            player.output(.video) { output in
-                output.layer = ssrc
-                if videoCodec == .vp8, let numbers = first.withUnsafeBytes({ raw in (try? RTPHeaderView(raw)).flatMap { VP8Numbers(payload: $0.payload) } }) {
-                    output.vp8.switched(to: numbers)
-                }
-            }
-        }
+        if simulcast { player.output(.video) { $0.layer = ssrc } }
         var sent = 0
         for i in 0..<count {
             // One lost on the way (its repair not here yet) is left out: the player NACKs it.
@@ -659,6 +652,8 @@ final class RelayStream: @unchecked Sendable {
             bytes.withUnsafeBytes { raw in
                 guard let view = try? RTPHeaderView(raw) else { return }
                 let vp8 = videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
+                // Simulcast: its PictureID/TL0PICIDX continue from this layer's keyframe, as at a switch.
+                if i == 0, simulcast, let vp8 { player.output(.video) { $0.vp8.switched(to: vp8) } }
                 let editsVP8 = rewritesVP8Numbers || vp8?.layer != nil
                 guard case .send(let seq, let ts, let edit) = player.output(.video, {
                           $0.outgoing(view, vp8: vp8, editsVP8: editsVP8, clockRate: clockRate, now: now)
