@@ -19,6 +19,7 @@ final class AudioDeviceThread<Stream: AnyObject & Sendable>: Sendable {
          frame: @escaping Frame, close: @escaping @Sendable (Stream) -> Void,
          onEvent: @escaping @Sendable (AudioDeviceEvent) -> Void) {
         let thread = Thread { [stopping, wake, finished] in
+            AudioDeviceThreadPriority.raise()
             var stream: Stream? = first
             var lost = false
             while !stopping.value {
@@ -79,5 +80,20 @@ final class AudioDeviceThreadSlot<Stream: AnyObject & Sendable>: Sendable {
             return t
         }
         old?.stop()
+    }
+}
+
+/// Audio threads run ahead of everything else when the system lets them, as libwebrtc's and
+/// PulseAudio's own do: a device thread waiting behind busy threads for longer than the device's
+/// queue (60 ms of playout) is a gap the listener hears that no buffer of ours counts.
+enum AudioDeviceThreadPriority {
+    /// SCHED_FIFO at real-time priority 4: above every normal thread, just below PulseAudio's
+    /// own (its default realtime-priority is 5; its sink threads run at RR 5 here). Without the
+    /// privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0) the thread keeps its normal priority. Each
+    /// call blocks on the device every 10 ms, so it cannot starve the machine.
+    static func raise() {
+        var param = sched_param()
+        param.sched_priority = min(4, sched_get_priority_max(SCHED_FIFO))
+        _ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param)
     }
 }
