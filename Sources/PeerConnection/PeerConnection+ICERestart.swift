@@ -6,9 +6,14 @@ import Transport
 /// on, over whichever pair the new checks select.
 extension PeerConnection {
     /// W3C `restartIce()`: the next offer carries new ICE credentials (`negotiationneeded` fires).
+    /// An offer of ours already out with new credentials is that restart (W3C
+    /// [[LocalIceCredentialsToReplace]]): asking again would restart the new generation the moment
+    /// its answer lands, throwing away the checks that were about to succeed.
     public func restartIce() {
         loop.execute { [weak self] in
             guard let self, !closed else { return }
+            if signalingState == .haveLocalOffer, let stable = negotiation.stableLocal.flatMap({ iceCredentials(of: $0.sdp) }),
+               credentials != stable { return }
             iceRestartWanted = true
             updateNegotiationNeeded()
         }

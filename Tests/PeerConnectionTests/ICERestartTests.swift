@@ -79,13 +79,33 @@ struct ICERestartTests {
         await b.close()
     }
 
+    @Test("restartIce() while a restart offer is out asks for nothing more: its answer completes the restart")
+    func restartAskedAgainWhileOffered() async throws {
+        let (sim, a, b) = try await connectedAudioPair()
+        let events = EventLog(a)
+        let before = iceUfrag(a)
+        a.restartIce()
+        try await a.setLocalDescription()
+        let offered = iceUfrag(a)
+        #expect(offered != before)
+        events.clear()
+        // Our session's reconnect logic asks too, while the connection's own restart is out.
+        a.restartIce()
+        _ = sim.run(within: .milliseconds(100)) { false }
+        try await b.setRemoteDescription(try #require(a.localDescription))
+        try await b.setLocalDescription()
+        try await a.setRemoteDescription(try #require(b.localDescription))
+        #expect(a.signalingState == .stable)
+        #expect(!sim.run(within: .seconds(1)) { events.negotiationNeeded > 0 }, "a second restart was asked for")
+        #expect(iceUfrag(a) == offered)
+        for pc in [a, b] { #expect(await sim.run(within: .seconds(5), untilAsync: { await restartedPairSelected(pc) })) }
+        await a.close()
+        await b.close()
+    }
+
     @Test("a restart offer rolled back is still to negotiate; the next offer completes it")
     func restartRolledBack() async throws {
-        let sim = Simulation()
-        let a = try sim.peer(), b = try sim.peer()
-        try await a.addTransceiver(.audio)
-        try await sim.negotiate(a, b)
-        try sim.connect(a)
+        let (sim, a, b) = try await connectedAudioPair()
         let events = EventLog(a)
         a.restartIce()
         try await a.setLocalDescription()
@@ -97,5 +117,15 @@ struct ICERestartTests {
         #expect(a.connectionState == .connected && b.connectionState == .connected)
         await a.close()
         await b.close()
+    }
+
+    /// Two peers with an audio transceiver, negotiated and connected.
+    private func connectedAudioPair() async throws -> (Simulation, PeerConnection, PeerConnection) {
+        let sim = Simulation()
+        let a = try sim.peer(), b = try sim.peer()
+        try await a.addTransceiver(.audio)
+        try await sim.negotiate(a, b)
+        try sim.connect(a)
+        return (sim, a, b)
     }
 }
