@@ -79,7 +79,14 @@ public final class P2PCall: Sendable {
         var negotiated = false
         /// We answered the call's first offer: in a glare we give way (perfect negotiation).
         var polite = false
+        /// When our last offer went out (its answer may still be on the way).
+        var offeredAt: ContinuousClock.Instant?
     }
+
+    /// How long an offer of ours waits for its answer before a restart takes it as lost and rolls
+    /// it back. The peer answers every offer it gets (the polite side rolls its own back), so
+    /// only one lost with the room connection goes unanswered.
+    static let answerWait: Duration = .seconds(10)
 
     /// `configuration` as for any PeerConnection (ICE servers, transport policy…); remote
     /// transceivers are created sendrecv so the answerer sends as well.
@@ -284,7 +291,7 @@ public final class P2PCall: Sendable {
         state.withLock { $0.tasks.append(watch) }
         let offer = try await pc.createOffer()
         try await pc.setLocalDescription(offer)
-        send(.offer(sdp: (pc.localDescription ?? offer).sdp))
+        sendOffer((pc.localDescription ?? offer).sdp)
         releaseCandidates()
     }
 
@@ -312,7 +319,7 @@ public final class P2PCall: Sendable {
             let offer = try await pc.createOffer()
             guard pc.signalingState == .stable else { return }   // an offer of the peer's came first
             try await pc.setLocalDescription(offer)
-            send(.offer(sdp: (pc.localDescription ?? offer).sdp))
+            sendOffer((pc.localDescription ?? offer).sdp)
         } catch {
             continuation.yield(.error("renegotiation: \(error)"))
         }
@@ -348,6 +355,11 @@ public final class P2PCall: Sendable {
             return s.heldCandidates ?? []
         }
         for c in held { send(.candidate(candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex)) }
+    }
+
+    private func sendOffer(_ sdp: String) {
+        state.withLock { $0.offeredAt = .now }
+        send(.offer(sdp: sdp))
     }
 
     /// To the peer through the room; while the room connection is down (or the socket refuses
@@ -416,8 +428,8 @@ extension P2PCall: Reconnectable {
     }
 
     /// A failed connection (consent expired) restarts ICE: new credentials offered through the
-    /// room, the peer's answer applied, checks on every pair again. An offer of ours the peer
-    /// never answered is rolled back first.
+    /// room, the peer's answer applied, checks on every pair again. An offer of ours unanswered
+    /// for `answerWait` is taken as lost and rolled back first.
     func reconnect(attempt: Int) async -> ExchangeOutcome {
         await restart()
     }
@@ -426,6 +438,15 @@ extension P2PCall: Reconnectable {
         guard state.withLock({ $0.signaling != nil && !$0.ended }) else { return .fatal("the call has ended") }
         let pc = peerConnection
         if pc.signalingState == .haveLocalOffer {
+            // An offer that may still be answered stays: rolled back and offered again, its
+            // answer would land on the new offer and pair our new credentials with the peer's
+            // old ones (a CI run: the connection's own restart offer, rolled back 18 ms later by
+            // this one; the peer's video stayed away until the next outage). The connection
+            // adds the restart to it, or after it, as W3C restartIce() does.
+            if let at = state.withLock({ $0.offeredAt }), ContinuousClock.now - at < Self.answerWait {
+                pc.restartIce()
+                return .done
+            }
             do {
                 try await pc.setLocalDescription(SessionDescription(type: .rollback, sdp: ""))
             } catch {
