@@ -20,6 +20,9 @@ struct CandidatePair {
     var nominated = false
     /// Controlled side: the peer's USE-CANDIDATE arrived before our own check succeeded.
     var nominateOnSuccess = false
+    /// The peer checks this pair with our credentials from before the last restart: ours on it
+    /// carry them too (`ICEAgent.previousLocalCredentials`).
+    var previousCredentials = false
     var rtt: Duration?
     var requestsSent = 0
     var responsesReceived = 0

@@ -86,8 +86,9 @@ extension ICEAgent {
     func sendConsentRequest(_ now: ContinuousClock.Instant) -> Bool {
         consentDue = false
         guard let key = selected, let credentials = remoteCredentials, let base = base(for: key.local) else { return false }
+        let ours = pairIndex(key).map { ufrag(on: pairs[$0]) } ?? localCredentials.ufrag
         let message = STUNMessage(messageClass: .request, attributes: [
-            .username("\(credentials.ufrag):\(localCredentials.ufrag)"),
+            .username("\(credentials.ufrag):\(ours)"),
             role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
             .priority(Candidate.priority(type: .prflx, localPreference: base.localPreference)),
         ])

@@ -44,16 +44,16 @@ extension ICEAgent {
     func handleRequest(_ request: STUNMessage, raw: [UInt8], from remote: SocketAddress, base: Base, now: ContinuousClock.Instant) -> Bool {
         guard let username = request.username, request.messageIntegrity != nil else {
             statsCounters.droppedUnauthorized += 1
-            sendError(400, "Bad Request", to: request, remote: remote, local: base.address, authenticated: false)
+            sendError(400, "Bad Request", to: request, remote: remote, local: base.address, signedWith: nil)
             return false
         }
         let parts = username.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0] == localCredentials.ufrag else {
+        guard parts.count == 2, let ours = credentials(named: parts) else {
             statsCounters.droppedUnauthorized += 1
-            sendError(401, "Unauthorized", to: request, remote: remote, local: base.address, authenticated: false)
+            sendError(401, "Unauthorized", to: request, remote: remote, local: base.address, signedWith: nil)
             return false
         }
-        guard STUNMessage.verifyIntegrity(raw, key: Array(localCredentials.pwd.utf8)) else {
+        guard STUNMessage.verifyIntegrity(raw, key: Array(ours.pwd.utf8)) else {
             statsCounters.droppedBadIntegrity += 1
             return false
         }
@@ -61,16 +61,16 @@ extension ICEAgent {
         let unknown = request.unknownComprehensionRequired
         guard unknown.isEmpty else {
             let value = unknown.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }
-            sendError(420, "Unknown Attribute", to: request, remote: remote, local: base.address, authenticated: true,
+            sendError(420, "Unknown Attribute", to: request, remote: remote, local: base.address, signedWith: ours,
                       extra: [.unknown(type: STUNAttribute.TypeCode.unknownAttributes, value: value)])
             return false
         }
-        guard resolveRoleConflict(request, remote: remote, local: base.address) else { return false }
+        guard resolveRoleConflict(request, remote: remote, local: base.address, signedWith: ours) else { return false }
 
         let response = STUNMessage(messageClass: .successResponse, transactionID: request.transactionID,
                                    attributes: [.xorMappedAddress(remote)])
         emit(ICETransmit(local: base.address, remote: remote,
-                         bytes: response.encode(integrityKey: Array(localCredentials.pwd.utf8), fingerprint: true)))
+                         bytes: response.encode(integrityKey: Array(ours.pwd.utf8), fingerprint: true)))
         statsCounters.responsesSent += 1
         if checkingClockStart == nil { checkingClockStart = now }
 
@@ -78,6 +78,7 @@ extension ICEAgent {
         guard let key = addPair(base: base, remote: remoteCandidate), let index = pairIndex(key) else { return true }
         pairs[index].requestsReceived += 1
         pairs[index].responsesSent += 1
+        pairs[index].previousCredentials = ours != localCredentials
 
         if isLite {
             // Lite: the request itself validates the pair; follow the peer's nomination, or take
@@ -112,12 +113,27 @@ extension ICEAgent {
         return true
     }
 
+    /// Which of our credentials a request's USERNAME ("ours:theirs") names: the current ones, or
+    /// those from before the last restart together with the peer's current ufrag.
+    func credentials(named parts: [Substring]) -> ICECredentials? {
+        if parts[0] == localCredentials.ufrag { return localCredentials }
+        if let old = previousLocalCredentials, parts[0] == old.ufrag, let theirs = remoteCredentials, parts[1] == theirs.ufrag {
+            return old
+        }
+        return nil
+    }
+
+    /// Our ufrag in the USERNAME of checks on `pair`: the one the peer uses for us there.
+    func ufrag(on pair: CandidatePair) -> String {
+        pair.previousCredentials ? previousLocalCredentials?.ufrag ?? localCredentials.ufrag : localCredentials.ufrag
+    }
+
     /// RFC 8445 §7.3.1.1. Returns false when we answered 487 and the request is done.
-    func resolveRoleConflict(_ request: STUNMessage, remote: SocketAddress, local: SocketAddress) -> Bool {
+    func resolveRoleConflict(_ request: STUNMessage, remote: SocketAddress, local: SocketAddress, signedWith ours: ICECredentials) -> Bool {
         if role == .controlling, let theirs = request.iceControlling {
             statsCounters.roleConflicts += 1
             if tieBreaker >= theirs {
-                sendError(487, "Role Conflict", to: request, remote: remote, local: local, authenticated: true)
+                sendError(487, "Role Conflict", to: request, remote: remote, local: local, signedWith: ours)
                 return false
             }
             switchRole(to: .controlled)
@@ -125,7 +141,7 @@ extension ICEAgent {
             statsCounters.roleConflicts += 1
             // A lite agent cannot control: the full peer has to switch.
             if isLite || tieBreaker < theirs {
-                sendError(487, "Role Conflict", to: request, remote: remote, local: local, authenticated: true)
+                sendError(487, "Role Conflict", to: request, remote: remote, local: local, signedWith: ours)
                 return false
             }
             switchRole(to: .controlling)
@@ -133,11 +149,12 @@ extension ICEAgent {
         return true
     }
 
+    /// `signedWith`: the credentials the request authenticated with (nil: it did not).
     func sendError(_ code: Int, _ reason: String, to request: STUNMessage, remote: SocketAddress, local: SocketAddress,
-                   authenticated: Bool, extra: [STUNAttribute] = []) {
+                   signedWith ours: ICECredentials?, extra: [STUNAttribute] = []) {
         let response = STUNMessage(messageClass: .errorResponse, transactionID: request.transactionID,
                                    attributes: [.errorCode(code: code, reason: reason)] + extra)
-        let key = authenticated ? Array(localCredentials.pwd.utf8) : nil
+        let key = ours.map { Array($0.pwd.utf8) }
         emit(ICETransmit(local: local, remote: remote, bytes: response.encode(integrityKey: key, fingerprint: true)))
         statsCounters.errorResponsesSent += 1
     }

@@ -18,6 +18,7 @@ extension ICEAgent {
         }
         restartPath = selected ?? restartPath
         selected = nil
+        if local != localCredentials { previousLocalCredentials = localCredentials }
         localCredentials = local
         remoteCredentials = nil
         remotes.removeAll()

@@ -171,7 +171,7 @@ extension ICEAgent {
     func sendCheck(_ key: PairKey, useCandidate: Bool, now: ContinuousClock.Instant) {
         guard let credentials = remoteCredentials, let index = pairIndex(key), let base = base(for: key.local) else { return }
         var attributes: [STUNAttribute] = [
-            .username("\(credentials.ufrag):\(localCredentials.ufrag)"),
+            .username("\(credentials.ufrag):\(ufrag(on: pairs[index]))"),
             role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker),
             .priority(Candidate.priority(type: .prflx, localPreference: base.localPreference)),
         ]

@@ -14,6 +14,13 @@ public final class ICEAgent {
     }
     public internal(set) var localCredentials: ICECredentials
     public internal(set) var remoteCredentials: ICECredentials?
+    /// Ours before the last restart. A peer whose connection to our address was made under them
+    /// can keep checking with them after the restart: Chromium does not pair a new remote
+    /// candidate at an address it already has a selected connection to, so our new ufrag is never
+    /// used there and its checks carry the old one (an outage test: 6.7 s without media after the
+    /// path returned, until that connection timed out). Its requests under them, with its current
+    /// ufrag, are answered, and our checks on such a pair carry them too (its new ones 401).
+    var previousLocalCredentials: ICECredentials?
     public private(set) var remoteIsLite = false
     public let configuration: ICEConfiguration
     public let tieBreaker: UInt64

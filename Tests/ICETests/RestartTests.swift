@@ -40,4 +40,47 @@ import STUN
         // Consent runs on with the new credentials.
         #expect(!p.network.run(for: .seconds(40)) { p.a.state == .failed || p.b.state == .failed })
     }
+
+    /// The peer restarts and we answer with new credentials, but its connection to our address
+    /// keeps our old ufrag (Chromium does not pair a new remote candidate at an address it already
+    /// has a selected connection to). Its checks name our previous ufrag with its new one: they
+    /// are answered, and ours on that pair name the previous ufrag too, so both select it again.
+    @Test func aPeerStillNamingOurPreviousUfragAfterItsRestartIsAnswered() throws {
+        let p = AgentPair()
+        #expect(p.network.run(for: .seconds(5)) { p.bothConnected })
+        let aOld = p.a.localCredentials
+        let aNew = ICECredentials(ufrag: "AAAA", pwd: "AAAAAAAAAAAAAAAAAAAAAAAA")
+        let bNew = ICECredentials(ufrag: "BBBB", pwd: "BBBBBBBBBBBBBBBBBBBBBBBB")
+        let sentBefore = p.network.sent.count
+        // b offers the restart; a answers it with new credentials of its own.
+        p.b.restart(local: bNew, now: p.network.now)
+        p.a.restart(local: aNew, now: p.network.now)
+        p.a.setRemoteCredentials(bNew, remoteIsLite: false, now: p.network.now)
+        for c in p.b.localCandidates { p.a.addRemoteCandidate(c, now: p.network.now) }
+        // b's connection goes on naming a's old ufrag.
+        p.b.setRemoteCredentials(aOld, remoteIsLite: false, now: p.network.now)
+        for c in p.a.localCandidates { p.b.addRemoteCandidate(c, now: p.network.now) }
+        #expect(p.network.run(for: .seconds(5)) {
+            p.a.stats.pairs.contains { $0.selected && $0.nominated } && p.b.stats.pairs.contains { $0.selected && $0.nominated }
+        })
+        #expect(p.selectionsMatch)
+        let usernames = Set(p.network.sent.dropFirst(sentBefore).compactMap { $0.message?.username })
+        #expect(usernames.contains("aaaa:BBBB") && usernames.contains("BBBB:aaaa"), "\(usernames)")
+        #expect(p.a.stats.droppedUnauthorized == 0)
+        // Consent runs on under the old ufrag.
+        #expect(!p.network.run(for: .seconds(40)) { p.a.state == .failed || p.b.state == .failed })
+    }
+
+    /// Our previous ufrag counts only with the peer's current one: a check from before the
+    /// peer's restart too (both old) is refused.
+    @Test func theGenerationBeforeOnBothSidesIsRefused() throws {
+        let p = AgentPair()
+        #expect(p.network.run(for: .seconds(5)) { p.bothConnected })
+        let (aOld, bOld) = (p.a.localCredentials, p.b.localCredentials)
+        p.a.restart(local: ICECredentials(ufrag: "AAAA", pwd: "AAAAAAAAAAAAAAAAAAAAAAAA"), now: p.network.now)
+        p.a.setRemoteCredentials(ICECredentials(ufrag: "BBBB", pwd: "BBBBBBBBBBBBBBBBBBBBBBBB"), remoteIsLite: false, now: p.network.now)
+        #expect(p.a.credentials(named: ["\(aOld.ufrag)", "BBBB"]) == aOld)
+        #expect(p.a.credentials(named: ["\(aOld.ufrag)", "\(bOld.ufrag)"]) == nil)
+        #expect(p.a.credentials(named: ["AAAA", "\(bOld.ufrag)"])?.ufrag == "AAAA")
+    }
 }
