@@ -79,10 +79,10 @@ class Bed:
         return run
 
     def publish(self, stream: str, duration: float, size: str = "1280x720", fps: int = 30,
-                extra: tuple[str, ...] = ()) -> tuple[SwiftRun, float, int]:
+                extra: tuple[str, ...] = (), codec: str = "h264") -> tuple[SwiftRun, float, int]:
         """Starts `swiftrtc publish` (test pattern) as role "pub"; returns (run, connected time, flow)."""
         self.roles.expect("pub")
-        run = self.swift("publish", [self.relay.webrtc_url("live", stream), "--source", "testsrc", "--codec", "h264",
+        run = self.swift("publish", [self.relay.webrtc_url("live", stream), "--source", "testsrc", "--codec", codec,
                                      "--size", size, "--fps", str(fps), "--duration", str(duration),
                                      "--audio", "tone", *extra], "publish")
         self.relay.wait_event(rf"publisher \S+ connected \(live/{stream}\)", timeout=20)

@@ -67,15 +67,15 @@ class ChromiumB:
 
 
 class SwiftPublisher:
-    """`swiftrtc publish --simulcast` (test pattern, H.264, 1280x720@30; layers h, m, l at 1, 1/2,
-    1/4 the size) as role "pub". Each layer's size and rate as the relay sees them (its API),
-    in the shape of Chromium's outbound-rtp per rid; each layer's frame rate is the capture's."""
+    """`swiftrtc publish --simulcast` (test pattern, H.264 or `codec`, 1280x720@30; layers h, m, l
+    at 1, 1/2, 1/4 the size) as role "pub". Each layer's size and rate as the relay sees them (its
+    API), in the shape of Chromium's outbound-rtp per rid; each layer's frame rate is the capture's."""
 
     FPS = 30
 
-    def __init__(self, bed, duration: float):
+    def __init__(self, bed, duration: float, codec: str = "h264", extra: tuple[str, ...] = ()):
         self.bed = bed
-        self.run, _, _ = bed.publish(NAME, duration=duration, fps=self.FPS, extra=("--simulcast",))
+        self.run, _, _ = bed.publish(NAME, duration=duration, fps=self.FPS, extra=("--simulcast", *extra), codec=codec)
 
     def sent(self) -> dict:
         layers = ((self.bed.relay.stream("live", NAME) or {}).get("video") or {}).get("layers") or []
@@ -84,6 +84,45 @@ class SwiftPublisher:
     @staticmethod
     def all_on(o: dict) -> bool:
         return bool(o) and all(o.get(r, {}).get("kbps", 0) > 0 and o.get(r, {}).get("width", 0) > 0 for r in "lmh")
+
+
+def start_publisher(publisher: str, bed, browser, logs, duration: float, swift: dict | None = None):
+    """Chromium's page (VP8 `sendEncodings` l/m/h) or `swiftrtc publish --simulcast` (`swift`:
+    SwiftPublisher's options) publishing NAME, once all three layers are on. Returns (page or
+    None, the layers sent now: a function)."""
+    page = None
+    if publisher == "chromium":
+        bed.roles.expect("pub")
+        page = open_player_page(browser, bed.relay, "live", NAME)
+        logs.append(("publisher page #log", lambda: page_log(page)))
+        page.evaluate(PUBLISH_SIMULCAST_JS % json.dumps("VP8"), timeout=20)
+        bed.relay.wait_event(rf"publisher \S+ connected \(live/{NAME}\)", timeout=20)
+        bed.sampler.mark("publisher connected")
+        all_on = lambda o: bool(o) and all(o.get(r, {}).get("framesSent", 0) > 10 for r in "lmh")  # noqa: E731
+        sent_now = lambda: page.evaluate(LAYERS_SENT_JS, timeout=10)  # noqa: E731
+    else:
+        swift_pub = SwiftPublisher(bed, duration, **(swift or {}))
+        all_on, sent_now = SwiftPublisher.all_on, swift_pub.sent
+    layers, _ = poll(sent_now, all_on, timeout=30)
+    assert all_on(layers), f"the {publisher} publisher did not send all three layers: {layers}"
+    return page, sent_now
+
+
+def sample_until(bed, flow_b: int, t0: float, t_lift: float, t_end: float, sent_now, api: list, sent_samples: list,
+                 also=None) -> None:
+    """Each second until `t_end`: the relay's players and layers (API, `t` from `t0`) and what the
+    publisher sends; at `t_lift` B's limit lifts. `also()` each second too."""
+    while bed.net.now() < t_end:
+        if t_lift <= bed.net.now() and not any(e["what"] == "B's limit lifted" for e in bed.sampler.events):
+            bed.net.set("down", "rate=off", flow=flow_b)
+            bed.sampler.mark("B's limit lifted")
+        stream = bed.relay.stream("live", NAME) or {}
+        api.append({"t": round(bed.net.now() - t0, 1), "players": stream.get("players"),
+                    "layers": stream.get("video", {}).get("layers")})
+        sent_samples.append(sent_now())
+        if also:
+            also()
+        time.sleep(1.0)
 
 
 def aiortc_checks(c: Checks, bed, api: list[dict], b_detail: dict, widths: dict, limited: dict, lift: float) -> None:
@@ -120,24 +159,11 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
     bed = make_bed({"b": (None, "rate=400kbit,queue=25p")}, seed=22)
     limited_for = LIMITED[(viewer_b, publisher)]
     duration = limited_for + LIFTED + 4
-    page = swift_pub = None
+    page = None
     api: list[dict] = []
     chromium_b = None
     try:
-        if publisher == "chromium":
-            bed.roles.expect("pub")
-            page = open_player_page(browser, bed.relay, "live", NAME)
-            logs.append(("publisher page #log", lambda: page_log(page)))
-            page.evaluate(PUBLISH_SIMULCAST_JS % json.dumps("VP8"), timeout=20)
-            bed.relay.wait_event(rf"publisher \S+ connected \(live/{NAME}\)", timeout=20)
-            bed.sampler.mark("publisher connected")
-            all_on = lambda o: bool(o) and all(o.get(r, {}).get("framesSent", 0) > 10 for r in "lmh")  # noqa: E731
-            sent_now = lambda: page.evaluate(LAYERS_SENT_JS, timeout=10)  # noqa: E731
-        else:
-            swift_pub = SwiftPublisher(bed, duration + 25)
-            all_on, sent_now = SwiftPublisher.all_on, swift_pub.sent
-        layers, _ = poll(sent_now, all_on, timeout=30)
-        assert all_on(layers), f"the {publisher} publisher did not send all three layers: {layers}"
+        page, sent_now = start_publisher(publisher, bed, browser, logs, duration + 25)
 
         runs, flows = {}, {}
         for role in ("a", "b"):
@@ -157,18 +183,8 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
         t_both = bed.sampler.mark("both viewers connected")
         t_lift = t_both + limited_for
         t_end = t_lift + LIFTED
-        sent_samples = []
-        while bed.net.now() < t_end:
-            if t_lift <= bed.net.now() and not any(e["what"] == "B's limit lifted" for e in bed.sampler.events):
-                bed.net.set("down", "rate=off", flow=flows["b"])
-                bed.sampler.mark("B's limit lifted")
-            stream = bed.relay.stream("live", NAME) or {}
-            api.append({"t": round(bed.net.now() - t_both, 1), "players": stream.get("players"),
-                        "layers": stream.get("video", {}).get("layers")})
-            sent_samples.append(sent_now())
-            if chromium_b:
-                chromium_b.sample()
-            time.sleep(1.0)
+        sent_samples: list = []
+        sample_until(bed, flows["b"], t_both, t_lift, t_end, sent_now, api, sent_samples, chromium_b.sample if chromium_b else None)
         codes = {role: run.wait(timeout=30) for role, run in runs.items()}
     finally:
         if page is not None:
@@ -266,3 +282,90 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
     }, f"weak viewer ({viewer_b} as B, {publisher} publishing): A {median(a_rows)} fps at {sorted({x['width'] for x in a_rows})}; B {median(b_rows)} fps on {b_layer} "
        f"({limited['dropped_queue']} drops of {limited['packets_in']} at its bottleneck), freezes {b_freezes['freezeCount']} / "
        f"{b_freezes['totalFreezesDuration']} s; back on high {back} s after the limit lifted")
+
+
+# Below the smallest layer: B's link carries this share of the publisher's l (measured once both
+# play). l's base temporal layer is 0.4-0.5 of it (Chromium's VP8 simulcast sends three temporal
+# layers on every layer, ours with --scalability L1T3), up to TL1 ~0.6-0.75: so B fits l/T0.
+THIN_SHARE = 0.6
+# ...plus its audio: `publish --audio tone` is ~36 kbit/s of Opus at 50 packets a second, ~60 on
+# the wire (Chromium's page publishes video alone here).
+AUDIO_KBPS = {"swift": 60, "chromium": 0}
+THIN_LIMITED, THIN_LIFTED = 25.0, 20.0
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("publisher", ["chromium", "swift"])
+def test_a_viewer_below_the_smallest_layer_gets_its_base_frames(publisher, make_bed, browser, artifact_dir, logs):  # noqa: F811
+    """A viewer whose link does not carry even the smallest layer: the relay sends it that layer's
+    lower temporal layers (a quarter or half of its frames, every one of those) rather than all of
+    it into a queue that drops a third; A keeps 1280x720. When B's limit lifts it is back on h."""
+    bed = make_bed({}, seed=23)
+    duration = THIN_LIMITED + THIN_LIFTED + 15
+    page = None
+    api: list[dict] = []
+    try:
+        page, sent_now = start_publisher(publisher, bed, browser, logs, duration + 25,
+                                         swift={"codec": "vp8", "extra": ("--scalability", "L1T3")})
+        runs, flows = {}, {}
+        for role in ("a", "b"):
+            bed.roles.expect(role)
+            runs[role] = bed.swift("play", [bed.relay.webrtc_url("live", NAME), "--duration", str(duration)], f"play-{role}")
+            bed.relay.wait_event(rf"player \S+ connected \(live/{NAME}\)", timeout=20)
+            flows[role] = bed.roles.wait_flow(role)
+        t_both = bed.sampler.mark("both viewers connected")
+        time.sleep(5)   # l's rate, once both play
+        low_kbps = next(x["kbps"] for x in (bed.relay.stream("live", NAME) or {}).get("video", {}).get("layers", []) if x["rid"] == "l")
+        limit = round(low_kbps * THIN_SHARE) + AUDIO_KBPS[publisher]
+        bed.net.set("down", f"rate={limit}kbit,queue=25p", flow=flows["b"])
+        t_limit = bed.sampler.mark(f"B limited to {limit} kbit/s (l is {low_kbps} kbit/s)")
+        t_lift = t_limit + THIN_LIMITED
+        t_end = t_lift + THIN_LIFTED
+        sent_samples: list = []
+        sample_until(bed, flows["b"], t_limit, t_lift, t_end, sent_now, api, sent_samples)
+        codes = {role: run.wait(timeout=30) for role, run in runs.items()}
+    finally:
+        if page is not None:
+            (artifact_dir / "page-log.txt").write_text(page_log(page))
+            close_page(browser, page)
+    bed.close()
+
+    widths = {r: statistics.mode(s[r]["width"] for s in sent_samples if s and s.get(r, {}).get("width")) for r in "lmh"}
+    fps_of = {r: statistics.median(s[r]["fps"] for s in sent_samples if s and r in s) for r in "lmh"}
+    settle = 10.0   # B's step down (h at its limit: its queue drains at the limit), then l's
+    a_rows = rows_between(runs["a"], t_both + 3, t_lift)
+    b_rows = rows_between(runs["b"], t_limit + settle, t_lift)
+    after = rows_between(runs["b"], t_lift, t_end)
+    back = next((x["t"] - t_lift for x in after if x["width"] == widths["h"] and x["fps"] > 0), None)
+    a_id = re.search(r"player (\S+) connected", bed.relay.text()).group(1)
+    b_api = [(x["t"], p) for x in api for p in x["players"] or [] if p["id"] != a_id]
+    b_choice = [(p.get("layer"), p.get("temporal_layer")) for t, p in b_api if settle <= t < THIN_LIMITED]
+    limited = bed.sampler.window(flows["b"], "down", t_limit + settle, t_lift)
+    median = lambda rows: statistics.median(x["fps"] for x in rows) if rows else 0  # noqa: E731
+    c = Checks()
+    c.check("the plays exit 0", all(v == 0 for v in codes.values()), codes, "0")
+    c.check("A keeps the high layer while B is limited (width every second)",
+            bool(a_rows) and all(x["width"] == widths["h"] for x in a_rows), sorted({x["width"] for x in a_rows}), f"{widths['h']}")
+    c.check("A's frame rate is the publisher's high layer's (median of 1 s lines)", median(a_rows) >= fps_of["h"] - 2,
+            median(a_rows), f">= {fps_of['h']} - 2")
+    c.check(f"B on l below its every frame from {settle:.0f} s after the limit (relay API: layer, temporal_layer)",
+            bool(b_choice) and all(layer == "l" and tl in (0, 1) for layer, tl in b_choice), sorted(set(map(str, b_choice))), "l, 0 or 1")
+    c.check("B plays l's size (width every second)", bool(b_rows) and all(x["width"] == widths["l"] for x in b_rows),
+            sorted({x["width"] for x in b_rows}), f"{widths['l']}")
+    # A quarter (T0) or half (T1) of l's frames: every one of them (mean of the 1 s lines).
+    mean = sum(x["fps"] for x in b_rows) / len(b_rows) if b_rows else 0
+    c.check("B gets a quarter to half of l's frames (mean of 1 s lines)", fps_of["l"] * 0.22 <= mean <= fps_of["l"] * 0.55,
+            round(mean, 2), f"{fps_of['l'] * 0.22:.1f}-{fps_of['l'] * 0.55:.1f}")
+    frozen = (b_rows[-1]["freezes"] - b_rows[0]["freezes"]) if b_rows else None
+    c.check("B on its layer: no freeze (W3C freezeCount)", frozen == 0, frozen, "0")
+    c.check("B's bottleneck drops while on its layer", limited["queue_drop_fraction"] <= 0.05,
+            f"{limited['dropped_queue']} of {limited['packets_in']}", "<= 5%")
+    c.check("B back on the high layer after the limit lifts", back is not None and back <= 10, back, "<= 10 s")
+    finish(artifact_dir, c, {
+        "scenario": f"{publisher} VP8 simulcast l/m/h with temporal layers through the relay; play A clean, play B behind "
+                    f"{limit} kbit/s (25-packet FIFO; l is {low_kbps} kbit/s) for {THIN_LIMITED} s, then clean for {THIN_LIFTED} s",
+        "publisherLayerFps": fps_of, "widths": widths, "bChoice": b_choice, "bBackSeconds": back, "bLimitedDown": limited,
+        "api": api, "events": bed.sampler.events, "bStatus": status_series(runs["b"].text(), runs["b"].t_start),
+        "aStatus": status_series(runs["a"].text(), runs["a"].t_start),
+    }, f"below the smallest layer ({publisher} publishing): A {median(a_rows)} fps; B {round(mean, 1)} fps on {sorted(set(map(str, b_choice)))} "
+       f"at {limit} kbit/s (l {low_kbps}), {limited['dropped_queue']} drops; back on high {back} s after the lift")

@@ -79,10 +79,9 @@ package final class CongestionController {
     /// stream), each with its transport-cc placeholder id; nil: probes go out with media only.
     var makePadding: ((Int) -> [(bytes: [UInt8], transportCCID: UInt8)])?
     /// A relay's per-player layer choice: the estimate from the peer's transport-cc feedback
-    /// (bits per second) whenever it moved by `announceStep` or more, whether it has
-    /// settled — before that, only when the link is evidently full (`linkIsFull`) — and what
-    /// the link delivered lately (`BandwidthEstimator.acknowledgedBitrate`).
-    var onSendSideEstimate: ((_ bitrate: Int, _ settled: Bool, _ delivered: Int?) -> Void)?
+    /// whenever it moved by `announceStep` or more (before it settles, only when the link is
+    /// evidently full: `linkIsFull`).
+    var onSendSideEstimate: ((SendSideEstimate) -> Void)?
     private var announced = 0
     static let announceStep = 0.03
     private var closed = false
@@ -320,7 +319,8 @@ package final class CongestionController {
         if let announce = onSendSideEstimate, settled || linkIsFull(), estimator.hasTransportFeedback,
            abs(Double(target - announced)) >= Self.announceStep * Double(announced) {
             announced = target
-            announce(target, settled, estimator.acknowledgedBitrate)
+            announce(SendSideEstimate(bitrate: target, settled: settled, delivered: estimator.acknowledgedBitrate,
+                                      loss: estimator.lossRate))
         }
     }
 
@@ -408,4 +408,23 @@ package final class CongestionController {
 struct CongestionStats: Sendable {
     var feedbackSent = 0
     var rembSent = 0
+}
+
+/// What a peer's transport-cc feedback says of its link (`CongestionController.onSendSideEstimate`).
+package struct SendSideEstimate: Sendable, Equatable {
+    /// The estimate, bits per second.
+    package var bitrate: Int
+    /// False for an early one, before the estimator settled, given because the link is evidently full.
+    package var settled = true
+    /// What the link delivered lately, bits per second (`BandwidthEstimator.acknowledgedBitrate`).
+    package var delivered: Int?
+    /// What the link lost of what it was sent, over the last loss update (0…1, before resends).
+    package var loss = 0.0
+
+    package init(bitrate: Int, settled: Bool = true, delivered: Int? = nil, loss: Double = 0) {
+        self.bitrate = bitrate
+        self.settled = settled
+        self.delivered = delivered
+        self.loss = loss
+    }
 }

@@ -368,12 +368,12 @@ public final class RtpSender: @unchecked Sendable {
     /// A relay's player (no media pipeline of its own): its transport's send-side estimate —
     /// from the player's transport-cc feedback on what it is forwarded — goes to `onChange`
     /// (loop thread, once settled, on each change of a few percent, with what the link
-    /// delivered lately), and the estimator's probe
+    /// delivered and lost lately), and the estimator's probe
     /// clusters go out on this sender's RTX stream: `padding(bytes)` (copies of what the player
     /// was sent), else padding-only packets. Loop thread.
     /// `maxBitrate`: the most the player may be sent (the estimator's bound, and its probes').
     package func followSendSideEstimate(maxBitrate: Int, padding: @escaping (Int) -> [(bytes: [UInt8], transportCCID: UInt8)],
-                                        onChange: @escaping (_ bitrate: Int, _ settled: Bool, _ delivered: Int?) -> Void) {
+                                        onChange: @escaping (SendSideEstimate) -> Void) {
         loop.preconditionInLoop()
         guard let congestion = transport?.congestion else { return }
         congestion.setBounds(minBitrate: 30_000, maxBitrate: maxBitrate, audioReserve: 0, videoStreams: 1)

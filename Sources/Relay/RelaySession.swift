@@ -83,9 +83,9 @@ final class RelaySession: @unchecked Sendable {
         sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] bytes in
             guard let self, let stream else { return [] }
             return stream.probePadding(for: self, bytes: bytes)
-        } onChange: { [weak self, weak stream] bitrate, settled, delivered in
+        } onChange: { [weak self, weak stream] estimate in
             guard let self, let stream else { return }
-            stream.sendSideEstimate(bitrate, settled: settled, delivered: delivered, of: self)
+            stream.sendSideEstimate(estimate, of: self)
         }
     }
 }
@@ -128,6 +128,8 @@ struct PlayerOutput {
     /// may be answered with beyond its layer.
     var estimate = ViewerEstimate()
     var allocator = LayerAllocator()
+    /// Simulcast: since when its link has delivered under its smallest layer (`RelayStream.thins`).
+    var underLayerSince: Moment?
     var resendBudget = RateBudget()
 }
 

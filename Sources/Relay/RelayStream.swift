@@ -32,6 +32,11 @@ final class RelayStream: @unchecked Sendable {
     /// (`PlayerOutput`): every player may ask for the same packet.
     private var videoLayers = VideoLayers()
     private var audioHistory = RTPHistory<[UInt8]>(capacity: 1024)
+    /// What the publisher's audio takes of a player's link, with each packet's IP, UDP and SRTP
+    /// overhead (`audioOverhead`): a third of an Opus packet's size, and half of a 100 kbit/s
+    /// viewer's link. A player's estimate covers its audio too; its video gets the rest.
+    private var audioRate = BitrateMeter()
+    static let audioOverhead = 20 + 8 + 10
     /// The publisher's video codec (to find keyframes) and receiver (the rids of its layers).
     private var videoCodec: VideoCodecType?
     private weak var videoReceiver: RtpReceiver?
@@ -289,7 +294,9 @@ final class RelayStream: @unchecked Sendable {
             startsKeyframe = inOrder && (videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false)
             if startsKeyframe { lastKeyframeAt = now }
             noteVideo(packet, bytes: bytes, inOrder: inOrder, startsKeyframe: startsKeyframe, temporalLayer: vp8?.layer, now: now)
-        case .audio: audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+        case .audio:
+            audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
+            audioRate.add(bytes: bytes.count + Self.audioOverhead, now: now)
         }
         // Simulcast: each player takes one layer, changing to the one its allocator chose at
         // that layer's keyframe (the rewriter keeps its sequence numbers and timestamps continuous).
@@ -763,11 +770,11 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.
-    /// `settled`: false for an early one that says its link is full; `delivered`: what its link
-    /// delivered lately (bits per second).
-    func sendSideEstimate(_ bitrate: Int, settled: Bool, delivered: Int?, of player: RelaySession) {
+    func sendSideEstimate(_ estimate: SendSideEstimate, of player: RelaySession) {
         guard players[player.id] === player else { return }
-        player.output(.video) { $0.estimate.sendSide(bitrate, settled: settled, delivered: delivered) }
+        player.output(.video) {
+            $0.estimate.sendSide(estimate.bitrate, settled: estimate.settled, delivered: estimate.delivered, loss: estimate.loss)
+        }
         allocate(player, now: loop.now)
     }
 
@@ -781,13 +788,10 @@ final class RelayStream: @unchecked Sendable {
     }
 
     /// What `player` may be given, smallest first: the spatial layers up to the one it asked
-    /// for or, on one stream (no simulcast), its temporal layers up to TL0 and TL1 — half or a
+    /// for and below the smallest of them its temporal layers up to TL0 and TL1 — half or a
     /// quarter of the frames is better than a frozen picture, and needs no keyframe to change.
-    /// Not below a simulcast's smallest layer yet: Chromium's VP8 simulcast carries temporal
-    /// layers, and a clean player whose first estimates were low (a busy receiver's feedback
-    /// at its join: 248 kbit/s early, 165 settled while l was still ramping) went to l/T0 and
-    /// played 5–7 fps for seconds (CI, 2 of 4 runs). Not on an early estimate either ("link
-    /// full" before the estimator settled): it moves a player to the smallest choice at once.
+    /// Not on an early estimate ("link full" before the estimator settled): it moves a player
+    /// to the smallest choice at once. Under a simulcast's smallest layer only as `thins` says.
     private func rungs(for player: RelaySession, now: ContinuousClock.Instant) -> [Rung]? {
         let spatial: [VideoLayer]
         if videoLayers.isSimulcast {
@@ -802,8 +806,11 @@ final class RelayStream: @unchecked Sendable {
             spatial = [only]
         }
         var rungs: [Rung] = []
-        if !videoLayers.isSimulcast, let lowest = spatial.first,
-           player.output(.video, { $0.temporalPreference == nil && !$0.estimate.provisional }) {
+        let audio = audioShare(of: player, now: now)
+        if let lowest = spatial.first, player.output(.video, { output in
+            output.temporalPreference == nil && !output.estimate.provisional
+                && (!videoLayers.isSimulcast || Self.thins(&output, lowest: lowest, audio: audio, now: now))
+        }) {
             for (tid, rate) in lowest.temporalRates(now: now).enumerated() {
                 let id = lowest.ssrc ^ (Self.temporalRungTag | UInt32(tid))
                 guard videoLayers[id] == nil else { break }   // a real SSRC: no name for it
@@ -815,6 +822,40 @@ final class RelayStream: @unchecked Sendable {
 
     static let temporalRungTag: UInt32 = 0x7E5A_0100
 
+    /// Bits per second of `player`'s link its audio takes (none if it gets none): its estimate
+    /// and what its link delivered, less this, is what its video has.
+    private func audioShare(of player: RelaySession, now: ContinuousClock.Instant) -> Int {
+        player.route(.audio) == nil ? 0 : audioRate.recentKbps(now: now) * 1000
+    }
+
+    /// Whether a simulcast player may be given less than the smallest layer's every frame: it
+    /// is on that layer and its link evidently does not carry it — for `thinHold` it delivered
+    /// under `carriedShare` of the layer or lost more than `lowLoss` of what it was sent (its
+    /// transport-cc feedback), or loss sets its estimate (its reports) — or it is on one of that
+    /// layer's temporal choices already. A low estimate alone is not enough: a clean player
+    /// whose first estimates were low (a busy receiver's feedback at its join: 248 kbit/s early,
+    /// 165 settled while l was still ramping) went to l/T0 and played 5–7 fps for seconds (CI,
+    /// 2 of 4 `test_simulcast` runs); nor is one reading (a clean join reads ~0.82 of its layer).
+    private static func thins(_ output: inout PlayerOutput, lowest: VideoLayer, audio: Int, now: ContinuousClock.Instant) -> Bool {
+        guard output.target == lowest.ssrc, output.temporal.cap == nil else {
+            output.underLayerSince = nil
+            return output.target == lowest.ssrc
+        }
+        let estimate = output.estimate
+        if estimate.limitedByLoss || estimate.lossy { return true }
+        let rate = Double(lowest.meter.recentKbps(now: now) * 1000)
+        let under = estimate.delivered.map { Double($0 - audio) < rate * LayerAllocator.carriedShare } ?? false
+        guard under || estimate.linkLoss > ViewerEstimate.lowLoss else {
+            output.underLayerSince = nil
+            return false
+        }
+        let since = output.underLayerSince ?? Moment(now)
+        output.underLayerSince = since
+        return Moment(now) - since >= Self.thinHold
+    }
+
+    static let thinHold: Duration = .seconds(1)
+
     /// The layer `player` is to get now (`LayerAllocator`: the largest up to the one it asked
     /// for that its estimate carries), and the padding of a probe for the next: a simulcast's
     /// spatial layers, or one stream's temporal layers (`rungs`).
@@ -823,14 +864,16 @@ final class RelayStream: @unchecked Sendable {
         if player.output(.video, { $0.target }) == nil, videoLayers.isSimulcast, !videoLayers.isComplete(now: now) { return }
         guard let rungs = rungs(for: player, now: now), rungs.count > 1 || videoLayers.isSimulcast else { return }
         let layers = rungs.map { LayerAllocator.Layer(ssrc: $0.id, bitrate: $0.bitrate) }
+        let audio = audioShare(of: player, now: now)
         let switched: (from: UInt32?, to: UInt32, estimate: String)? = player.output(.video) { output in
             let current = output.target.flatMap { target in
                 rungs.first { $0.ssrc == target && $0.temporal == (output.temporalPreference == nil ? output.temporal.cap : nil) }?.id
             }
-            guard let decision = output.allocator.decide(layers: layers, current: current, estimate: output.estimate.bitrate,
+            guard let decision = output.allocator.decide(layers: layers, current: current,
+                                                         estimate: output.estimate.bitrate.map { max(0, $0 - audio) },
                                                          limitedByLoss: output.estimate.limitedByLoss,
                                                          provisional: output.estimate.provisional,
-                                                         delivered: output.estimate.delivered, now: now),
+                                                         delivered: output.estimate.delivered.map { max(0, $0 - audio) }, now: now),
                   let rung = rungs.first(where: { $0.id == decision.ssrc })
             else { return nil }
             let previous = current

@@ -61,18 +61,21 @@ struct ViewerEstimate {
     }
 
     /// The send-side estimate of what this player's link carries (bits per second);
-    /// `settled` false: an early one, given because the link is evidently full; `delivered`:
-    /// what the link delivered lately, as the feedback showed.
-    mutating func sendSide(_ bitrate: Int, settled: Bool = true, delivered: Int? = nil) {
+    /// `settled` false: an early one, given because the link is evidently full; `delivered`
+    /// and `loss`: what the link delivered and lost lately, as the feedback showed.
+    mutating func sendSide(_ bitrate: Int, settled: Bool = true, delivered: Int? = nil, loss: Double = 0) {
         sendSide = bitrate
         provisional = !settled
         self.delivered = delivered
+        linkLoss = loss
         lossCap = nil
     }
 
     /// What the player's link delivered lately (bits per second), from its transport-cc
     /// feedback with the last send-side estimate; nil with REMB.
     private(set) var delivered: Int?
+    /// What its link lost of what it was sent (0…1, before resends), from the same feedback.
+    private(set) var linkLoss = 0.0
 
     /// The send-side estimate is an early one: the player's link was full before its estimator
     /// settled (a join on a layer the link does not carry).
@@ -161,7 +164,8 @@ struct ViewerEstimate {
 /// an estimate (none yet) the player gets the largest: most links carry it, and one that does
 /// not is stepped down at its first. Sans-I/O.
 struct LayerAllocator {
-    /// A layer fits when its rate is at most this share of the estimate (audio, resends, headers).
+    /// A layer fits when its rate is at most this share of the estimate (resends, headers; the
+    /// relay gives the allocator its estimate less the player's audio).
     static let headroom = 0.85
     static let upHold: Duration = .seconds(2)
     static let downHold: Duration = .seconds(2)

@@ -56,24 +56,12 @@ import Transport
         }
         run(seconds: 2)
 
-        let bLink = Holder<VirtualEndpoint>()
-        var views: [Locked<[Arrival]>] = []
-        var players: [PeerConnection] = []
-        for weak in [false, true] {
-            let holder = weak ? bLink : Holder<VirtualEndpoint>()
-            let pc = try sim.peer({ $0.mediaPipeline = false }, endpoint: { holder.value = $0 })
-            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.vp8])
-            let got = Locked<[Arrival]>([])
-            video.receiver.onRTP = { [loop = sim.loop] p in
-                let d = try? VP8PayloadDescriptor.parse(p.payload).0
-                got.withLock { $0.append(Arrival(second: now.value, at: loop.now, layer: d?.temporalLayerIndex, marker: p.marker,
-                                                 sequence: p.sequenceNumber, timestamp: p.timestamp)) }
-            }
-            _ = try await sim.exchange(relay, pc, endpoint: "whep", stream: "tl")
-            views.append(got)
-            players.append(pc)
+        let viewers = try await VP8Viewers(sim, relay: relay, stream: "tl") { p, at in
+            let d = try? VP8PayloadDescriptor.parse(p.payload).0
+            return Arrival(second: now.value, at: at, layer: d?.temporalLayerIndex, marker: p.marker,
+                           sequence: p.sequenceNumber, timestamp: p.timestamp)
         }
-        let link = try #require(bLink.value)
+        let views = viewers.views, link = viewers.bLink
         sim.loop.perform { link.downlink.conditions = LinkConditions(rate: 400_000, queue: .packets(25)) }
         let limited = second
         run(seconds: 20)
@@ -113,7 +101,7 @@ import Transport
         #expect(back.map { $0 <= 10 } ?? false, "B after the lift: \(after)\n\(switches)")
         let streams = String(decoding: await sim.request(relay, "GET", "/api/v1/streams/").body, as: UTF8.self)
         #expect(streams.contains("\"temporal_layer\""), "\(streams)")
-        for pc in players { await pc.close() }
+        await viewers.close()
         await publisher.close()
         await relay.stop()
     }
