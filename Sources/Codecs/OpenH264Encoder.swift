@@ -2,7 +2,7 @@ import COpenH264
 import Media
 
 /// H.264 constrained baseline encoder on Cisco's OpenH264 (BSD), as libwebrtc configures it:
-/// one spatial and one temporal layer, bitrate rate control, CAVLC, constant SPS/PPS ids,
+/// one spatial layer and one temporal layer (or 2–3: L1T2/L1T3), bitrate rate control, CAVLC, constant SPS/PPS ids,
 /// SPS+PPS in front of every IDR. Output is Annex-B.
 public final class OpenH264Encoder: VideoEncoder {
     public struct Options: Sendable, Equatable {
@@ -33,6 +33,8 @@ public final class OpenH264Encoder: VideoEncoder {
     private var parameterSets: [UInt8] = []
     /// A keyframe was asked for but rate control skipped that frame: ask again next time.
     private var keyframePending = false
+    /// Upper temporal layers that had a frame since the last base-layer frame (`temporalInfo`).
+    private var upperSinceBase: Set<UInt8> = []
 
     /// `settings.width/height` of 0 take the size of the first frame.
     public init(settings: VideoEncoderSettings, options: Options = Options()) throws(MediaError) {
@@ -104,9 +106,11 @@ public final class OpenH264Encoder: VideoEncoder {
         var data: [UInt8] = []
         data.reserveCapacity(Int(info.iFrameSizeInBytes))
         let layerCount = Int(max(0, min(info.iLayerNum, MAX_LAYER_NUM_OF_FRAME)))
+        var temporalID: UInt8 = 0
         withUnsafeBytes(of: &bsInfo.pointee.sLayerInfo) { raw in
             let layers = raw.bindMemory(to: SLayerBSInfo.self)
             for layer in layers.prefix(layerCount) {
+                if layer.uiLayerType == VIDEO_CODING_LAYER.rawValue { temporalID = layer.uiTemporalId }
                 guard let buf = layer.pBsBuf, let lengths = layer.pNalLengthInByte else { continue }
                 var size = 0
                 for i in 0..<Int(max(0, layer.iNalCount)) { size += Int(lengths[i]) }
@@ -117,13 +121,26 @@ public final class OpenH264Encoder: VideoEncoder {
         if isKeyframe { ensureParameterSets(&data) }
         return EncodedFrame(codec: .h264, data: data, isKeyframe: isKeyframe, rtpTimestamp: rtpTimestamp,
                             captureTimeNs: frame.timestampNs, width: frame.width, height: frame.height,
-                            rotation: frame.rotation)
+                            rotation: frame.rotation, temporal: temporalInfo(layer: isKeyframe ? 0 : temporalID))
+    }
+
+    /// Where a frame of OpenH264's temporal pattern (L1T2: 0 1; L1T3: 0 2 1 2) sits. OpenH264
+    /// writes the layer into each slice's nal_ref_idc (3 base, 1 middle, 0 top: not referenced);
+    /// a relay leaves out the top one (`H264TemporalReader`). A frame is a layer sync when it
+    /// references the base layer only: the first frame above it since the last base frame, with
+    /// no other frame of a lower upper layer between (0 2 1 2: the first 2 and the 1).
+    private func temporalInfo(layer: UInt8) -> TemporalLayerInfo? {
+        let layers = settings.temporalLayers
+        guard layers > 1 else { return nil }
+        defer { if layer == 0 { upperSinceBase = [] } else { upperSinceBase.insert(layer) } }
+        let sync = layer > 0 && !upperSinceBase.contains { $0 <= layer }
+        return TemporalLayerInfo(layer: layer, sync: sync, isReference: Int(layer) < layers - 1)
     }
 
     // MARK: - OpenH264 setup
 
     private static func validate(_ s: VideoEncoderSettings) throws(MediaError) {
-        try validateEncoderSettings(s, codec: "H.264", requireEven: true)
+        try validateEncoderSettings(s, codec: "H.264", requireEven: true, maxTemporalLayers: 3)
     }
 
     private func open(width: Int, height: Int) throws(MediaError) {
@@ -149,9 +166,9 @@ public final class OpenH264Encoder: VideoEncoder {
         p.eSpsPpsIdStrategy = CONSTANT_ID
         p.bPrefixNalAddingCtrl = false
         p.bEnableSSEI = false
-        p.iTemporalLayerNum = 1
+        p.iTemporalLayerNum = Int32(max(1, min(3, settings.temporalLayers)))
         p.iSpatialLayerNum = 1
-        p.iNumRefFrame = 1
+        p.iNumRefFrame = p.iTemporalLayerNum > 1 ? Int32(AUTO_REF_PIC_COUNT) : 1
         p.iEntropyCodingModeFlag = 0            // CAVLC: baseline has no CABAC
         p.iMultipleThreadIdc = 1
         p.iComplexityMode = ECOMPLEXITY_MODE(UInt32(max(0, min(2, options.complexity))))
@@ -187,6 +204,7 @@ public final class OpenH264Encoder: VideoEncoder {
         var format = Int32(videoFormatI420.rawValue)
         _ = vtbl.SetOption?(enc, ENCODER_OPTION_DATAFORMAT, &format)
         encoder = enc
+        upperSinceBase = []
         encodedWidth = width
         encodedHeight = height
         parameterSets = []

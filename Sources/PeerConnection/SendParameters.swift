@@ -15,8 +15,8 @@ public struct RtpEncodingParameters: Sendable, Equatable {
     /// ≥ 1: the sent resolution is the source's divided by this.
     public var scaleResolutionDownBy: Double?
     /// W3C webrtc-svc: "L1T1", "L1T2" or "L1T3" (one spatial layer, 1–3 temporal ones). Temporal
-    /// layers let a relay halve or quarter a viewer's frame rate without a keyframe. VP8 only:
-    /// with H.264 the stream is sent as L1T1 (as Chromium does with a codec that has no such mode).
+    /// layers let a relay halve or quarter a viewer's frame rate without a keyframe. VP8 (in the
+    /// payload descriptor) and H.264 (OpenH264 writes the layer into nal_ref_idc).
     public var scalabilityMode: String?
 
     public init(rid: String? = nil, active: Bool = true, maxBitrate: Int? = nil, minBitrate: Int? = nil,
@@ -35,7 +35,7 @@ public struct RtpEncodingParameters: Sendable, Equatable {
 
     /// Temporal layers the encoder of `codec` makes for this encoding.
     func temporalLayers(for codec: VideoCodecType) -> Int {
-        codec == .vp8 ? scalabilityMode.flatMap { Self.scalabilityModes[$0] } ?? 1 : 1
+        codec == .vp8 || codec == .h264 ? scalabilityMode.flatMap { Self.scalabilityModes[$0] } ?? 1 : 1
     }
 }
 

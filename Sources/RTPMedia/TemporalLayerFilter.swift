@@ -1,4 +1,19 @@
-/// One receiver's share of a temporally layered stream (VP8 L1T2/L1T3) at a relay: frames above
+/// A packet's place in a temporally layered stream: its layer, whether its frame is a layer sync
+/// (it references the base layer only), whether it starts its frame. From VP8's payload
+/// descriptor (TID, Y, S) or H.264's nal_ref_idc (`H264TemporalReader`).
+public struct TemporalMark: Sendable, Equatable {
+    public var layer: UInt8
+    public var sync: Bool
+    public var startsFrame: Bool
+
+    public init(layer: UInt8, sync: Bool, startsFrame: Bool) {
+        self.layer = layer
+        self.sync = sync
+        self.startsFrame = startsFrame
+    }
+}
+
+/// One receiver's share of a temporally layered stream (VP8 or H.264 L1T2/L1T3) at a relay: frames above
 /// the highest layer it gets are not sent, and what is sent stays one stream without holes —
 /// sequence numbers close over the dropped packets (a hole would be NACKed, and a player's
 /// jitter buffer would wait for it). Going down happens at the next frame; going up waits for

@@ -51,8 +51,12 @@ struct VideoLayer {
     var lastPacketAt: ContinuousClock.Instant?
     /// What the publisher sends on it (the allocator's layer rates).
     var meter = BitrateMeter()
-    /// VP8 temporal layers: what it sends on each (TID 0…3), from the payload descriptors.
+    /// Temporal layers: what it sends on each (TID 0…3), from VP8's payload descriptors or
+    /// H.264's nal_ref_idc (`H264TemporalReader`: referenced or not).
     var temporalMeters: [BitrateMeter] = []
+
+    /// It has sent more than one temporal layer (an H.264 stream's base alone is not one).
+    var hasTemporalLayers: Bool { temporalMeters.count > 1 }
 
     /// With temporal layers: the bits per second of its layers up to TID 0, 1, … — every
     /// choice short of the whole (empty: none seen in the last seconds).

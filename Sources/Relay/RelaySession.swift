@@ -148,13 +148,13 @@ extension PlayerOutput {
     /// its layer left out and the rest numbered on, and the PictureID/TL0PICIDX edit when
     /// `editsVP8` (simulcast or temporal layers).
     @inline(__always)
-    mutating func outgoing(_ view: RTPHeaderView, vp8: VP8Numbers?, editsVP8: Bool, clockRate: Int,
+    mutating func outgoing(_ view: RTPHeaderView, vp8: VP8Numbers?, mark: TemporalMark?, editsVP8: Bool, clockRate: Int,
                            now: ContinuousClock.Instant) -> Outgoing {
         guard case (var seq, let ts)? = rewriter.rewrite(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber,
                                                          timestamp: view.timestamp, clockRate: clockRate, now: now) else { return .unplaceable }
-        if let vp8, vp8.layer != nil {
-            guard let sent = temporal.filter(sequenceNumber: seq, layer: vp8.layer, sync: vp8.sync, startsFrame: vp8.startsFrame) else {
-                self.vp8.dropped(vp8)
+        if let mark {
+            guard let sent = temporal.filter(sequenceNumber: seq, layer: mark.layer, sync: mark.sync, startsFrame: mark.startsFrame) else {
+                if let vp8 { self.vp8.dropped(vp8) }
                 return .aboveLayer
             }
             seq = sent

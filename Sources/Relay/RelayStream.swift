@@ -288,12 +288,15 @@ final class RelayStream: @unchecked Sendable {
         // VP8, read once: simulcast players' PictureID/TL0PICIDX continue across their layer
         // switches, and with temporal layers each player's frames above its layer are left out.
         let vp8 = kind == .video && videoCodec == .vp8 ? packet.payload.withUnsafeBytes { VP8Numbers(payload: $0) } : nil
+        var mark = kind == .video ? temporalMark(packet.payload, vp8: vp8) : nil
         switch kind {
         case .video:
             let inOrder = videoLayers[packet.ssrc]?.newestSequence.map { packet.sequenceNumber.isNewer(than: $0) } ?? true
             startsKeyframe = inOrder && (videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false)
             if startsKeyframe { lastKeyframeAt = now }
-            noteVideo(packet, bytes: bytes, inOrder: inOrder, startsKeyframe: startsKeyframe, temporalLayer: vp8?.layer, now: now)
+            noteVideo(packet, bytes: bytes, inOrder: inOrder, startsKeyframe: startsKeyframe, temporalLayer: mark?.layer, now: now)
+            // An H.264 stream's base layer alone (every slice referenced) is not filtered per player.
+            if vp8 == nil, videoLayers[packet.ssrc]?.hasTemporalLayers != true { mark = nil }
         case .audio:
             audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
             audioRate.add(bytes: bytes.count + Self.audioOverhead, now: now)
@@ -335,7 +338,7 @@ final class RelayStream: @unchecked Sendable {
                         if let vp8 { output.pointee.vp8.switched(to: vp8) }
                     }
                     let seq: UInt16, ts: UInt32, edit: RTPHeaderPatch.PayloadEdit?
-                    switch output.pointee.outgoing(view, vp8: vp8, editsVP8: editsVP8, clockRate: clockRate, now: now) {
+                    switch output.pointee.outgoing(view, vp8: vp8, mark: mark, editsVP8: editsVP8, clockRate: clockRate, now: now) {
                     case .send(let s, let t, let e): (seq, ts, edit) = (s, t, e)
                     case .unplaceable:
                         counters.packetsDropped += 1
@@ -465,9 +468,9 @@ final class RelayStream: @unchecked Sendable {
         guard case (var seq, let ts)? = player.continuous(ssrc: view.ssrc, sequenceNumber: view.sequenceNumber, timestamp: view.timestamp,
                                                 kind: kind, clockRate: clockRate, now: now) else { return nil }
         let numbers = kind == .video && videoCodec == .vp8 ? VP8Numbers(payload: view.payload) : nil
-        if let numbers, numbers.layer != nil {
+        if kind == .video, let mark = peekTemporalMark(view, vp8: numbers) {
             // A layer the player no longer gets is not sent again; the rest where it went out.
-            guard let sent = player.output(.video, { $0.temporal.sends(layer: numbers.layer) ? $0.temporal.output(forInput: seq) : nil })
+            guard let sent = player.output(.video, { $0.temporal.sends(layer: mark.layer) ? $0.temporal.output(forInput: seq) : nil })
             else { return nil }
             seq = sent
         }
@@ -662,8 +665,9 @@ final class RelayStream: @unchecked Sendable {
                 // Simulcast: its PictureID/TL0PICIDX continue from this layer's keyframe, as at a switch.
                 if i == 0, simulcast, let vp8 { player.output(.video) { $0.vp8.switched(to: vp8) } }
                 let editsVP8 = rewritesVP8Numbers || vp8?.layer != nil
+                let mark = peekTemporalMark(view, vp8: vp8)
                 guard case .send(let seq, let ts, let edit) = player.output(.video, {
-                          $0.outgoing(view, vp8: vp8, editsVP8: editsVP8, clockRate: clockRate, now: now)
+                          $0.outgoing(view, vp8: vp8, mark: mark, editsVP8: editsVP8, clockRate: clockRate, now: now)
                       }),
                       sender.forward(view, sequenceNumber: seq, timestamp: ts, payloadType: pt, videoOrientationID: orientationID,
                                      payloadEdit: edit, into: batch, now: now) else { return }
@@ -766,7 +770,22 @@ final class RelayStream: @unchecked Sendable {
     var publishesLayers: Bool { videoLayers.isSimulcast || publishesTemporalLayers }
 
     private var publishesTemporalLayers: Bool {
-        videoCodec == .vp8 && videoLayers.bySSRC.values.contains { !$0.temporalMeters.isEmpty }
+        videoLayers.bySSRC.values.contains { $0.hasTemporalLayers }
+    }
+
+    /// A publisher video packet's temporal layer: VP8's from its payload descriptor, H.264's
+    /// from nal_ref_idc (`H264TemporalReader`).
+    private func temporalMark(_ payload: [UInt8], vp8: VP8Numbers?) -> TemporalMark? {
+        if let vp8 { return vp8.temporalMark }
+        guard videoCodec == .h264 else { return nil }
+        return payload.withUnsafeBytes { H264TemporalReader.mark($0) }
+    }
+
+    /// The temporal layer of a packet sent before (a resend, a replay); nil for a stream without layers.
+    private func peekTemporalMark(_ view: RTPHeaderView, vp8: VP8Numbers?) -> TemporalMark? {
+        if let vp8 { return vp8.temporalMark }
+        guard videoCodec == .h264, videoLayers[view.ssrc]?.hasTemporalLayers == true else { return nil }
+        return H264TemporalReader.mark(view.payload)
     }
 
     /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.

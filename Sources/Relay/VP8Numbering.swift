@@ -15,6 +15,9 @@ struct VP8Numbers: Equatable {
     let sync: Bool
     let startsFrame: Bool
 
+    /// Its place among temporal layers (nil: the stream has none).
+    var temporalMark: TemporalMark? { layer.map { TemporalMark(layer: $0, sync: sync, startsFrame: startsFrame) } }
+
     init?(payload: UnsafeRawBufferPointer) {
         guard let (descriptor, _) = try? VP8PayloadDescriptor.parse(payload), let pictureID = descriptor.pictureID else { return nil }
         offset = 2   // after the first byte and the extension byte

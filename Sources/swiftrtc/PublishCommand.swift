@@ -27,8 +27,8 @@ enum PublishCommand {
                           largest layer, --min-bitrate the smallest, --max-fps every one
       --layers LIST       with --simulcast: each layer's size as a divisor of the capture size
                           (default 1,2,4: rids h, m, l; 2 to 4 layers)
-      --scalability M     temporal layers, W3C scalabilityMode: L1T1 (default), L1T2 or L1T3 (VP8; a
-                          relay can then send a viewer half or a quarter of the frames without a keyframe)
+      --scalability M     temporal layers, W3C scalabilityMode: L1T1 (default), L1T2 or L1T3 (VP8 or H.264;
+                          a relay can then send a viewer half or a quarter of the frames without a keyframe)
       --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
                           maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
@@ -94,9 +94,6 @@ enum PublishCommand {
         if let scalability {
             guard RtpEncodingParameters.scalabilityModes[scalability] != nil else {
                 throw UsageError("swiftrtc publish: --scalability must be L1T1, L1T2 or L1T3, not \"\(scalability)\"")
-            }
-            guard codec == .vp8 || scalability == "L1T1" else {
-                throw UsageError("swiftrtc publish: --scalability \(scalability) needs --codec vp8 (H.264 is sent as L1T1)")
             }
         }
         if let record, let container = RecordingContainer(path: record) {

@@ -98,8 +98,8 @@ import Testing
         #expect(throws: MediaError("VP8 encoder: 4 temporal layers (it makes 1…3)")) {
             try VP8Encoder(settings: VideoEncoderSettings(width: 320, height: 180, temporalLayers: 4))
         }
-        #expect(throws: MediaError("H.264 encoder: 2 temporal layers (it makes 1)")) {
-            try OpenH264Encoder(settings: VideoEncoderSettings(width: 320, height: 180, temporalLayers: 2))
+        #expect(throws: MediaError("H.264 encoder: 4 temporal layers (it makes 1…3)")) {
+            try OpenH264Encoder(settings: VideoEncoderSettings(width: 320, height: 180, temporalLayers: 4))
         }
     }
 }

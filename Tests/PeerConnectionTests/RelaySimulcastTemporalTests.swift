@@ -33,7 +33,7 @@ import Transport
         }
         run(seconds: 2)
 
-        let viewers = try await VP8Viewers(sim, relay: relay, stream: "thin") { p, at in
+        let viewers = try await TwoViewers(sim, relay: relay, stream: "thin") { p, at in
             let tid = (try? VP8PayloadDescriptor.parse(p.payload))?.0.temporalLayerIndex
             return Arrival(second: second.value, at: at, layer: WrittenSimulcastPublisher.vp8Tag(p.payload), tid: tid,
                            marker: p.marker, sequence: p.sequenceNumber)

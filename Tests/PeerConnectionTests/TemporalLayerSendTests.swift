@@ -8,8 +8,8 @@ import SessionSupport
 import Testing
 
 /// `scalabilityMode` L1T3 on a VP8 sender: its packets carry the temporal layer pattern in the
-/// payload descriptor and the receiver decodes every frame in order; an unknown mode is refused
-/// with the field named, and H.264 is sent as L1T1.
+/// payload descriptor; on an H.264 sender in each slice's nal_ref_idc (the top layer's is 0);
+/// the receiver decodes every frame in order; an unknown mode is refused with the field named.
 @Suite struct TemporalLayerSendTests {
     @Test(arguments: ["vp8", "h264"])
     func l1t3ReachesTheWireAndDecodes(codec: String) async throws {
@@ -47,8 +47,18 @@ import Testing
             let topLayerDiscardable = descriptors.filter { $0.temporalLayerIndex == 2 }.allSatisfy { $0.nonReference }
             #expect(topLayerDiscardable, "TL2 frames carry N")
         }
+        if codec == "h264" {
+            // Each frame's layer as a relay reads it (`H264TemporalReader`: the top one), in timestamp order.
+            var layers: [UInt32: UInt8] = [:]
+            for p in packets.value {
+                if let mark = p.payload.withUnsafeBytes({ H264TemporalReader.mark($0) }), mark.startsFrame { layers[p.timestamp] = mark.layer }
+            }
+            let pattern = layers.keys.sorted().compactMap { layers[$0] }
+            try #require(pattern.count >= 20)
+            #expect(Array(pattern.prefix(8)) == [0, 1, 0, 1, 0, 1, 0, 1], "\(pattern)")
+        }
         let outbound = try #require(await a.getStats().ofType("outbound-rtp").first)
-        #expect(outbound.string("scalabilityMode") == (codec == "vp8" ? "L1T3" : "L1T1"), "\(outbound.values)")
+        #expect(outbound.string("scalabilityMode") == "L1T3", "\(outbound.values)")
         await a.close()
         await b.close()
     }

@@ -5,15 +5,15 @@ import RTP
 import SessionSupport
 import Transport
 
-/// Two receive-only VP8 players of `stream` through `relay` (WHEP): A on a clean link and B on
-/// one the test shapes (`bLink`). Each records what arrives with `record` (the packet and the
-/// simulated instant it arrived).
-struct VP8Viewers<Arrival: Sendable> {
+/// Two receive-only video players (VP8 unless `codec`) of `stream` through `relay` (WHEP): A on
+/// a clean link and B on one the test shapes (`bLink`). Each records what arrives with `record`
+/// (the packet and the simulated instant it arrived).
+struct TwoViewers<Arrival: Sendable> {
     let pcs: [PeerConnection]
     let views: [Locked<[Arrival]>]
     let bLink: VirtualEndpoint
 
-    init(_ sim: Simulation, relay: RelayServer, stream: String,
+    init(_ sim: Simulation, relay: RelayServer, stream: String, codec: RtpCodecCapability = .vp8,
          record: @escaping @Sendable (RTPPacket, ContinuousClock.Instant) -> Arrival) async throws {
         let bLink = Holder<VirtualEndpoint>()
         var views: [Locked<[Arrival]>] = []
@@ -21,7 +21,7 @@ struct VP8Viewers<Arrival: Sendable> {
         for weak in [false, true] {
             let holder = weak ? bLink : Holder<VirtualEndpoint>()
             let pc = try sim.peer({ $0.mediaPipeline = false }, endpoint: { holder.value = $0 })
-            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [.vp8])
+            let video = try await pc.addTransceiver(.video, TransceiverInit(direction: .recvonly), codecs: [codec])
             let got = Locked<[Arrival]>([])
             video.receiver.onRTP = { [loop = sim.loop] p in
                 let arrival = record(p, loop.now)
