@@ -28,7 +28,8 @@ enum PublishCommand {
       --layers LIST       with --simulcast: each layer's size as a divisor of the capture size
                           (default 1,2,4: rids h, m, l; 2 to 4 layers)
       --scalability M     temporal layers, W3C scalabilityMode: L1T1 (default), L1T2 or L1T3 (VP8 or H.264;
-                          a relay can then send a viewer half or a quarter of the frames without a keyframe)
+                          a relay can then send a viewer half or a quarter (H.264: half) of the frames without
+                          a keyframe)
       --degradation PREF  what gives way when bandwidth is short: maintain-framerate (lower resolution),
                           maintain-resolution (lower frame rate) or balanced (default: both)
       --adapt WxH[@FPS]   VideoSource.adaptOutputFormat
