@@ -84,7 +84,7 @@ fuzz: deps
 	@convert -size 48x32 gradient:red-blue -quality 80 .build/fuzz-corpus/jpeg/seed420.jpg
 	@convert -size 40x24 gradient:green-yellow -sampling-factor 2x1 -interlace JPEG .build/fuzz-corpus/jpeg/seed422p.jpg
 	@convert -size 32x32 gradient: -colorspace Gray .build/fuzz-corpus/jpeg/seedgray.jpg
-	@for t in sdp sdpfrag stun rtp rtcp http jpeg websocket dcep turn mux netlink; do \
+	@for t in sdp sdpfrag stun rtp rtcp http jpeg websocket dcep turn mux netlink videopayload; do \
 	  echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
 	  mkdir -p .build/fuzz-corpus/$$t; \
 	  SWIFTRTC_FUZZ_TARGET=$$t .build/fuzz/debug/swiftrtc-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "SwiftRTC", dependencies: ["PeerConnection", "Relay", "HTTP", "Signaling", "Streaming", "Media", "Capture", "Render", "Camera",
                                                  "AudioDevice", "AudioProcessing", "Recording"]),
         .executableTarget(name: "swiftrtc", dependencies: ["Locks", "SwiftRTC", "HTTP"]),
-        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "TURN", "RTP", "HTTP", "Render", "WebSocket", "SCTP",
+        .executableTarget(name: "swiftrtc-fuzz", dependencies: ["SDP", "STUN", "TURN", "RTP", "RTPMedia", "HTTP", "Render", "WebSocket", "SCTP",
                                                         "Transport"]),
         .executableTarget(name: "swiftrtc-bench", dependencies: ["PeerConnection", "SRTP", "CSRTP", "Transport", "STUN", "RTP",
                                                          "Media", "Codecs", "Capture", "HTTP", "Camera", "Render", "CFFmpeg",

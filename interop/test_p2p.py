@@ -92,7 +92,14 @@ def test_chromium_call_page_with_swift_p2p(first, signal_server, browser, swift_
           f"Swift decoded {s.get('framesDecoded')} frames {s.get('frameWidth')}x{s.get('frameHeight')}, "
           f"chat {s.get('chatSent')} sent / {s.get('chatReceived')} received; Chromium sent {sent}")
     assert code == 0, swift.text()[-2000:]
-    assert len(valid) >= 10 and all(r["width"] == 640 and r["height"] == 360 for r in valid), reads
+    # Our first frames are sized for the estimator's 300 kbit/s start until its probes confirm
+    # more (`BandwidthAdaptation.start`: 480x270 from this 640x360 source); on a busy CI machine
+    # the page once read one of those 1.0 s in, 0.1 s before the probes' result moved the sender
+    # to 640x360. Those only before the first 640x360 read, that within 2 s; 640x360 from then on.
+    full = next((i for i, r in enumerate(valid) if (r["width"], r["height"]) == (640, 360)), None)
+    assert len(valid) >= 10 and full is not None and valid[full]["currentTime"] <= 2.0, reads
+    assert all((r["width"], r["height"]) in {(480, 270), (320, 180)} for r in valid[:full]), reads
+    assert all((r["width"], r["height"]) == (640, 360) for r in valid[full:]), reads
     frames = [r["frame"] for r in valid]
     assert all(b >= a for a, b in zip(frames, frames[1:])), frames
     # Chromium sends its 640x360 camera whole, or smaller when its encoder starts below the

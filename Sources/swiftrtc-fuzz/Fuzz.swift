@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import Render
 import RTP
+import RTPMedia
 import SCTP
 import SDP
 import STUN
@@ -10,7 +11,7 @@ import Transport
 import WebSocket
 
 // libFuzzer entry for the wire parsers. One binary; SWIFTRTC_FUZZ_TARGET picks the parser
-// (sdp, sdpfrag — WHIP/WHEP trickle PATCH bodies, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, dcep — data channel open/ack, turn, mux — the shared UDP socket's routing under spoofing, netlink — the kernel's address messages). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
+// (sdp, sdpfrag — WHIP/WHEP trickle PATCH bodies, stun, rtp, rtcp, http, jpeg — a camera's MJPEG frames, websocket, dcep — data channel open/ack, turn, mux — the shared UDP socket's routing under spoofing, netlink — the kernel's address messages, videopayload — H.264's temporal layer and VP8's descriptor as the relay reads them). Built with -sanitize=fuzzer -DFUZZING by `make fuzz`;
 // a normal build replays files given as arguments (regression runs of saved crashes).
 
 nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
@@ -27,8 +28,9 @@ nonisolated(unsafe) let fuzzTarget: ([UInt8]) -> Void = {
     case "turn": return fuzzTURN
     case "mux": return fuzzMuxRouting
     case "netlink": return fuzzNetlinkAddresses
+    case "videopayload": return fuzzVideoPayload
     default:
-        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, sdpfrag, stun, rtp, rtcp, http, jpeg, websocket, dcep, turn, mux or netlink\n".utf8))
+        FileHandle.standardError.write(Data("set SWIFTRTC_FUZZ_TARGET to sdp, sdpfrag, stun, rtp, rtcp, http, jpeg, websocket, dcep, turn, mux, netlink or videopayload\n".utf8))
         exit(2)
     }
 }()
