@@ -166,7 +166,7 @@ public final class OpenH264Encoder: VideoEncoder {
         p.eSpsPpsIdStrategy = CONSTANT_ID
         p.bPrefixNalAddingCtrl = false
         p.bEnableSSEI = false
-        p.iTemporalLayerNum = Int32(max(1, min(3, settings.temporalLayers)))
+        p.iTemporalLayerNum = Int32(settings.temporalLayers)   // 1…3: `validate`
         p.iSpatialLayerNum = 1
         p.iNumRefFrame = p.iTemporalLayerNum > 1 ? Int32(AUTO_REF_PIC_COUNT) : 1
         p.iEntropyCodingModeFlag = 0            // CAVLC: baseline has no CABAC

@@ -288,16 +288,17 @@ final class RelayStream: @unchecked Sendable {
         // VP8, read once: simulcast players' PictureID/TL0PICIDX continue across their layer
         // switches, and with temporal layers each player's frames above its layer are left out.
         let vp8 = kind == .video && videoCodec == .vp8 ? packet.payload.withUnsafeBytes { VP8Numbers(payload: $0) } : nil
-        var mark = kind == .video ? temporalMark(packet.payload, vp8: vp8) : nil
+        let mark: TemporalMark?   // the players' filters' (`forwardingMark`)
         switch kind {
         case .video:
             let inOrder = videoLayers[packet.ssrc]?.newestSequence.map { packet.sequenceNumber.isNewer(than: $0) } ?? true
             startsKeyframe = inOrder && (videoCodec.map { VideoPacketInfo(codec: $0, payload: packet.payload).startsKeyframe } ?? false)
             if startsKeyframe { lastKeyframeAt = now }
-            noteVideo(packet, bytes: bytes, inOrder: inOrder, startsKeyframe: startsKeyframe, temporalLayer: mark?.layer, now: now)
-            // An H.264 stream's base layer alone (every slice referenced) is not filtered per player.
-            if vp8 == nil, videoLayers[packet.ssrc]?.hasTemporalLayers != true { mark = nil }
+            let read = packet.payload.withUnsafeBytes { temporalMark($0, vp8: vp8) }
+            noteVideo(packet, bytes: bytes, inOrder: inOrder, startsKeyframe: startsKeyframe, temporalLayer: read?.layer, now: now)
+            mark = forwardingMark(read, ssrc: packet.ssrc, vp8: vp8)
         case .audio:
+            mark = nil
             audioHistory.store(bytes, sequenceNumber: packet.sequenceNumber, sentAt: now)
             audioRate.add(bytes: bytes.count + Self.audioOverhead, now: now)
         }
@@ -775,17 +776,20 @@ final class RelayStream: @unchecked Sendable {
 
     /// A publisher video packet's temporal layer: VP8's from its payload descriptor, H.264's
     /// from nal_ref_idc (`H264TemporalReader`).
-    private func temporalMark(_ payload: [UInt8], vp8: VP8Numbers?) -> TemporalMark? {
+    private func temporalMark(_ payload: UnsafeRawBufferPointer, vp8: VP8Numbers?) -> TemporalMark? {
         if let vp8 { return vp8.temporalMark }
-        guard videoCodec == .h264 else { return nil }
-        return payload.withUnsafeBytes { H264TemporalReader.mark($0) }
+        return videoCodec == .h264 ? H264TemporalReader.mark(payload) : nil
     }
 
-    /// The temporal layer of a packet sent before (a resend, a replay); nil for a stream without layers.
+    /// The mark players' filters take: an H.264 stream that has shown one layer only (every
+    /// slice referenced) is not filtered per player.
+    private func forwardingMark(_ mark: TemporalMark?, ssrc: UInt32, vp8: VP8Numbers?) -> TemporalMark? {
+        vp8 != nil || videoLayers[ssrc]?.hasTemporalLayers == true ? mark : nil
+    }
+
+    /// The temporal layer of a packet sent before (a resend, a replay), as players' filters take it.
     private func peekTemporalMark(_ view: RTPHeaderView, vp8: VP8Numbers?) -> TemporalMark? {
-        if let vp8 { return vp8.temporalMark }
-        guard videoCodec == .h264, videoLayers[view.ssrc]?.hasTemporalLayers == true else { return nil }
-        return H264TemporalReader.mark(view.payload)
+        forwardingMark(temporalMark(view.payload, vp8: vp8), ssrc: view.ssrc, vp8: vp8)
     }
 
     /// `player`'s transport-cc feedback moved its send-side estimate: it replaces its REMB.
@@ -811,7 +815,7 @@ final class RelayStream: @unchecked Sendable {
     /// quarter of the frames is better than a frozen picture, and needs no keyframe to change.
     /// Not on an early estimate ("link full" before the estimator settled): it moves a player
     /// to the smallest choice at once. Under a simulcast's smallest layer only as `thins` says.
-    private func rungs(for player: RelaySession, now: ContinuousClock.Instant) -> [Rung]? {
+    private func rungs(for player: RelaySession, audio: Int, now: ContinuousClock.Instant) -> [Rung]? {
         let spatial: [VideoLayer]
         if videoLayers.isSimulcast {
             let ranked = videoLayers.ranked
@@ -825,7 +829,6 @@ final class RelayStream: @unchecked Sendable {
             spatial = [only]
         }
         var rungs: [Rung] = []
-        let audio = audioShare(of: player, now: now)
         if let lowest = spatial.first, player.output(.video, { output in
             output.temporalPreference == nil && !output.estimate.provisional
                 && (!videoLayers.isSimulcast || Self.thins(&output, lowest: lowest, audio: audio, now: now))
@@ -881,9 +884,9 @@ final class RelayStream: @unchecked Sendable {
     private func allocate(_ player: RelaySession, now: ContinuousClock.Instant) {
         guard publishesLayers else { return }
         if player.output(.video, { $0.target }) == nil, videoLayers.isSimulcast, !videoLayers.isComplete(now: now) { return }
-        guard let rungs = rungs(for: player, now: now), rungs.count > 1 || videoLayers.isSimulcast else { return }
-        let layers = rungs.map { LayerAllocator.Layer(ssrc: $0.id, bitrate: $0.bitrate) }
         let audio = audioShare(of: player, now: now)
+        guard let rungs = rungs(for: player, audio: audio, now: now), rungs.count > 1 || videoLayers.isSimulcast else { return }
+        let layers = rungs.map { LayerAllocator.Layer(ssrc: $0.id, bitrate: $0.bitrate) }
         let switched: (from: UInt32?, to: UInt32, estimate: String)? = player.output(.video) { output in
             let current = output.target.flatMap { target in
                 rungs.first { $0.ssrc == target && $0.temporal == (output.temporalPreference == nil ? output.temporal.cap : nil) }?.id
