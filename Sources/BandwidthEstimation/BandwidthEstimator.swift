@@ -47,6 +47,9 @@ public struct BandwidthEstimator: Sendable {
     private var packetsLost = 0
     private var probeClustersRequested = 0
     private var lastProbeResult: Int?
+    /// The last probe's measured rate and when it came (`verifiedBitrate`).
+    private var measuredProbe: (bitrate: Int, at: Moment)?
+    static let probeEvidence = Duration.seconds(5)
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -77,6 +80,16 @@ public struct BandwidthEstimator: Sendable {
 
     /// What the feedback says arrived lately (bits per second); nil before enough of it.
     public var acknowledgedBitrate: Int? { acknowledged.bitrate.map { Int($0) } }
+
+    /// What the link was seen to carry lately (bits per second): what it delivered, or more if
+    /// a probe measured more within `probeEvidence`. An estimate above it is the AIMD's growth,
+    /// which reaches 1.5 × what is acknowledged with no evidence at all: a relay steps a player
+    /// up only as far as this (`LayerAllocator`).
+    public var verifiedBitrate: Int? {
+        let probe = measuredProbe.flatMap { p in lastTransportFeedback.map { $0 - p.at <= Self.probeEvidence } == true ? p.bitrate : nil }
+        guard let delivered = acknowledgedBitrate else { return probe }
+        return max(delivered, probe ?? 0)
+    }
 
     /// What the link delivered of what was sent into it since the first feedback (0…~1; see
     /// `DeliveryMeter`); nil before enough of it. Under a half: the link is evidently full.
@@ -157,6 +170,7 @@ public struct BandwidthEstimator: Sendable {
             probeResults.onPacketResult(r)
         }
         let probe = probeResults.takeEstimate()
+        if let p = probe, delay.state != .overusing { measuredProbe = (Int(p), now) }
 
         lostSinceLossUpdate += lost
         reportedSinceLossUpdate += results.count

@@ -15,7 +15,7 @@
 ///   Padding is only ever sent for a probe: leftovers are discarded when none is active.
 ///
 /// Drive it: after each `enqueue` and at `nextSendTime(after:)`, call `poll(at:)` until it
-/// returns nil, then if `paddingWanted(at:)` > 0 enqueue that much padding and poll again.
+/// returns nil, then if `paddingWanted(at:)` asks for padding enqueue that much and poll again.
 public struct Pacer: Sendable {
     public struct Configuration: Sendable, Equatable {
         public var pacingFactor: Double
@@ -144,13 +144,14 @@ public struct Pacer: Sendable {
         return min(earliest ?? budgetTime, budgetTime)
     }
 
-    /// Bytes of padding the active probe cluster needs now (0 if none): enqueue `.padding`
-    /// packets of at least that many bytes in total (each counts toward its packet minimum).
-    public func paddingWanted(at now: Moment) -> Int {
+    /// The padding the active probe cluster needs now (nil if none): enqueue `.padding` packets
+    /// of at least `bytes` in total (each counts toward its packet minimum), none larger than
+    /// `largestPacket`.
+    public func paddingWanted(at now: Moment) -> PaddingRequest? {
         guard let active = currentProbe(at: now), now >= active.due,
-              queues.allSatisfy({ $0.isEmpty }) else { return 0 }
-        let bytes = active.cluster.minBytes - active.sentBytes
-        return max(bytes, active.sentPackets < active.cluster.minPackets ? 1 : 0)
+              queues.allSatisfy({ $0.isEmpty }) else { return nil }
+        let bytes = max(active.cluster.minBytes - active.sentBytes, active.sentPackets < active.cluster.minPackets ? 1 : 0)
+        return bytes > 0 ? PaddingRequest(bytes: bytes, largestPacket: active.cluster.largestPaddingPacket) : nil
     }
 
     public var queuedPackets: Int { queues.reduce(0) { $0 + $1.count } }

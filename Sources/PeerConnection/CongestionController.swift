@@ -75,9 +75,9 @@ package final class CongestionController {
     /// Bits per second kept for audio out of the estimate.
     private var audioReserve = 0
     private var videoStreams = 1
-    /// Builds about `count` bytes of padding packets for a probe (the video sender's RTX
-    /// stream), each with its transport-cc placeholder id; nil: probes go out with media only.
-    var makePadding: ((Int) -> [(bytes: [UInt8], transportCCID: UInt8)])?
+    /// Builds the padding packets a probe asks for (the video sender's RTX stream), each with
+    /// its transport-cc placeholder id; nil: probes go out with media only.
+    var makePadding: ((PaddingRequest) -> [(bytes: [UInt8], transportCCID: UInt8)])?
     /// A relay's per-player layer choice: the estimate from the peer's transport-cc feedback
     /// whenever it moved by `announceStep` or more (before it settles, only when the link is
     /// evidently full: `linkIsFull`).
@@ -180,8 +180,7 @@ package final class CongestionController {
                 transmit(p.bytes, transportCCID: id == 0 ? nil : id, probeClusterID: p.probeClusterID, now: now)
             }
             // A probe with no media to carry it asks for padding.
-            let wanted = pacer.paddingWanted(at: now)
-            guard wanted > 0, let padding = makePadding?(wanted), !padding.isEmpty else { break }
+            guard let wanted = pacer.paddingWanted(at: now), let padding = makePadding?(wanted), !padding.isEmpty else { break }
             for p in padding { pacer.enqueue(PacedPacket(bytes: p.bytes, kind: .padding, tag: Int(p.transportCCID)), at: now) }
             rounds += 1
         }
@@ -299,7 +298,7 @@ package final class CongestionController {
     private func estimateUpdated(now: Moment) {
         for cluster in estimator.takeProbeClusters() { pacer.startProbe(cluster, at: now) }
         publishTarget()
-        if pacer.queuedPackets > 0 || pacer.paddingWanted(at: now) > 0 { drainPacer(now: now) }
+        if pacer.queuedPackets > 0 || pacer.paddingWanted(at: now) != nil { drainPacer(now: now) }
     }
 
     private func publishTarget(now: Moment? = nil) {
@@ -320,7 +319,7 @@ package final class CongestionController {
            abs(Double(target - announced)) >= Self.announceStep * Double(announced) {
             announced = target
             announce(SendSideEstimate(bitrate: target, settled: settled, delivered: estimator.acknowledgedBitrate,
-                                      loss: estimator.lossRate))
+                                      verified: estimator.verifiedBitrate, loss: estimator.lossRate))
         }
     }
 
@@ -418,13 +417,17 @@ package struct SendSideEstimate: Sendable, Equatable {
     package var settled = true
     /// What the link delivered lately, bits per second (`BandwidthEstimator.acknowledgedBitrate`).
     package var delivered: Int?
+    /// What the link was seen to carry: `delivered`, or a recent probe's measured rate if more
+    /// (`BandwidthEstimator.verifiedBitrate`).
+    package var verified: Int?
     /// What the link lost of what it was sent, over the last loss update (0…1, before resends).
     package var loss = 0.0
 
-    package init(bitrate: Int, settled: Bool = true, delivered: Int? = nil, loss: Double = 0) {
+    package init(bitrate: Int, settled: Bool = true, delivered: Int? = nil, verified: Int? = nil, loss: Double = 0) {
         self.bitrate = bitrate
         self.settled = settled
         self.delivered = delivered
+        self.verified = verified ?? delivered
         self.loss = loss
     }
 }

@@ -123,7 +123,7 @@ extension PeerConnection {
         transport.congestion.setBounds(minBitrate: high > 0 ? low : nil, maxBitrate: high > 0 ? max(high, low) : nil,
                                        audioReserve: media.audioSend.count * 40_000, videoStreams: media.videoSend.count)
         if transport.congestion.makePadding == nil, let video = media.videoSend.values.first {
-            transport.congestion.makePadding = { [sender = video.sender] bytes in sender.paddingPackets(bytes: bytes) }
+            transport.congestion.makePadding = { [sender = video.sender] request in sender.paddingPackets(request) }
         }
     }
 

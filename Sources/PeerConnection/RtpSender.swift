@@ -1,4 +1,5 @@
 import AudioProcessing
+import BandwidthEstimation
 import Media
 import RTP
 import RTPMedia
@@ -357,11 +358,11 @@ public final class RtpSender: @unchecked Sendable {
     /// Padding-only packets on the RTX stream for a bandwidth probe, about `bytes` in all (the
     /// pacer sends them). Empty when the peer negotiated no rtx or no transport-cc (a probe
     /// nobody measures is waste). Loop thread.
-    func paddingPackets(bytes: Int) -> [(bytes: [UInt8], transportCCID: UInt8)] {
+    func paddingPackets(_ request: PaddingRequest) -> [(bytes: [UInt8], transportCCID: UInt8)] {
         loop.preconditionInLoop()
         guard let transportCC = transportCCExtensionID, nack.rtx != nil else { return [] }
-        let packets = nack.rtx?.padding(bytes: bytes, midID: mid == nil ? nil : midExtensionID, mid: midBytes,
-                                        transportCCID: transportCC) ?? []
+        let packets = nack.rtx?.padding(bytes: request.bytes, largestPacket: request.largestPacket,
+                                        midID: mid == nil ? nil : midExtensionID, mid: midBytes, transportCCID: transportCC) ?? []
         return packets.map { ($0, transportCC) }
     }
 
@@ -369,18 +370,18 @@ public final class RtpSender: @unchecked Sendable {
     /// from the player's transport-cc feedback on what it is forwarded — goes to `onChange`
     /// (loop thread, once settled, on each change of a few percent, with what the link
     /// delivered and lost lately), and the estimator's probe
-    /// clusters go out on this sender's RTX stream: `padding(bytes)` (copies of what the player
+    /// clusters go out on this sender's RTX stream: `padding(request)` (copies of what the player
     /// was sent), else padding-only packets. Loop thread.
     /// `maxBitrate`: the most the player may be sent (the estimator's bound, and its probes').
-    package func followSendSideEstimate(maxBitrate: Int, padding: @escaping (Int) -> [(bytes: [UInt8], transportCCID: UInt8)],
+    package func followSendSideEstimate(maxBitrate: Int, padding: @escaping (PaddingRequest) -> [(bytes: [UInt8], transportCCID: UInt8)],
                                         onChange: @escaping (SendSideEstimate) -> Void) {
         loop.preconditionInLoop()
         guard let congestion = transport?.congestion else { return }
         congestion.setBounds(minBitrate: 30_000, maxBitrate: maxBitrate, audioReserve: 0, videoStreams: 1)
         congestion.onSendSideEstimate = onChange
-        congestion.makePadding = { [weak self] bytes in
-            let copies = padding(bytes)
-            return copies.isEmpty ? self?.paddingPackets(bytes: bytes) ?? [] : copies
+        congestion.makePadding = { [weak self] request in
+            let copies = padding(request)
+            return copies.isEmpty ? self?.paddingPackets(request) ?? [] : copies
         }
     }
 

@@ -30,9 +30,11 @@ public struct RTXWriter: Sendable {
     }
 
     /// Padding-only packets on the RTX stream for a bandwidth probe (RFC 4588 receivers drop
-    /// them; RFC 3550 §5.1 padding, 255 bytes a packet), about `bytes` in all, each with our mid
-    /// and a transport-wide sequence placeholder. Empty when no rtx is negotiated.
-    public mutating func padding(bytes: Int, midID: UInt8?, mid: [UInt8], transportCCID: UInt8) -> [[UInt8]] {
+    /// them; RFC 3550 §5.1 padding, at most 255 bytes a packet), about `bytes` in all, each
+    /// with our mid and a transport-wide sequence placeholder, none over `largestPacket` (but
+    /// for its header and one byte of padding). Empty when no rtx is negotiated.
+    public mutating func padding(bytes: Int, largestPacket: Int = .max, midID: UInt8?, mid: [UInt8],
+                                 transportCCID: UInt8) -> [[UInt8]] {
         guard let pt = payloadTypes.values.min() else { return [] }
         var out: [[UInt8]] = []
         var left = bytes
@@ -43,7 +45,8 @@ public struct RTXWriter: Sendable {
             packet.setExtension(id: transportCCID, data: [0, 0])
             var wire = packet.serialize()
             wire[0] |= 0x20
-            wire.append(contentsOf: [UInt8](repeating: 0, count: 254) + [255])
+            let count = min(255, max(1, largestPacket - wire.count))
+            wire.append(contentsOf: [UInt8](repeating: 0, count: count - 1) + [UInt8(count)])
             out.append(wire)
             left -= wire.count
         }

@@ -80,9 +80,9 @@ final class RelaySession: @unchecked Sendable {
         }
         // Answered transport-cc (a simulcast's player, unless `--player-remb`): its estimate is the relay's own.
         guard let sender = videoRoute?.0, sender.transportCCExtensionID != nil else { return }
-        sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] bytes in
+        sender.followSendSideEstimate(maxBitrate: RelayStream.playerMaxBitrate) { [weak self, weak stream] request in
             guard let self, let stream else { return [] }
-            return stream.probePadding(for: self, bytes: bytes)
+            return stream.probePadding(for: self, request)
         } onChange: { [weak self, weak stream] estimate in
             guard let self, let stream else { return }
             stream.sendSideEstimate(estimate, of: self)

@@ -480,14 +480,15 @@ final class RelayStream: @unchecked Sendable {
         return (seq, ts, edit)
     }
 
-    /// The padding of a probe cluster of `player`'s send-side estimator, about `bytes`: the
-    /// newest video packets it was sent, again on its RTX stream (libwebrtc's payload padding).
+    /// The padding of a probe cluster of `player`'s send-side estimator (`request`): the newest
+    /// video packets it was sent no larger than the cluster takes, again on its RTX stream (libwebrtc's
+    /// payload padding).
     /// Five full-size copies make a cluster ~50 ms long at 1 Mbit/s; 5 of RTP padding's
     /// ~290-byte packets made it ~12 ms, which packets held up by 10–20 ms on the way (a busy
     /// receiver or emulator) left with no spread to measure (`RelayAllocationTests`, 4 ms of
     /// jitter: 8–19 s back on the high layer before, 3–9 s now). Empty when it was sent none yet
     /// (padding-only packets then).
-    func probePadding(for player: RelaySession, bytes: Int) -> [(bytes: [UInt8], transportCCID: UInt8)] {
+    func probePadding(for player: RelaySession, _ request: PaddingRequest) -> [(bytes: [UInt8], transportCCID: UInt8)] {
         loop.preconditionInLoop()
         let now = loop.now
         guard players[player.id] === player, let (sender, pt) = player.route(.video), let (history, _) = history(.video, for: player),
@@ -495,9 +496,9 @@ final class RelayStream: @unchecked Sendable {
         let clockRate = clockRate(.video)
         var out: [(bytes: [UInt8], transportCCID: UInt8)] = []
         var total = 0
-        for back in 0..<Self.probePaddingReach where total < bytes {
+        for back in 0..<Self.probePaddingReach where total < request.bytes {
             guard let source = player.output(.video, { $0.rewriter.sourceSequence(forOutput: newest &- UInt16(back)) }),
-                  let (packet, _) = history.sent(sequenceNumber: source) else { continue }
+                  let (packet, _) = history.sent(sequenceNumber: source), packet.count + 2 <= request.largestPacket else { continue }
             let copy = packet.withUnsafeBytes { raw -> (bytes: [UInt8], transportCCID: UInt8)? in
                 guard let view = try? RTPHeaderView(raw), let again = again(view, to: player, kind: .video, clockRate: clockRate, now: now)
                 else { return nil }
@@ -796,7 +797,8 @@ final class RelayStream: @unchecked Sendable {
     func sendSideEstimate(_ estimate: SendSideEstimate, of player: RelaySession) {
         guard players[player.id] === player else { return }
         player.output(.video) {
-            $0.estimate.sendSide(estimate.bitrate, settled: estimate.settled, delivered: estimate.delivered, loss: estimate.loss)
+            $0.estimate.sendSide(estimate.bitrate, settled: estimate.settled, delivered: estimate.delivered,
+                                 verified: estimate.verified, loss: estimate.loss)
         }
         allocate(player, now: loop.now)
     }
@@ -895,7 +897,8 @@ final class RelayStream: @unchecked Sendable {
                                                          estimate: output.estimate.bitrate.map { max(0, $0 - audio) },
                                                          limitedByLoss: output.estimate.limitedByLoss,
                                                          provisional: output.estimate.provisional,
-                                                         delivered: output.estimate.delivered.map { max(0, $0 - audio) }, now: now),
+                                                         delivered: output.estimate.delivered.map { max(0, $0 - audio) },
+                                                         verified: output.estimate.verified.map { max(0, $0 - audio) }, now: now),
                   let rung = rungs.first(where: { $0.id == decision.ssrc })
             else { return nil }
             let previous = current

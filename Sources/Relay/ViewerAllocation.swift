@@ -63,10 +63,11 @@ struct ViewerEstimate {
     /// The send-side estimate of what this player's link carries (bits per second);
     /// `settled` false: an early one, given because the link is evidently full; `delivered`
     /// and `loss`: what the link delivered and lost lately, as the feedback showed.
-    mutating func sendSide(_ bitrate: Int, settled: Bool = true, delivered: Int? = nil, loss: Double = 0) {
+    mutating func sendSide(_ bitrate: Int, settled: Bool = true, delivered: Int? = nil, verified: Int? = nil, loss: Double = 0) {
         sendSide = bitrate
         provisional = !settled
         self.delivered = delivered
+        self.verified = verified ?? delivered
         linkLoss = loss
         lossCap = nil
     }
@@ -74,6 +75,8 @@ struct ViewerEstimate {
     /// What the player's link delivered lately (bits per second), from its transport-cc
     /// feedback with the last send-side estimate; nil with REMB.
     private(set) var delivered: Int?
+    /// What the link was seen to carry (`delivered`, or a recent probe's rate); nil with REMB.
+    private(set) var verified: Int?
     /// What its link lost of what it was sent (0…1, before resends), from the same feedback.
     private(set) var linkLoss = 0.0
 
@@ -199,6 +202,8 @@ struct LayerAllocator {
     /// link has grown. The last, not the highest: a link that got worse must not need its old
     /// capacity passed before a burst.
     static let burstRatio = 1.5
+    /// Padding goes at most this far over what the link was seen to carry (send-side).
+    static let verifiedStep = 1.1
     static let burstLength: Duration = .seconds(1)
     static let burstAbove = 1.1
     /// After a probe fails the padding does not stop at once, it goes to `settleShare` of the
@@ -266,7 +271,8 @@ struct LayerAllocator {
     /// still be ramping (a Chromium publisher's are for seconds), and a player that joined on
     /// one too large went h → m at 358 kbit/s and m → l a second later as m grew (two freezes).
     mutating func decide(layers: [Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
-                         provisional: Bool = false, delivered: Int? = nil, now: ContinuousClock.Instant) -> Decision? {
+                         provisional: Bool = false, delivered: Int? = nil, verified: Int? = nil,
+                         now: ContinuousClock.Instant) -> Decision? {
         guard let largest = layers.last else { return nil }
         guard let estimate else {
             fitsSince.removeAll()
@@ -303,6 +309,12 @@ struct LayerAllocator {
             return Decision(ssrc: layers[provisional ? 0 : min(fitting, index)].ssrc, padding: 0, stopCurrent: provisional)
         }
         unfitSince = nil
+        // A send-side estimate steps up only as far as the link was seen to carry (`verified`):
+        // its AIMD grows to 1.5 × what is acknowledged with no evidence, the whole step between
+        // temporal choices (l/T0 → l/T1 is ×1.5): a viewer behind 97 kbit/s went to l/T1 at a
+        // 122 kbit/s estimate and queued 1.2 s. A layer that fits but was not seen carried is
+        // probed for (padded towards) like one that does not fit yet.
+        let carried = verified.map { v in layers.lastIndex { Double($0.bitrate) <= Double(v) * Self.headroom } ?? 0 } ?? fitting
         if fitting > index {
             // The estimate carries a larger layer: up to the largest that has fit for `upHold`,
             // each larger layer on its own hold, kept across a step up: a probe that found a
@@ -311,15 +323,18 @@ struct LayerAllocator {
             for i in layers.indices where i > index {
                 fitsSince[layers[i].ssrc] = i <= fitting ? fitsSince[layers[i].ssrc] ?? now : nil
             }
-            guard let up = layers.indices.last(where: { i in
-                i > index && fitsSince[layers[i].ssrc].map { now - $0 >= Self.upHold } ?? false
-            }) else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
-            for i in (index + 1)...up { fitsSince[layers[i].ssrc] = nil }   // no longer larger
-            probe = nil
-            backoff = Self.firstBackoff
-            return Decision(ssrc: layers[up].ssrc, padding: 0)
+            if let up = layers.indices.last(where: { i in
+                i > index && i <= carried && fitsSince[layers[i].ssrc].map { now - $0 >= Self.upHold } ?? false
+            }) {
+                for i in (index + 1)...up { fitsSince[layers[i].ssrc] = nil }   // no longer larger
+                probe = nil
+                backoff = Self.firstBackoff
+                return Decision(ssrc: layers[up].ssrc, padding: 0)
+            }
+            guard carried < fitting else { return Decision(ssrc: layers[index].ssrc, padding: 0) }
+        } else {
+            fitsSince.removeAll()
         }
-        fitsSince.removeAll()
         guard index + 1 < layers.count else {
             probe = nil
             return Decision(ssrc: layers[index].ssrc, padding: 0)
@@ -346,10 +361,15 @@ struct LayerAllocator {
             p.burstUntil = now + Self.burstLength
             probe = p
         }
-        let wanted = Int(Double(layers[index + 1].bitrate) / Self.headroom)
-        var decision = Decision(ssrc: layers[index].ssrc, padding: max(0, min(estimate, wanted) - rate))
+        // Towards what a send-side estimate fits (the next layer if none), and no more than
+        // `verifiedStep` over what the link was seen to carry: padding to an estimate the AIMD
+        // grew past a 260 kbit/s link (311 kbit/s) overflowed its queue, the loss cut the
+        // estimate to 160 and the player fell a layer. The estimator's probes find a grown link.
+        let wanted = Int(Double(layers[max(index + 1, fitting)].bitrate) / Self.headroom)
+        let ceiling = min(wanted, verified.map { Int(Double($0) * Self.verifiedStep) } ?? .max)
+        var decision = Decision(ssrc: layers[index].ssrc, padding: max(0, min(estimate, ceiling) - rate))
         if let until = p.burstUntil, now < until {
-            decision.burst = Burst(padding: max(0, min(Int(Double(estimate) * Self.burstRatio), wanted) - rate), until: until)
+            decision.burst = Burst(padding: max(0, min(Int(Double(estimate) * Self.burstRatio), ceiling) - rate), until: until)
         }
         return decision
     }

@@ -8,6 +8,8 @@ struct CallSimulation {
     struct Result {
         /// (seconds, target bps) every 100 ms.
         var targets: [(t: Double, bps: Int)] = []
+        /// (seconds, `verifiedBitrate`) every 100 ms.
+        var verified: [(t: Double, bps: Int?)] = []
         /// (send seconds, ms spent in the bottleneck queue incl. transmission).
         var queueDelays: [(t: Double, ms: Double)] = []
         /// (arrival seconds, ms from entering the pacer to arriving at the receiver).
@@ -164,16 +166,16 @@ struct CallSimulation {
                     link.send(sequence: sequence, size: packet.size, at: now)
                     sequence += 1
                 }
-                let padding = pacer.paddingWanted(at: now)
-                guard padding > 0 else { break }
-                // Full-size padding, as libwebrtc's RTX payload padding is.
-                let size = 1200
+                guard let padding = pacer.paddingWanted(at: now) else { break }
+                // Full-size padding, as libwebrtc's RTX payload padding is, where the cluster takes it.
+                let size = min(1200, padding.largestPacket)
                 result.paddingBytes += size
                 pacer.enqueue(PacedPacket(bytes: [UInt8](repeating: 0, count: size), kind: .padding, tag: -1), at: now)
             }
 
             if step % 100 == 0 {
                 result.targets.append((t, bwe.targetBitrate))
+                result.verified.append((t, bwe.verifiedBitrate))
                 result.statsLog.append((t, bwe.stats))
             }
         }

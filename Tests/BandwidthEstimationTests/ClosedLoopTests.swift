@@ -42,6 +42,27 @@ import Testing
         #expect(up != nil && up! - 3 <= 10)
     }
 
+    /// What the link was seen to carry (`verifiedBitrate`) stays with the link while the AIMD
+    /// runs past it: an encoder making 80 kbit/s on a 100 kbit/s link. Without probes the AIMD
+    /// grows to 1.5 × what is acknowledged (118–130 kbit/s) and only the 80 is verified; a
+    /// probe's measured rate, the link's (95–97), counts too.
+    @Test func theVerifiedRateIsWhatTheLinkCarriedNotTheAIMDsGrowth() {
+        func run(probing: Bool) -> (targets: [Int], verified: [Int]) {
+            var sim = CallSimulation()
+            sim.capacity = [(0, 100_000)]
+            sim.encoderLimit = [(0, 80_000)]
+            sim.bounds = [(0, 30_000, 2_500_000)]
+            if !probing { sim.estimatorConfiguration.periodicProbeInterval = nil }
+            let r = sim.run(seconds: 20)
+            return (r.targets(from: 8, to: 20), r.verified.filter { $0.t >= 8 }.map { $0.bps ?? 0 })
+        }
+        let aimd = run(probing: false)
+        #expect(aimd.targets.min()! > 110_000)
+        #expect(aimd.verified.allSatisfy { $0 >= 75_000 && $0 <= 85_000 }, "\(aimd.verified.min()!)–\(aimd.verified.max()!)")
+        let probed = run(probing: true)
+        #expect(probed.verified.allSatisfy { $0 >= 88_000 && $0 <= 105_000 }, "\(probed.verified.min()!)–\(probed.verified.max()!)")
+    }
+
     @Test func followsACapacityStepDownAndBackUp() {
         var sim = CallSimulation()
         sim.capacity = [(0, 2_500_000), (10, 500_000), (25, 2_500_000)]

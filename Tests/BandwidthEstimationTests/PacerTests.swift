@@ -122,8 +122,7 @@ import Testing
         var now = Duration.zero
         while now < .milliseconds(100) {
             while let p = pacer.poll(at: t0 + now) { sent.append((now, p)) }
-            let padding = pacer.paddingWanted(at: t0 + now)
-            if padding > 0 {
+            if pacer.paddingWanted(at: t0 + now) != nil {
                 pacer.enqueue(packet(.padding, 1000, tag: -1), at: t0 + now)
                 continue
             }
@@ -133,11 +132,22 @@ import Testing
         #expect(sent.count == 5 && sent.allSatisfy { $0.packet.probeClusterID == 7 })
         // 4000 bytes at 2 Mbit/s: the fifth packet leaves 4 × 4 ms after the first.
         #expect(sent.last?.at == .milliseconds(16))
-        #expect(!pacer.isProbing && pacer.paddingWanted(at: t0.advanced(by: .milliseconds(50))) == 0)
+        #expect(!pacer.isProbing && pacer.paddingWanted(at: t0.advanced(by: .milliseconds(50))) == nil)
         // Padding left over after a probe is dropped, never sent on the media budget.
         pacer.enqueue(packet(.padding, tag: -2), at: t0.advanced(by: .milliseconds(60)))
         #expect(pacer.poll(at: t0.advanced(by: .milliseconds(200))) == nil)
         #expect(pacer.queuedPackets == 0)
+    }
+
+    /// A probe's padding packets are at most 20 ms at its rate: at 120 kbit/s five full-size
+    /// copies were ~5 KB, 300–450 ms of a 97 kbit/s viewer's link every 2 s.
+    @Test func aSlowProbeAsksForSmallPaddingPackets() {
+        var pacer = Pacer(configuration: .init(initialTargetBitrate: 60_000))
+        let idle = t0.advanced(by: .milliseconds(100))
+        _ = pacer.poll(at: t0)
+        pacer.startProbe(ProbeCluster(id: 1, bitrate: 120_000), at: idle)
+        #expect(pacer.paddingWanted(at: idle) == PaddingRequest(bytes: 225, largestPacket: 300))
+        #expect(ProbeCluster(id: 2, bitrate: 1_000_000).largestPaddingPacket == 2500)
     }
 
     /// Padding leaves on the cluster's schedule, however full the media budget: a relay's
@@ -151,7 +161,7 @@ import Testing
         pacer.startProbe(cluster, at: idle)
         // As `CongestionController` asks: all the padding the cluster wants, at once.
         let wanted = pacer.paddingWanted(at: idle)
-        #expect(wanted == cluster.minBytes)
+        #expect(wanted == PaddingRequest(bytes: cluster.minBytes, largestPacket: 2250))
         for _ in 0..<5 { pacer.enqueue(packet(.padding, 289), at: idle) }
         var sent: [Duration] = []
         var now = idle

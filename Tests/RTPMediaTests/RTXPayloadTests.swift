@@ -77,6 +77,10 @@ import Testing
             #expect(p.extensionData(id: 3) == [0, 0] && p.extensionData(id: 1) == Array("0".utf8))
             #expect(throws: RTXError.self) { try RTXPayload.unwrap(bytes, originalSSRC: 1, originalPayloadType: 96) }
         }
+        // A slow probe's packets: none over the size it asks for.
+        let small = writer.padding(bytes: 400, largestPacket: 150, midID: 1, mid: Array("0".utf8), transportCCID: 3)
+        #expect(small.count == 3 && small.allSatisfy { $0.count == 150 })
+        #expect(try small.allSatisfy { try RTPPacket(parsing: $0).payload.isEmpty })
         var none = RTXWriter(ssrc: 5)
         #expect(none.padding(bytes: 1000, midID: nil, mid: [], transportCCID: 3).isEmpty)
     }

@@ -159,6 +159,33 @@ import SeededRandom
         #expect(!top.probing)
     }
 
+    /// A send-side estimate steps up only as far as the link was seen to carry (`verified`): its
+    /// AIMD grows to 1.5 × what is acknowledged with nothing sent to show it, the whole step
+    /// between two temporal choices. A choice it fits but the link was not seen to carry is
+    /// probed for, padded at most `verifiedStep` over what the link carried.
+    @Test func aSendSideEstimateStepsUpOnlyAsFarAsTheLinkWasSeenToCarry() {
+        let rungs = [LayerAllocator.Layer(ssrc: 1, bitrate: 70_000), .init(ssrc: 2, bitrate: 105_000), .init(ssrc: 3, bitrate: 165_000)]
+        let a = Allocator()
+        // 130k fits 2 (105k ≤ 0.85 × 130k); the link carried 80k: padded to 88k, burst too.
+        let d = a.decide(layers: rungs, current: 1, estimate: 130_000, delivered: 80_000, verified: 80_000, now: t0)
+        #expect(d == .init(ssrc: 1, padding: 18_000, burst: .init(padding: 18_000, until: t0 + .seconds(1))))
+        // Past the hold, still not carried: no step up; the padding follows what it carries.
+        #expect(a.decide(layers: rungs, current: 1, estimate: 130_000, delivered: 90_000, verified: 90_000,
+                         now: t0 + .seconds(2)) == .init(ssrc: 1, padding: 29_000))
+        // It carried 125k (105k ≤ 0.85 × 125k): up.
+        #expect(a.decide(layers: rungs, current: 1, estimate: 130_000, delivered: 125_000, verified: 125_000,
+                         now: t0 + .seconds(3))?.ssrc == 2)
+        // A probe's measured rate counts as carried: 3 at once after its hold, no padding first.
+        let b = Allocator()
+        #expect(b.decide(layers: rungs, current: 1, estimate: 400_000, delivered: 70_000, verified: 390_000, now: t0)?.padding == 0)
+        #expect(b.decide(layers: rungs, current: 1, estimate: 400_000, delivered: 70_000, verified: 390_000,
+                         now: t0 + .seconds(2))?.ssrc == 3)
+        // With REMB (nothing verified) the estimate alone steps up, as before.
+        let c = Allocator()
+        _ = c.decide(layers: rungs, current: 1, estimate: 130_000, now: t0)
+        #expect(c.decide(layers: rungs, current: 1, estimate: 130_000, now: t0 + .seconds(2))?.ssrc == 2)
+    }
+
     @Test func aProbeThatFailsBacksOffDoubling() {
         let a = Allocator()
         #expect(a.decide(layers: layers, current: 1, estimate: 300_000, now: t0)?.padding == 150_000)
@@ -391,9 +418,10 @@ import SeededRandom
 private final class Allocator {
     var allocator = LayerAllocator()
     func decide(layers: [LayerAllocator.Layer], current: UInt32?, estimate: Int?, limitedByLoss: Bool = false,
-                provisional: Bool = false, delivered: Int? = nil, now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
+                provisional: Bool = false, delivered: Int? = nil, verified: Int? = nil,
+                now: ContinuousClock.Instant) -> LayerAllocator.Decision? {
         allocator.decide(layers: layers, current: current, estimate: estimate, limitedByLoss: limitedByLoss,
-                         provisional: provisional, delivered: delivered, now: now)
+                         provisional: provisional, delivered: delivered, verified: verified, now: now)
     }
     var probing: Bool { allocator.probing }
     var probes: Int { allocator.probes }
