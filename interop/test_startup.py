@@ -51,9 +51,13 @@ def run_swift(make_bed, spec: str, seed: int) -> dict:
     player.wait(timeout=SECONDS + 20)
     pub.wait(timeout=20)
     bed.close()
+    # Where a rare start-up overshoot's drops fall, for the failure message (CI keeps no artifacts).
+    drops = [bed.sampler.window(pub_flow, "up", t_conn + i, t_conn + i + 1)["dropped_queue"] for i in range(5)]
+    first = [line.strip() for line in pub.text().splitlines() if line.startswith("connected")][:5]
     return {"viewer": viewer_numbers(player, t_conn), "uplink": uplink_numbers(bed, pub_flow, t_conn, t_conn + SECONDS),
             "publisher": publisher_summary(pub.stats()), "player": player_summary(player.stats()),
-            "publisherStatus": status_series(pub.text(), pub.t_start)}
+            "publisherStatus": status_series(pub.text(), pub.t_start), "dropsFirst5s": drops, "statusFirst5s": first,
+            "connectedAfter": round(t_conn - pub.t_start, 2)}
 
 
 def run_chromium(make_bed, browser, spec: str, seed: int) -> dict:
@@ -99,4 +103,6 @@ def test_startup_narrow_uplink(kbit, make_bed, browser, artifact_dir):
           f"{su['packetsIn']}, widths {sv['widths']}; Chromium {cv['fpsMean']} fps (first 5 s {cv['fpsFirst5s']}), "
           f"drops {chromium['uplink']['droppedQueue']}/{chromium['uplink']['packetsIn']}, widths {cv['widths']}\n"
           f"{c.summary()}")
-    assert not c.failed, f"{len(c.failed)} check(s) failed:\n{c.summary()}"
+    assert not c.failed, (f"{len(c.failed)} check(s) failed:\n{c.summary()}\nSwift publisher connected "
+                          f"{swift['connectedAfter']} s after its start; drops in its first 5 s {swift['dropsFirst5s']}; "
+                          f"its first status lines:\n" + "\n".join(swift["statusFirst5s"]))
