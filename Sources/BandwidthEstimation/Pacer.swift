@@ -154,6 +154,13 @@ public struct Pacer: Sendable {
         return bytes > 0 ? PaddingRequest(bytes: bytes, largestPacket: active.cluster.largestPaddingPacket) : nil
     }
 
+    /// Whether something is queued or the active probe wants padding now. Mutating only so
+    /// that an owner holding the pacer in a class passes it in place: a non-mutating call from
+    /// another module copied the whole pacer (its queues retained) on every feedback and tick.
+    public mutating func hasWork(at now: Moment) -> Bool {
+        queuedBytes > 0 || paddingWanted(at: now) != nil
+    }
+
     public var queuedPackets: Int { queues.reduce(0) { $0 + $1.count } }
 
     /// How long the oldest queued packet has waited; nil when the queue is empty.

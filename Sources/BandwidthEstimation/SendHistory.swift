@@ -83,13 +83,16 @@ public struct SendHistory: Sendable {
         } else if sequence >= firstSequence {
             entries[head + Int(sequence - firstSequence)] = entry
         }
-        prune(now: now)
+        // The age check reads the oldest entry, a cold cache line once per player per
+        // forwarded packet in a relay: every 64th packet (and at each feedback) is enough.
+        if count > capacity || sequence & 63 == 0 { prune(now: now) }
     }
 
     /// Matches feedback against the history: one result per packet the feedback newly reports,
     /// in sequence order. A packet reported lost and later received yields a second, received
     /// result; one reported received is never reported again.
     public mutating func onFeedback(_ feedback: TransportCCFeedback) -> [PacketResult] {
+        if let newest = entries.last { prune(now: newest.sendTime) }
         // Past half the sequence space statuses would alias earlier ones.
         let statuses = feedback.packets.prefix(0x7FFF)
         let base = sequenceUnwrapper.peek(feedback.baseSequence)
