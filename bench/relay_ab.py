@@ -65,9 +65,12 @@ def main() -> None:
             for k, field in keys.items():
                 if step.get(field) is not None:
                     results[binary][k].append(step[field])
-            print(f"round {i + 1} {binary}: " + ", ".join(f"{k} {step.get(f)}" for k, f in keys.items()), flush=True)
+            # The packet rates say how starved the publisher was: per-player fixed costs (feedback,
+            # ticks) weigh more per forwarded packet when fewer come in.
+            print(f"round {i + 1} {binary}: " + ", ".join(f"{k} {step.get(f)}" for k, f in keys.items())
+                  + f" ({step.get('inbound_pps')} packets/s in, {step.get('forwarded_pps_per_player')} out per player)", flush=True)
     for binary, values in results.items():
-        medians = {k: (statistics.median(v) if v else None) for k, v in values.items()}
+        medians = {k: (round(statistics.median(v), 3) if v else None) for k, v in values.items()}
         print(f"{binary}: median user {medians['user']} us, whole {medians['whole']} us, "
               f"vs floor {medians['vs_floor']} ({args.rounds} runs at {args.players} players{', simulcast' if args.simulcast else ''})")
 

@@ -125,6 +125,16 @@ def sample_until(bed, flow_b: int, t0: float, t_lift: float, t_end: float, sent_
         time.sleep(1.0)
 
 
+def sent_fps_between(sent_samples: list, api: list, t0: float, start: float, end: float, rid: str) -> float | None:
+    """The publisher's median frame rate of `rid` in [start, end) on the emulator's clock (the
+    samples are `sample_until`'s, paired with its API entries, whose `t` is from `t0`). A viewer
+    is held to what was sent in the same seconds: the publisher's encoder drops frames of h after
+    an overshoot (42 in one run, 13-26 fps for 18 s), and A, sent every one, had its median
+    compared with the whole run's 30."""
+    fps = [s[rid]["fps"] for s, a in zip(sent_samples, api) if s and rid in s and start <= a["t"] + t0 < end]
+    return statistics.median(fps) if fps else None
+
+
 def aiortc_checks(c: Checks, bed, api: list[dict], b_detail: dict, widths: dict, limited: dict, lift: float) -> None:
     """aiortc as B: its layer as the relay chose it (API, each second; `lift`: when the limit lifted,
     on the API's clock). Its REMB comes only from the abs-send-time the relay answers and stamps.
@@ -223,8 +233,9 @@ def test_a_viewer_behind_400kbit_gets_a_lower_layer_and_comes_back(viewer_b, pub
     c.check("the plays exit 0", all(v == 0 for v in codes.values()), codes, "0")
     c.check("A keeps the high layer while B is limited (width every second)", bool(a_rows) and all(x["width"] == high_w for x in a_rows),
             sorted({x["width"] for x in a_rows}), f"{high_w}")
-    c.check("A's frame rate is the publisher's high layer's (median of 1 s lines)", median(a_rows) >= fps_of["h"] - 2,
-            median(a_rows), f">= {fps_of['h']} - 2")
+    a_sent = sent_fps_between(sent_samples, api, t_both, t_both + 3, t_lift, "h") or fps_of["h"]
+    c.check("A's frame rate is what the publisher sent of h in those seconds (median of 1 s lines)", median(a_rows) >= a_sent - 2,
+            median(a_rows), f">= {a_sent} - 2")
     if viewer_b == "aiortc":
         b_detail["video"] = runs["b"].stats().get("video") or {}   # the stand-in's sink: sizes decoded
         aiortc_checks(c, bed, api, b_detail, widths, limited, t_lift - t_both)
@@ -346,8 +357,9 @@ def test_a_viewer_below_the_smallest_layer_gets_its_base_frames(publisher, make_
     c.check("the plays exit 0", all(v == 0 for v in codes.values()), codes, "0")
     c.check("A keeps the high layer while B is limited (width every second)",
             bool(a_rows) and all(x["width"] == widths["h"] for x in a_rows), sorted({x["width"] for x in a_rows}), f"{widths['h']}")
-    c.check("A's frame rate is the publisher's high layer's (median of 1 s lines)", median(a_rows) >= fps_of["h"] - 2,
-            median(a_rows), f">= {fps_of['h']} - 2")
+    a_sent = sent_fps_between(sent_samples, api, t_limit, t_both + 3, t_lift, "h") or fps_of["h"]
+    c.check("A's frame rate is what the publisher sent of h in those seconds (median of 1 s lines)", median(a_rows) >= a_sent - 2,
+            median(a_rows), f">= {a_sent} - 2")
     c.check(f"B on l below its every frame from {settle:.0f} s after the limit (relay API: layer, temporal_layer)",
             bool(b_choice) and all(layer == "l" and tl in (0, 1) for layer, tl in b_choice), sorted(set(map(str, b_choice))), "l, 0 or 1")
     c.check("B plays l's size (width every second)", bool(b_rows) and all(x["width"] == widths["l"] for x in b_rows),
